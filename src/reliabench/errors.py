@@ -1,0 +1,143 @@
+"""The one exception tree of reliabench, and the CLI exit codes that go with it.
+
+::
+
+    ReliabenchError                      exit 1   anything reliabench raises on purpose
+     +-- UsageError                      exit 2   the user asked for something invalid
+     |    +-- InvalidArgumentError                 a bad argument to a public function (also ValueError)
+     |    +-- InputError                           a bad input file: names file, line and field
+     |    |    +-- RecordError                     a rollout record that breaks the schema
+     |    |    +-- SuiteError                      a task suite with problems (lists them all)
+     |    |    +-- ConfigError                     an agents / run / simulation config file
+     |    +-- RunMismatchError                     resuming a run with a different configuration
+     |    +-- MissingExtraError                    an optional extra is not installed
+     +-- SandboxError                    exit 3   the sandbox could not start (infrastructure)
+     +-- AgentError                      exit 1   an agent adapter failed in a way it cannot record
+     +-- StoreError                      exit 1   the run store is unreadable or inconsistent
+
+Every class carries ``exit_code``; the CLI maps an escaped ``ReliabenchError`` to a one-line
+message and that code, and never prints a traceback for a ``UsageError``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from pathlib import Path
+
+__all__ = [
+    "AgentError",
+    "ConfigError",
+    "InputError",
+    "InvalidArgumentError",
+    "MissingExtraError",
+    "RecordError",
+    "ReliabenchError",
+    "RunMismatchError",
+    "SandboxError",
+    "StoreError",
+    "SuiteError",
+    "UsageError",
+]
+
+
+class ReliabenchError(Exception):
+    """Base class of every error reliabench raises on purpose."""
+
+    exit_code: int = 1
+
+
+class UsageError(ReliabenchError):
+    """The user asked for something that cannot be done as asked (exit code 2)."""
+
+    exit_code = 2
+
+
+class InvalidArgumentError(UsageError, ValueError):
+    """A public function got an argument outside its domain.
+
+    It is also a ``ValueError``, so ``except ValueError`` works as for numpy and scipy.
+    """
+
+
+class InputError(UsageError):
+    """A user-supplied file is malformed.
+
+    The message has the form ``FILE:LINE: FIELD: what was expected`` so that editors and
+    terminals can jump to the position.
+
+    Args:
+        path: The file (or ``-`` for standard input).
+        message: What was wrong and what was expected.
+        line: 1-based line number, when the format has lines.
+        field: The key or column at fault, when known.
+    """
+
+    def __init__(
+        self,
+        path: str | Path,
+        message: str,
+        *,
+        line: int | None = None,
+        field: str | None = None,
+    ) -> None:
+        self.path = str(path)
+        self.line = line
+        self.field = field
+        self.detail = message
+        where = self.path if line is None else f"{self.path}:{line}"
+        what = message if field is None else f"{field}: {message}"
+        super().__init__(f"{where}: {what}")
+
+
+class RecordError(InputError):
+    """A rollout record that breaks the record schema."""
+
+
+class ConfigError(InputError):
+    """A configuration file (agents, run, simulation) that cannot be used."""
+
+
+class SuiteError(UsageError):
+    """A task suite with one or more problems; all of them are listed at once.
+
+    Args:
+        problems: One ``path: problem`` string per problem found.
+    """
+
+    def __init__(self, problems: Iterable[str]) -> None:
+        self.problems = tuple(problems)
+        head = f"task suite has {len(self.problems)} problem(s)"
+        super().__init__(head + "".join(f"\n  {p}" for p in self.problems))
+
+
+class RunMismatchError(UsageError):
+    """An existing run directory was made with a different configuration."""
+
+
+class MissingExtraError(UsageError):
+    """An optional dependency is missing; the message carries the install command.
+
+    Args:
+        extra: The name of the extra (``pip install 'reliabench[extra]'``).
+        feature: What needed it.
+    """
+
+    def __init__(self, extra: str, feature: str) -> None:
+        self.extra = extra
+        super().__init__(
+            f"{feature} needs the optional extra '{extra}': pip install 'reliabench[{extra}]'"
+        )
+
+
+class SandboxError(ReliabenchError):
+    """The sandbox could not be started or set up (an infrastructure failure)."""
+
+    exit_code = 3
+
+
+class AgentError(ReliabenchError):
+    """An agent adapter failed in a way that cannot be recorded as a failed rollout."""
+
+
+class StoreError(ReliabenchError):
+    """The run store is unreadable or inconsistent."""

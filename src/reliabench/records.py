@@ -1,0 +1,500 @@
+"""The rollout record: one independent attempt of one agent on one task.
+
+Every path into the numbers (the runner, the simulator, every importer) produces ``Rollout``
+records; the analysis layer reads nothing else. A JSONL file holds one record per line.
+
+Schema version 1 (``docs/rollout.schema.json``)::
+
+    {"schema_version": 1,                      # optional on input, written on output
+     "task_id": "str", "agent": "str", "rollout": 0,           # required
+     # the outcome, one of:
+     "tests": [{"name": "str", "outcome": "passed|failed|error|skipped", "security": false}],
+     "tests_total": 10, "tests_passed": 9,
+     "passed": true,                           # a verdict alone, or a harness's verdict
+     # optional:
+     "status": "completed|agent_error|timeout|infra_error|...",
+     "findings": [{"tool", "rule_id", "severity", "confidence", "cwe", "path", "line",
+                   "message"}],
+     "scan_errors": [{"tool", "path", "message"}],
+     "cost": {"tokens": 0, "usd": 0.0, "seconds": 0.0},
+     "isolation": "bubblewrap|namespaces|none", "tamper_suspected": false,
+     "simulated": false, "meta": {}}
+
+When a rollout passes: it completed (``status == "completed"``) and either its ``passed``
+verdict is true, or -- without a verdict -- every functional hidden test passed and at least one
+ran. Skipped tests did not run: they neither fail nor count as passed. Tests marked ``security``
+are dynamic security tests and are judged apart, by the security lens.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import tempfile
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any, Final, Literal, cast
+
+from reliabench.errors import RecordError
+
+__all__ = [
+    "CONFIDENCE_LEVELS",
+    "OUTCOMES",
+    "SCHEMA_VERSION",
+    "SEVERITY_LEVELS",
+    "STATUSES",
+    "Cost",
+    "Finding",
+    "Rollout",
+    "ScanError",
+    "TestOutcome",
+    "read_jsonl",
+    "rollout_from_dict",
+    "rollout_to_dict",
+    "write_jsonl",
+]
+
+SCHEMA_VERSION: Final = 1
+OUTCOMES: Final = ("passed", "failed", "error", "skipped")
+SEVERITY_LEVELS: Final = ("info", "low", "medium", "high", "critical")
+CONFIDENCE_LEVELS: Final = ("low", "medium", "high")
+STATUSES: Final = (
+    "completed",
+    "agent_error",
+    "timeout",
+    "infra_error",
+    "test_error",
+    "no_change",
+)
+Outcome = Literal["passed", "failed", "error", "skipped"]
+
+
+@dataclass(frozen=True, slots=True)
+class TestOutcome:
+    """The outcome of one hidden test in one rollout.
+
+    Attributes:
+        name: The test's id (for pytest: ``file::test[param]``).
+        outcome: ``passed``, ``failed``, ``error`` or ``skipped``.
+        security: True for a dynamic security test (``@pytest.mark.security``).
+    """
+
+    __test__ = False  # not a pytest test class
+
+    name: str
+    outcome: Outcome
+    security: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    """One insecure pattern found by a scanner in code the agent wrote.
+
+    ``severity`` is on the ordinal scale ``info < low < medium < high < critical`` and
+    ``confidence`` on ``low < medium < high``; each scanner documents how its own levels map.
+    """
+
+    tool: str
+    rule_id: str
+    severity: str
+    confidence: str = "medium"
+    cwe: int | None = None
+    path: str = ""
+    line: int | None = None
+    message: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class ScanError:
+    """A file a scanner could not read: never treated as clean."""
+
+    tool: str
+    path: str
+    message: str
+
+
+@dataclass(frozen=True, slots=True)
+class Cost:
+    """What a rollout cost; every part is optional."""
+
+    tokens: int | None = None
+    usd: float | None = None
+    seconds: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Rollout:
+    """One independent attempt of one agent on one task, with what was observed.
+
+    Construct it with keywords; ``rollout_from_dict`` validates untrusted input.
+    """
+
+    task_id: str
+    agent: str
+    rollout: int
+    tests: tuple[TestOutcome, ...] | None = None
+    tests_total: int | None = None
+    tests_passed: int | None = None
+    verdict: bool | None = None
+    status: str = "completed"
+    findings: tuple[Finding, ...] = ()
+    scan_errors: tuple[ScanError, ...] = ()
+    cost: Cost | None = None
+    isolation: str | None = None
+    tamper_suspected: bool = False
+    simulated: bool = False
+    meta: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def key(self) -> tuple[str, str, int]:
+        """``(task_id, agent, rollout)``: unique within a data set."""
+        return (self.task_id, self.agent, self.rollout)
+
+    @property
+    def functional_tests(self) -> tuple[TestOutcome, ...]:
+        """The hidden tests that are not security tests."""
+        return tuple(t for t in self.tests or () if not t.security)
+
+    @property
+    def security_tests(self) -> tuple[TestOutcome, ...]:
+        """The dynamic security tests (``@pytest.mark.security``)."""
+        return tuple(t for t in self.tests or () if t.security)
+
+    @property
+    def n_tests(self) -> int | None:
+        """Functional tests that ran (skipped ones excluded); None when unknown."""
+        if self.tests is not None:
+            return sum(t.outcome != "skipped" for t in self.functional_tests)
+        return self.tests_total
+
+    @property
+    def n_tests_passed(self) -> int | None:
+        """Functional tests that passed; None when unknown."""
+        if self.tests is not None:
+            return sum(t.outcome == "passed" for t in self.functional_tests)
+        return self.tests_passed
+
+    @property
+    def passes(self) -> bool:
+        """Whether this rollout counts as a success for reliability@k."""
+        if self.status != "completed":
+            return False
+        if self.verdict is not None:
+            return self.verdict
+        total, passed = self.n_tests, self.n_tests_passed
+        return total is not None and passed is not None and total > 0 and passed == total
+
+    @property
+    def security_tests_pass(self) -> bool:
+        """True unless a dynamic security test failed or errored (skipped ones do not count)."""
+        return all(t.outcome in ("passed", "skipped") for t in self.security_tests)
+
+
+# ---------------------------------------------------------------------------------- parsing
+
+
+def _fail(path: str, line: int | None, fieldname: str, message: str) -> RecordError:
+    return RecordError(path, message, line=line, field=fieldname)
+
+
+def _get_str(d: Mapping[str, Any], key: str, where: tuple[str, int | None], *,
+             required: bool = True, default: str = "") -> str:
+    if key not in d:
+        if required:
+            raise _fail(*where, key, "missing required key (expected a string)")
+        return default
+    value = d[key]
+    if not isinstance(value, str) or (required and value == ""):
+        raise _fail(*where, key, f"expected a non-empty string, got {value!r}")
+    return value
+
+
+def _get_count(d: Mapping[str, Any], key: str, where: tuple[str, int | None]) -> int | None:
+    if d.get(key) is None:
+        return None
+    value = d[key]
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise _fail(*where, key, f"expected an integer >= 0, got {value!r}")
+    return value
+
+
+def _get_opt_number(d: Mapping[str, Any], key: str, where: tuple[str, int | None],
+                    prefix: str) -> float | None:
+    value = d.get(key)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise _fail(*where, prefix + key, f"expected a finite number, got {value!r}")
+    return float(value)
+
+
+def _parse_tests(raw: Any, where: tuple[str, int | None]) -> tuple[TestOutcome, ...]:
+    if not isinstance(raw, list):
+        raise _fail(*where, "tests", f"expected a list of test outcomes, got {type(raw).__name__}")
+    out = []
+    seen: set[str] = set()
+    for i, item in enumerate(raw):
+        name_field = f"tests[{i}]"
+        if not isinstance(item, dict):
+            raise _fail(*where, name_field, "expected an object with 'name' and 'outcome'")
+        name = item.get("name")
+        if not isinstance(name, str) or not name:
+            raise _fail(*where, name_field + ".name", f"expected a non-empty string, got {name!r}")
+        if name in seen:
+            raise _fail(*where, name_field + ".name", f"duplicate test name {name!r}")
+        seen.add(name)
+        outcome = item.get("outcome")
+        if outcome not in OUTCOMES:
+            raise _fail(*where, name_field + ".outcome",
+                        f"expected one of {', '.join(OUTCOMES)}, got {outcome!r}")
+        security = item.get("security", False)
+        if not isinstance(security, bool):
+            raise _fail(*where, name_field + ".security", f"expected true or false, got {security!r}")
+        out.append(TestOutcome(name, cast(Outcome, outcome), security))
+    return tuple(out)
+
+
+def _parse_level(value: Any, levels: tuple[str, ...], where: tuple[str, int | None],
+                 fieldname: str) -> str:
+    text = value.lower() if isinstance(value, str) else value
+    if text not in levels:
+        raise _fail(*where, fieldname, f"expected one of {', '.join(levels)}, got {value!r}")
+    return cast(str, text)
+
+
+def _parse_findings(raw: Any, where: tuple[str, int | None]) -> tuple[Finding, ...]:
+    if not isinstance(raw, list):
+        raise _fail(*where, "findings", "expected a list of findings")
+    out = []
+    for i, item in enumerate(raw):
+        f = f"findings[{i}]"
+        if not isinstance(item, dict):
+            raise _fail(*where, f, "expected an object")
+        cwe = item.get("cwe")
+        if cwe is not None and (isinstance(cwe, bool) or not isinstance(cwe, int) or cwe < 0):
+            raise _fail(*where, f + ".cwe", f"expected a CWE number or null, got {cwe!r}")
+        line = item.get("line")
+        if line is not None and (isinstance(line, bool) or not isinstance(line, int)):
+            raise _fail(*where, f + ".line", f"expected an integer or null, got {line!r}")
+        for key in ("tool", "rule_id"):
+            if not isinstance(item.get(key), str) or not item[key]:
+                raise _fail(*where, f"{f}.{key}", f"expected a non-empty string, got {item.get(key)!r}")
+        out.append(Finding(
+            tool=item["tool"],
+            rule_id=item["rule_id"],
+            severity=_parse_level(item.get("severity"), SEVERITY_LEVELS, where, f + ".severity"),
+            confidence=_parse_level(item.get("confidence", "medium"), CONFIDENCE_LEVELS, where,
+                                    f + ".confidence"),
+            cwe=cwe,
+            path=str(item.get("path", "")),
+            line=line,
+            message=str(item.get("message", "")),
+        ))
+    return tuple(out)
+
+
+def rollout_from_dict(d: Any, *, path: str = "<input>", line: int | None = None) -> Rollout:
+    """Validate one decoded JSON object and build a ``Rollout``.
+
+    Args:
+        d: The decoded object.
+        path: The file it came from, for error messages.
+        line: Its 1-based line number, for error messages.
+
+    Raises:
+        RecordError: naming file, line and field, for any breach of the schema.
+    """
+    where = (path, line)
+    if not isinstance(d, dict):
+        raise _fail(path, line, "record", f"expected a JSON object, got {type(d).__name__}")
+    version = d.get("schema_version", SCHEMA_VERSION)
+    if version != SCHEMA_VERSION:
+        raise _fail(*where, "schema_version",
+                    f"unsupported version {version!r} (this reliabench reads {SCHEMA_VERSION})")
+    task_id = _get_str(d, "task_id", where)
+    agent = _get_str(d, "agent", where)
+    if "rollout" not in d:
+        raise _fail(*where, "rollout", "missing required key (expected an integer >= 0)")
+    rollout = _get_count(d, "rollout", where)
+    assert rollout is not None  # noqa: S101 -- _get_count returns None only for a null value
+    tests = _parse_tests(d["tests"], where) if d.get("tests") is not None else None
+    total = _get_count(d, "tests_total", where)
+    passed_n = _get_count(d, "tests_passed", where)
+    if (total is None) != (passed_n is None):
+        missing = "tests_passed" if passed_n is None else "tests_total"
+        raise _fail(*where, missing, "tests_total and tests_passed go together")
+    if total is not None and passed_n is not None and passed_n > total:
+        raise _fail(*where, "tests_passed",
+                    f"tests_passed={passed_n} exceeds tests_total={total} (c > n)")
+    if tests is not None and total is not None:
+        raise _fail(*where, "tests", "give either 'tests' or 'tests_total'/'tests_passed', not both")
+    verdict = d.get("passed")
+    if verdict is not None and not isinstance(verdict, bool):
+        raise _fail(*where, "passed", f"expected true, false or null, got {verdict!r}")
+    if tests is None and total is None and verdict is None:
+        raise _fail(*where, "tests",
+                    "no outcome: expected 'tests', 'tests_total' + 'tests_passed', or 'passed'")
+    status = _get_str(d, "status", where, required=False, default="completed")
+    if not status:
+        raise _fail(*where, "status", "expected a non-empty string")
+    findings = _parse_findings(d["findings"], where) if d.get("findings") else ()
+    scan_errors_raw = d.get("scan_errors") or []
+    if not isinstance(scan_errors_raw, list) or not all(isinstance(e, dict) for e in scan_errors_raw):
+        raise _fail(*where, "scan_errors", "expected a list of {tool, path, message} objects")
+    scan_errors = tuple(
+        ScanError(str(e.get("tool", "")), str(e.get("path", "")), str(e.get("message", "")))
+        for e in scan_errors_raw
+    )
+    cost = None
+    if d.get("cost") is not None:
+        raw_cost = d["cost"]
+        if not isinstance(raw_cost, dict):
+            raise _fail(*where, "cost", "expected an object with tokens, usd, seconds")
+        tokens = _get_opt_number(raw_cost, "tokens", where, "cost.")
+        cost = Cost(
+            tokens=None if tokens is None else int(tokens),
+            usd=_get_opt_number(raw_cost, "usd", where, "cost."),
+            seconds=_get_opt_number(raw_cost, "seconds", where, "cost."),
+        )
+    meta = d.get("meta") or {}
+    if not isinstance(meta, dict):
+        raise _fail(*where, "meta", "expected an object")
+    isolation = d.get("isolation")
+    if isolation is not None and not isinstance(isolation, str):
+        raise _fail(*where, "isolation", f"expected a string, got {isolation!r}")
+    for flag in ("tamper_suspected", "simulated"):
+        if not isinstance(d.get(flag, False), bool):
+            raise _fail(*where, flag, f"expected true or false, got {d[flag]!r}")
+    return Rollout(
+        task_id=task_id,
+        agent=agent,
+        rollout=rollout,
+        tests=tests,
+        tests_total=total,
+        tests_passed=passed_n,
+        verdict=verdict,
+        status=status,
+        findings=findings,
+        scan_errors=scan_errors,
+        cost=cost,
+        isolation=isolation,
+        tamper_suspected=bool(d.get("tamper_suspected", False)),
+        simulated=bool(d.get("simulated", False)),
+        meta=meta,
+    )
+
+
+def rollout_to_dict(r: Rollout) -> dict[str, Any]:
+    """Encode a ``Rollout`` as a JSON-ready dict (the inverse of ``rollout_from_dict``)."""
+    out: dict[str, Any] = {
+        "schema_version": SCHEMA_VERSION,
+        "task_id": r.task_id,
+        "agent": r.agent,
+        "rollout": r.rollout,
+        "status": r.status,
+    }
+    if r.tests is not None:
+        out["tests"] = [
+            {"name": t.name, "outcome": t.outcome, **({"security": True} if t.security else {})}
+            for t in r.tests
+        ]
+    if r.tests_total is not None:
+        out["tests_total"] = r.tests_total
+        out["tests_passed"] = r.tests_passed
+    if r.verdict is not None:
+        out["passed"] = r.verdict
+    if r.findings:
+        out["findings"] = [
+            {"tool": f.tool, "rule_id": f.rule_id, "severity": f.severity,
+             "confidence": f.confidence, "cwe": f.cwe, "path": f.path, "line": f.line,
+             "message": f.message}
+            for f in r.findings
+        ]
+    if r.scan_errors:
+        out["scan_errors"] = [
+            {"tool": e.tool, "path": e.path, "message": e.message} for e in r.scan_errors
+        ]
+    if r.cost is not None:
+        out["cost"] = {k: v for k, v in (("tokens", r.cost.tokens), ("usd", r.cost.usd),
+                                         ("seconds", r.cost.seconds)) if v is not None}
+    if r.isolation is not None:
+        out["isolation"] = r.isolation
+    if r.tamper_suspected:
+        out["tamper_suspected"] = True
+    if r.simulated:
+        out["simulated"] = True
+    if r.meta:
+        out["meta"] = dict(r.meta)
+    return out
+
+
+def _iter_lines(stream: IO[str], name: str) -> Iterator[Rollout]:
+    seen: dict[tuple[str, str, int], int] = {}
+    for lineno, text in enumerate(stream, start=1):
+        if not text.strip():
+            continue
+        try:
+            obj = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise RecordError(name, f"malformed JSON ({exc.msg} at column {exc.colno})",
+                              line=lineno) from None
+        record = rollout_from_dict(obj, path=name, line=lineno)
+        first = seen.setdefault(record.key, lineno)
+        if first != lineno:
+            raise RecordError(
+                name,
+                f"duplicate (task_id, agent, rollout) = {record.key!r}, first seen on line {first}",
+                line=lineno, field="rollout",
+            )
+        yield record
+
+
+def read_jsonl(source: str | Path | IO[str]) -> list[Rollout]:
+    """Read and validate a JSONL file of rollout records (``-`` reads standard input).
+
+    Raises:
+        RecordError: on the first bad line, naming file, line and field; also for a
+            duplicate ``(task_id, agent, rollout)``.
+    """
+    if not isinstance(source, (str, Path)):
+        return list(_iter_lines(source, getattr(source, "name", "<stream>")))
+    if str(source) == "-":
+        import sys
+
+        return list(_iter_lines(sys.stdin, "<stdin>"))
+    path = Path(source)
+    try:
+        with path.open(encoding="utf-8") as fh:
+            return list(_iter_lines(fh, str(path)))
+    except FileNotFoundError:
+        raise RecordError(path, "no such file") from None
+    except UnicodeDecodeError as exc:
+        raise RecordError(path, f"not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+    except IsADirectoryError:
+        raise RecordError(path, "is a directory, expected a JSONL file") from None
+
+
+def write_jsonl(records: Iterable[Rollout], dest: str | Path | IO[str]) -> int:
+    """Write records as JSONL; a path is written atomically (no half-written file).
+
+    Returns:
+        The number of records written.
+    """
+    if not isinstance(dest, (str, Path)):
+        n = 0
+        for r in records:
+            dest.write(json.dumps(rollout_to_dict(r), ensure_ascii=False) + "\n")
+            n += 1
+        return n
+    path = Path(dest)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent or ".")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            n = write_jsonl(records, fh)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return n

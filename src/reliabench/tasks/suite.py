@@ -1,0 +1,258 @@
+"""The task suite format, loaded and validated in one pass that reports every problem.
+
+::
+
+    SUITE/suite.toml                      name, version, description
+    SUITE/tasks/<task_id>/task.toml       id, language = "python", timeout_s, optional tags
+    SUITE/tasks/<task_id>/prompt.md       what the agent is asked to do
+    SUITE/tasks/<task_id>/workspace/      starter files the agent sees and edits
+    SUITE/tasks/<task_id>/tests/          hidden pytest tests, copied in only after the agent is done
+    SUITE/tasks/<task_id>/solution/       optional reference files, laid over workspace/
+    SUITE/tasks/<task_id>/feedback/       optional visible tests an agent may run while working
+    SUITE/tasks/<task_id>/variants/<v>/   optional alternative solutions (e.g. insecure ones),
+                                          each with a variant.toml: kind, cwe, caught_by, description
+"""
+
+from __future__ import annotations
+
+import hashlib
+import shutil
+import sys
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from reliabench.errors import SuiteError, UsageError
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+__all__ = ["Suite", "Task", "Variant", "bundled_suites", "load_suite", "materialize", "resolve_suite"]
+
+BUNDLED_ROOT = Path(__file__).parent / "bundled"
+_IGNORED = {"__pycache__", ".pytest_cache", ".DS_Store"}
+
+
+@dataclass(frozen=True, slots=True)
+class Variant:
+    """An alternative solution shipped with a task (for example a plausible insecure one).
+
+    Attributes:
+        name: Folder name under ``variants/``.
+        kind: ``insecure`` (or another label).
+        cwe: CWE numbers the variant exhibits.
+        caught_by: What is expected to catch it: ``scanner`` and/or ``security_test``.
+        description: One line for humans.
+        dir: Files laid over the workspace.
+    """
+
+    name: str
+    kind: str
+    cwe: tuple[int, ...]
+    caught_by: tuple[str, ...]
+    description: str
+    dir: Path
+
+
+@dataclass(frozen=True, slots=True)
+class Task:
+    """One task of a suite."""
+
+    id: str
+    language: str
+    timeout_s: float
+    tags: tuple[str, ...]
+    prompt: str
+    root: Path
+    workspace_dir: Path
+    tests_dir: Path
+    solution_dir: Path | None
+    feedback_dir: Path | None
+    variants: tuple[Variant, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Suite:
+    """A loaded, validated task suite."""
+
+    name: str
+    version: str
+    description: str
+    root: Path
+    tasks: tuple[Task, ...]
+    content_hash: str
+
+    def task(self, task_id: str) -> Task:
+        """Return the task with this id."""
+        for t in self.tasks:
+            if t.id == task_id:
+                return t
+        raise UsageError(f"suite {self.name!r} has no task {task_id!r}")
+
+
+def _files(root: Path) -> list[Path]:
+    return sorted(
+        p for p in root.rglob("*")
+        if p.is_file() and not any(part in _IGNORED for part in p.relative_to(root).parts)
+        and p.suffix != ".pyc"
+    )
+
+
+def _hash_tree(root: Path) -> str:
+    h = hashlib.sha256()
+    for p in _files(root):
+        h.update(p.relative_to(root).as_posix().encode())
+        h.update(b"\0")
+        h.update(p.read_bytes())
+        h.update(b"\0")
+    return h.hexdigest()
+
+
+def _read_toml(path: Path, problems: list[str]) -> dict[str, Any] | None:
+    try:
+        with path.open("rb") as fh:
+            return tomllib.load(fh)
+    except FileNotFoundError:
+        problems.append(f"{path}: missing file")
+    except tomllib.TOMLDecodeError as exc:
+        problems.append(f"{path}: invalid TOML ({exc})")
+    return None
+
+
+def _load_variant(vdir: Path, problems: list[str]) -> Variant | None:
+    meta = _read_toml(vdir / "variant.toml", problems)
+    if meta is None:
+        return None
+    cwe = meta.get("cwe", [])
+    caught = meta.get("caught_by", [])
+    if not isinstance(cwe, list) or not all(isinstance(c, int) for c in cwe):
+        problems.append(f"{vdir / 'variant.toml'}: cwe: expected a list of integers")
+        return None
+    if not isinstance(caught, list) or not set(caught) <= {"scanner", "security_test"}:
+        problems.append(
+            f"{vdir / 'variant.toml'}: caught_by: expected a list of 'scanner', 'security_test'"
+        )
+        return None
+    return Variant(
+        name=vdir.name,
+        kind=str(meta.get("kind", "insecure")),
+        cwe=tuple(cwe),
+        caught_by=tuple(caught),
+        description=str(meta.get("description", "")),
+        dir=vdir,
+    )
+
+
+def _load_task(tdir: Path, problems: list[str]) -> Task | None:
+    before = len(problems)
+    meta = _read_toml(tdir / "task.toml", problems)
+    prompt_path = tdir / "prompt.md"
+    if not prompt_path.is_file():
+        problems.append(f"{prompt_path}: missing file (what the agent is asked to do)")
+    for sub in ("workspace", "tests"):
+        if not (tdir / sub).is_dir():
+            problems.append(f"{tdir / sub}: missing directory")
+    if (tdir / "tests").is_dir() and not any((tdir / "tests").rglob("test*.py")):
+        problems.append(f"{tdir / 'tests'}: no test_*.py files (hidden tests)")
+    if meta is None or len(problems) > before:
+        return None
+    tid = meta.get("id")
+    if tid != tdir.name:
+        problems.append(f"{tdir / 'task.toml'}: id: expected {tdir.name!r} (the folder name), got {tid!r}")
+    language = meta.get("language", "python")
+    if language != "python":
+        problems.append(f"{tdir / 'task.toml'}: language: only 'python' is supported, got {language!r}")
+    timeout = meta.get("timeout_s", 60)
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout <= 0:
+        problems.append(f"{tdir / 'task.toml'}: timeout_s: expected a positive number, got {timeout!r}")
+    tags = meta.get("tags", [])
+    if not isinstance(tags, list) or not all(isinstance(t, str) for t in tags):
+        problems.append(f"{tdir / 'task.toml'}: tags: expected a list of strings")
+    variants: list[Variant] = []
+    if (tdir / "variants").is_dir():
+        for vdir in sorted(p for p in (tdir / "variants").iterdir() if p.is_dir()):
+            v = _load_variant(vdir, problems)
+            if v is not None:
+                variants.append(v)
+    if len(problems) > before:
+        return None
+    solution = tdir / "solution"
+    feedback = tdir / "feedback"
+    return Task(
+        id=tdir.name,
+        language="python",
+        timeout_s=float(timeout),
+        tags=tuple(tags),
+        prompt=prompt_path.read_text(encoding="utf-8"),
+        root=tdir,
+        workspace_dir=tdir / "workspace",
+        tests_dir=tdir / "tests",
+        solution_dir=solution if solution.is_dir() else None,
+        feedback_dir=feedback if feedback.is_dir() else None,
+        variants=tuple(variants),
+    )
+
+
+def load_suite(path: str | Path) -> Suite:
+    """Load a suite from disk, checking everything and reporting all problems at once.
+
+    Raises:
+        SuiteError: listing every problem with its path.
+    """
+    root = Path(path)
+    if not root.is_dir():
+        raise SuiteError([f"{root}: not a directory (expected a suite with suite.toml and tasks/)"])
+    problems: list[str] = []
+    meta = _read_toml(root / "suite.toml", problems) or {}
+    for key in ("name", "version"):
+        if meta and not isinstance(meta.get(key), str):
+            problems.append(f"{root / 'suite.toml'}: {key}: expected a string")
+    tasks_root = root / "tasks"
+    tasks: list[Task] = []
+    if not tasks_root.is_dir():
+        problems.append(f"{tasks_root}: missing directory")
+    else:
+        for tdir in sorted(p for p in tasks_root.iterdir() if p.is_dir() and p.name not in _IGNORED):
+            t = _load_task(tdir, problems)
+            if t is not None:
+                tasks.append(t)
+        if not tasks and not problems:
+            problems.append(f"{tasks_root}: no tasks")
+    if problems:
+        raise SuiteError(problems)
+    return Suite(
+        name=str(meta["name"]),
+        version=str(meta["version"]),
+        description=str(meta.get("description", "")),
+        root=root,
+        tasks=tuple(tasks),
+        content_hash=_hash_tree(root),
+    )
+
+
+def bundled_suites() -> dict[str, Path]:
+    """Return the suites shipped inside the package, by name."""
+    if not BUNDLED_ROOT.is_dir():
+        return {}
+    return {p.name: p for p in sorted(BUNDLED_ROOT.iterdir()) if (p / "suite.toml").is_file()}
+
+
+def resolve_suite(spec: str | Path) -> Suite:
+    """Load a suite from a path, or a bundled suite by name (``py30``)."""
+    path = Path(spec)
+    if not path.exists() and str(spec) in bundled_suites():
+        path = bundled_suites()[str(spec)]
+    return load_suite(path)
+
+
+def materialize(dest: Path, layers: Iterable[Path]) -> None:
+    """Copy each directory of ``layers`` over ``dest`` in order (later layers win)."""
+    dest.mkdir(parents=True, exist_ok=True)
+    for layer in layers:
+        for src in _files(layer):
+            target = dest / src.relative_to(layer)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(src, target)
