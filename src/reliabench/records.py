@@ -318,7 +318,7 @@ def rollout_from_dict(d: Any, *, path: str = "<input>", line: int | None = None)
     if "rollout" not in d:
         raise _fail(*where, "rollout", "missing required key (expected an integer >= 0)")
     rollout = _get_count(d, "rollout", where)
-    assert rollout is not None  # noqa: S101 -- _get_count returns None only for a null value
+    assert rollout is not None
     tests = _parse_tests(d["tests"], where) if d.get("tests") is not None else None
     total = _get_count(d, "tests_total", where)
     passed_n = _get_count(d, "tests_passed", where)

@@ -80,8 +80,11 @@ class AgentResult:
 
 @runtime_checkable
 class Agent(Protocol):
-    """One configured agent: ``run`` is called once per rollout, possibly from worker threads
-    or processes, so it must not keep per-rollout state on ``self``."""
+    """One configured agent.
+
+    ``run`` is called once per rollout, possibly from worker threads or processes, so it must
+    not keep per-rollout state on ``self``.
+    """
 
     name: str
     kind: str

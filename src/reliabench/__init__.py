@@ -1,0 +1,59 @@
+"""reliabench: reliability@k, pass^k and security-adjusted reliability@k for coding agents.
+
+The curated public API; every name is defined in a submodule.
+"""
+
+from reliabench.analysis import AgentSummary, CountTable, Estimate, ScoreReport, count_pairs, score
+from reliabench.errors import (
+    InputError,
+    InvalidArgumentError,
+    RecordError,
+    ReliabenchError,
+    SandboxError,
+    SuiteError,
+    UsageError,
+)
+from reliabench.estimators import misapplied_pass_at_k, pass_at_k, pass_hat_k
+from reliabench.records import (
+    SCHEMA_VERSION,
+    Finding,
+    Rollout,
+    TestOutcome,
+    read_jsonl,
+    write_jsonl,
+)
+from reliabench.security import DEFAULT_THRESHOLD, SecurityThreshold, parse_threshold
+from reliabench.stats import BootstrapCI, bootstrap_task_means
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "DEFAULT_THRESHOLD",
+    "SCHEMA_VERSION",
+    "AgentSummary",
+    "BootstrapCI",
+    "CountTable",
+    "Estimate",
+    "Finding",
+    "InputError",
+    "InvalidArgumentError",
+    "RecordError",
+    "ReliabenchError",
+    "Rollout",
+    "SandboxError",
+    "ScoreReport",
+    "SecurityThreshold",
+    "SuiteError",
+    "TestOutcome",
+    "UsageError",
+    "__version__",
+    "bootstrap_task_means",
+    "count_pairs",
+    "misapplied_pass_at_k",
+    "parse_threshold",
+    "pass_at_k",
+    "pass_hat_k",
+    "read_jsonl",
+    "score",
+    "write_jsonl",
+]

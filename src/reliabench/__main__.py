@@ -1,0 +1,7 @@
+"""``python -m reliabench``."""
+
+import sys
+
+from reliabench.cli import main
+
+sys.exit(main())

@@ -1,0 +1,302 @@
+"""The agents file (``agents.toml``): one ``[[agents]]`` table per agent.
+
+::
+
+    [[agents]]
+    name = "gpt-4o-mini"          # unique within the file
+    kind = "openai"               # command | openai | replay | python | any registered kind
+    model = "gpt-4o-mini"         # ... the kind's own keys
+
+:func:`load_agents` validates the whole file once, at the entry: TOML syntax, the
+``agents`` array, each table's ``name`` and ``kind``, duplicate names, and then every
+kind's own keys (unknown keys, missing keys, wrong types). Every problem raises a
+:class:`~reliabench.errors.ConfigError` whose one-line message names the file and the field,
+for example ``agents.toml: agents[2].timeout_s: expected a positive number, got -1``.
+Relative paths in the file are relative to the file's folder.
+
+Kind factories use :class:`FieldReader` to read their keys with the same messages; third-party
+kinds can use it too (``register_agent_kind`` plus an entry point in the group
+``reliabench.agents`` that imports the module registering the kind).
+"""
+
+from __future__ import annotations
+
+import importlib
+import math
+import shlex
+import sys
+from collections.abc import Iterable, Mapping
+from importlib.metadata import entry_points
+from pathlib import Path
+from typing import Any
+
+from reliabench.agents.base import AGENT_KINDS, Agent, AgentContext
+from reliabench.errors import ConfigError
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+__all__ = ["COMMON_KEYS", "FieldReader", "load_agents", "load_builtin_kinds"]
+
+COMMON_KEYS: frozenset[str] = frozenset({"name", "kind"})
+"""Keys every ``[[agents]]`` table has, whatever its kind."""
+
+_BUILTIN_KIND_MODULES = (
+    "reliabench.agents.command",
+    "reliabench.agents.openai_agent",
+    "reliabench.agents.replay",
+    "reliabench.agents.python_agent",
+)
+# Modules of other parts of reliabench that register kinds when they exist (``simulated``).
+_OPTIONAL_KIND_MODULES = ("reliabench.simulate", "reliabench.agents.simulated")
+_ENTRY_POINT_GROUP = "reliabench.agents"
+_loaded = False
+
+
+def load_builtin_kinds() -> None:
+    """Import every module that registers an agent kind (idempotent).
+
+    Built-in kinds, the ``simulated`` kind when its module is present, and third-party
+    modules named by entry points in the group ``reliabench.agents``.
+    """
+    global _loaded
+    if _loaded:
+        return
+    for mod in _BUILTIN_KIND_MODULES:
+        importlib.import_module(mod)
+    for mod in _OPTIONAL_KIND_MODULES:
+        try:
+            importlib.import_module(mod)
+        except ModuleNotFoundError as exc:
+            if exc.name != mod:
+                raise
+    for ep in entry_points(group=_ENTRY_POINT_GROUP):
+        ep.load()
+    _loaded = True
+
+
+def _type_name(value: object) -> str:
+    return {
+        bool: "a boolean", int: "an integer", float: "a number", str: "a string",
+        list: "an array", dict: "a table",
+    }.get(type(value), type(value).__name__)
+
+
+class FieldReader:
+    """Read and check the keys of one ``[[agents]]`` table, with ConfigError on any problem.
+
+    Construction rejects keys that are neither common (``name``, ``kind``) nor in ``keys``.
+
+    Args:
+        table: The agent's table.
+        ctx: Where the table comes from (file and position).
+        keys: The keys this kind accepts besides ``name`` and ``kind``.
+
+    Raises:
+        ConfigError: naming ``agents[i].key`` for the first unknown key.
+    """
+
+    def __init__(self, table: Mapping[str, Any], ctx: AgentContext, keys: Iterable[str]) -> None:
+        self.table = table
+        self.ctx = ctx
+        allowed = COMMON_KEYS | frozenset(keys)
+        for key in table:
+            if key not in allowed:
+                kind = table.get("kind", "?")
+                raise ctx.error(
+                    key,
+                    f"unknown key for kind {kind!r} (allowed: {', '.join(sorted(allowed))})",
+                )
+
+    @property
+    def base_dir(self) -> Path:
+        """The agents file's folder (relative paths are relative to it)."""
+        return self.ctx.config_path.parent
+
+    def _get(self, key: str, required: bool) -> Any:
+        if key not in self.table:
+            if required:
+                raise self.ctx.error(key, "missing required key")
+            return None
+        return self.table[key]
+
+    def string(self, key: str, default: str | None = None, *, required: bool = False,
+               allow_empty: bool = False) -> str | None:
+        """A string value (``default`` when absent)."""
+        value = self._get(key, required)
+        if value is None:
+            return default
+        if not isinstance(value, str):
+            raise self.ctx.error(key, f"expected a string, got {_type_name(value)}")
+        if not value and not allow_empty:
+            raise self.ctx.error(key, "expected a non-empty string")
+        return value
+
+    def required_string(self, key: str) -> str:
+        """A required non-empty string."""
+        value = self._get(key, True)
+        if not isinstance(value, str):
+            raise self.ctx.error(key, f"expected a string, got {_type_name(value)}")
+        if not value:
+            raise self.ctx.error(key, "expected a non-empty string")
+        return value
+
+    def boolean(self, key: str, default: bool) -> bool:
+        """A boolean value."""
+        value = self._get(key, False)
+        if value is None:
+            return default
+        if not isinstance(value, bool):
+            raise self.ctx.error(key, f"expected true or false, got {value!r}")
+        return value
+
+    def number(self, key: str, default: float | None = None, *, minimum: float | None = None,
+               positive: bool = False) -> float | None:
+        """A finite number (integer or float), optionally bounded below."""
+        value = self._get(key, False)
+        if value is None:
+            return default
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+            raise self.ctx.error(key, f"expected a number, got {value!r}")
+        if positive and value <= 0:
+            raise self.ctx.error(key, f"expected a positive number, got {value!r}")
+        if minimum is not None and value < minimum:
+            raise self.ctx.error(key, f"expected a number >= {minimum:g}, got {value!r}")
+        return float(value)
+
+    def integer(self, key: str, default: int | None = None, *, minimum: int | None = None
+                ) -> int | None:
+        """An integer, optionally bounded below."""
+        value = self._get(key, False)
+        if value is None:
+            return default
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise self.ctx.error(key, f"expected an integer, got {value!r}")
+        if minimum is not None and value < minimum:
+            raise self.ctx.error(key, f"expected an integer >= {minimum}, got {value!r}")
+        return value
+
+    def table_of(self, key: str) -> dict[str, Any]:
+        """A table of anything (``{}`` when absent)."""
+        value = self._get(key, False)
+        if value is None:
+            return {}
+        if not isinstance(value, dict):
+            raise self.ctx.error(key, f"expected a table, got {_type_name(value)}")
+        return dict(value)
+
+    def string_table(self, key: str) -> dict[str, str]:
+        """A table whose values are all strings (``{}`` when absent)."""
+        value = self.table_of(key)
+        for k, v in value.items():
+            if not isinstance(v, str):
+                raise self.ctx.error(f"{key}.{k}", f"expected a string, got {_type_name(v)}")
+        return value
+
+    def string_list(self, key: str, *, required: bool = False) -> list[str]:
+        """An array of strings (``[]`` when absent)."""
+        value = self._get(key, required)
+        if value is None:
+            return []
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            raise self.ctx.error(key, "expected an array of strings")
+        return list(value)
+
+    def argv(self, key: str) -> list[str]:
+        """A required command line: an array of strings, or a string split like a shell."""
+        value = self._get(key, True)
+        if isinstance(value, str):
+            try:
+                args = shlex.split(value)
+            except ValueError as exc:
+                raise self.ctx.error(key, f"cannot split the command line ({exc})") from None
+        elif isinstance(value, list) and all(isinstance(v, str) for v in value):
+            args = list(value)
+        else:
+            raise self.ctx.error(key, "expected an array of strings or a command-line string")
+        if not args or not args[0]:
+            raise self.ctx.error(key, "expected a non-empty command")
+        return args
+
+    def path(self, key: str, *, required: bool = False, must_exist: bool = True) -> Path | None:
+        """A path, relative to the agents file's folder; it must exist unless told otherwise."""
+        value = self.string(key, required=required)
+        if value is None:
+            return None
+        return self.resolve_path(key, value, must_exist=must_exist)
+
+    def resolve_path(self, key: str, value: str, *, must_exist: bool = True) -> Path:
+        """Resolve ``value`` against the agents file's folder (``~`` is expanded)."""
+        p = Path(value).expanduser()
+        if not p.is_absolute():
+            p = self.base_dir / p
+        p = p.absolute()
+        if must_exist and not p.exists():
+            raise self.ctx.error(key, f"no such file or directory: {p}")
+        return p
+
+
+def _read_toml(path: Path) -> dict[str, Any]:
+    try:
+        with path.open("rb") as fh:
+            return tomllib.load(fh)
+    except FileNotFoundError:
+        raise ConfigError(path, "no such file (expected an agents file)") from None
+    except IsADirectoryError:
+        raise ConfigError(path, "is a directory (expected an agents file)") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(path, f"invalid TOML ({exc})") from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError(path, f"not UTF-8 ({exc})") from None
+
+
+def load_agents(path: str | Path) -> list[Agent]:
+    """Load and validate an agents file.
+
+    Args:
+        path: The agents file (TOML with one ``[[agents]]`` table per agent).
+
+    Returns:
+        The agents in file order.
+
+    Raises:
+        ConfigError: on the first problem found, naming the file and ``agents[i].field``
+            (``i`` is 1-based).
+        MissingExtraError: when a kind needs an optional extra that is not installed.
+    """
+    config_path = Path(path)
+    doc = _read_toml(config_path)
+    load_builtin_kinds()
+    extra = sorted(set(doc) - {"agents"})
+    if extra:
+        raise ConfigError(config_path, "unknown top-level key (only [[agents]] tables are allowed)",
+                          field=extra[0])
+    tables = doc.get("agents")
+    if tables is None:
+        raise ConfigError(config_path, "no [[agents]] table", field="agents")
+    if not isinstance(tables, list) or not all(isinstance(t, dict) for t in tables):
+        raise ConfigError(config_path, "expected an array of tables ([[agents]])", field="agents")
+    if not tables:
+        raise ConfigError(config_path, "no [[agents]] table", field="agents")
+    agents: list[Agent] = []
+    seen: dict[str, int] = {}
+    for i, table in enumerate(tables, start=1):
+        ctx = AgentContext(config_path=config_path, table_index=i)
+        name = table.get("name")
+        if name is None:
+            raise ctx.error("name", "missing required key")
+        if not isinstance(name, str) or not name.strip():
+            raise ctx.error("name", f"expected a non-empty string, got {name!r}")
+        if name in seen:
+            raise ctx.error("name", f"duplicate agent name {name!r} (also agents[{seen[name]}])")
+        seen[name] = i
+        kind = table.get("kind")
+        known = ", ".join(sorted(AGENT_KINDS))
+        if kind is None:
+            raise ctx.error("kind", f"missing required key (known kinds: {known})")
+        if not isinstance(kind, str) or kind not in AGENT_KINDS:
+            raise ctx.error("kind", f"unknown kind {kind!r} (known kinds: {known})")
+        agents.append(AGENT_KINDS[kind](table, ctx))
+    return agents

@@ -1,0 +1,350 @@
+"""From rollout records to per-(task, agent) counts to per-agent metric tables.
+
+This module is the only place where success rules meet estimators:
+
+* a rollout is *eligible* unless its status is ``infra_error`` (the infrastructure failed,
+  not the agent); infra errors are excluded from n and counted in the report;
+* a rollout *passes* per ``Rollout.passes`` (completed, every functional hidden test passed,
+  at least one ran -- or a harness verdict of true);
+* a rollout is *secure* when it passes and ``security.judge_security`` finds it clean;
+* the *first* rollout of a (task, agent) pair is its eligible rollout with the lowest index:
+  what a single-submission harness would have scored.
+
+Per (task, agent): n = eligible rollouts, c = passing ones, c_secure = passing and secure.
+Per agent, each figure is the mean over tasks of a per-task value, with a bootstrap CI over
+tasks (``stats.bootstrap_task_means``). A task whose n is smaller than k has no defined
+reliability@k; it is left out of that mean and counted in ``Estimate.excluded``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+import numpy.typing as npt
+
+from reliabench.errors import InvalidArgumentError
+from reliabench.estimators import misapplied_pass_at_k, pass_at_k, pass_hat_k
+from reliabench.records import Rollout
+from reliabench.security import (
+    DEFAULT_THRESHOLD,
+    FindingFilter,
+    SecurityThreshold,
+    has_security_data,
+    judge_security,
+)
+from reliabench.stats import bootstrap_task_means
+
+__all__ = [
+    "AgentSummary",
+    "CountTable",
+    "Estimate",
+    "ScoreReport",
+    "count_pairs",
+    "metric_names",
+    "parse_ks",
+    "score",
+]
+
+IntArray = npt.NDArray[np.int64]
+FloatArray = npt.NDArray[np.float64]
+
+
+@dataclass(frozen=True)
+class CountTable:
+    """Counts per (task, agent), as arrays of shape (tasks, agents).
+
+    Attributes:
+        tasks: Task ids (rows), sorted.
+        agents: Agent names (columns), sorted.
+        n: Eligible rollouts (0 where the agent never ran the task).
+        c: Passing rollouts.
+        c_secure: Passing and secure rollouts (equal to ``c`` when ``secure_known`` is False).
+        infra_errors: Rollouts lost to infrastructure failures (not in n).
+        first_total: Functional tests of the first rollout (-1 when unknown).
+        first_passed: Functional tests it passed (-1 when unknown).
+        first_pass: Whether the first rollout passes.
+        passing_insecure: Passing rollouts that are not secure.
+        simulated: Agents any of whose rollouts were simulated.
+        secure_known: Whether any record carries security data (findings, scan errors,
+            security tests, or a scan marker).
+    """
+
+    tasks: tuple[str, ...]
+    agents: tuple[str, ...]
+    n: IntArray
+    c: IntArray
+    c_secure: IntArray
+    infra_errors: IntArray
+    first_total: IntArray
+    first_passed: IntArray
+    first_pass: npt.NDArray[np.bool_]
+    simulated: frozenset[str]
+    secure_known: bool
+    cwe_counts: dict[str, dict[int | None, int]] = field(default_factory=dict)
+
+    @property
+    def present(self) -> npt.NDArray[np.bool_]:
+        """Pairs with at least one eligible rollout."""
+        return self.n > 0
+
+
+def count_pairs(
+    records: Iterable[Rollout],
+    *,
+    threshold: SecurityThreshold = DEFAULT_THRESHOLD,
+    finding_filter: FindingFilter | None = None,
+) -> CountTable:
+    """Reduce rollout records to per-(task, agent) counts.
+
+    Raises:
+        InvalidArgumentError: if no records are given.
+    """
+    recs = list(records)
+    if not recs:
+        raise InvalidArgumentError("records is empty: there is nothing to score")
+    tasks = tuple(sorted({r.task_id for r in recs}))
+    agents = tuple(sorted({r.agent for r in recs}))
+    ti = {t: i for i, t in enumerate(tasks)}
+    ai = {a: i for i, a in enumerate(agents)}
+    shape = (len(tasks), len(agents))
+    n = np.zeros(shape, np.int64)
+    c = np.zeros(shape, np.int64)
+    c_sec = np.zeros(shape, np.int64)
+    infra = np.zeros(shape, np.int64)
+    first_idx = np.full(shape, np.iinfo(np.int64).max, np.int64)
+    first_total = np.full(shape, -1, np.int64)
+    first_passed = np.full(shape, -1, np.int64)
+    first_pass = np.zeros(shape, bool)
+    secure_known = has_security_data(recs)
+    simulated = frozenset(r.agent for r in recs if r.simulated)
+    cwe_counts: dict[str, dict[int | None, int]] = {a: {} for a in agents}
+    for r in recs:
+        i, j = ti[r.task_id], ai[r.agent]
+        if r.status == "infra_error":
+            infra[i, j] += 1
+            continue
+        n[i, j] += 1
+        ok = r.passes
+        if ok:
+            c[i, j] += 1
+        if secure_known:
+            verdict = judge_security(r, threshold, finding_filter)
+            for f in verdict.static:
+                cwe_counts[r.agent][f.cwe] = cwe_counts[r.agent].get(f.cwe, 0) + 1
+            if ok and verdict.secure:
+                c_sec[i, j] += 1
+        elif ok:
+            c_sec[i, j] += 1
+        if r.rollout < first_idx[i, j]:
+            first_idx[i, j] = r.rollout
+            first_pass[i, j] = ok
+            total, passed = r.n_tests, r.n_tests_passed
+            first_total[i, j] = -1 if total is None else total
+            first_passed[i, j] = -1 if passed is None else passed
+    return CountTable(tasks, agents, n, c, c_sec, infra, first_total, first_passed, first_pass,
+                      simulated, secure_known, cwe_counts)
+
+
+def parse_ks(text: str | Sequence[int]) -> tuple[int, ...]:
+    """Parse ``"1,5,10"`` (or a sequence) into sorted unique ks >= 1.
+
+    Examples:
+        >>> parse_ks("10, 1,5")
+        (1, 5, 10)
+    """
+    items = [s.strip() for s in text.split(",")] if isinstance(text, str) else list(text)
+    ks: set[int] = set()
+    for item in items:
+        try:
+            k = int(item)
+        except (TypeError, ValueError):
+            raise InvalidArgumentError(f"k must be an integer >= 1, got {item!r}") from None
+        if k < 1 or (isinstance(item, float) and item != k):
+            raise InvalidArgumentError(f"k must be an integer >= 1, got {item!r}")
+        ks.add(k)
+    if not ks:
+        raise InvalidArgumentError("k: give at least one value, e.g. 1,5,10")
+    return tuple(sorted(ks))
+
+
+def metric_names(ks: Sequence[int], *, security: bool) -> list[str]:
+    """The metric keys of a score report, in display order."""
+    names: list[str] = []
+    for k in ks:
+        names += [f"reliability@{k}", f"pass^{k}", f"misapplied_pass@{k}", f"inflation@{k}"]
+    names += ["macro_test_pass_rate", "strict_resolution_rate"]
+    if security:
+        names += [f"security_adjusted_reliability@{k}" for k in ks]
+        names += ["insecure_share_of_passing"]
+    return names
+
+
+@dataclass(frozen=True, slots=True)
+class Estimate:
+    """One figure with its bootstrap interval.
+
+    Attributes:
+        value: Mean over tasks with a defined value (NaN if none).
+        ci_low: Lower bound of the confidence interval.
+        ci_high: Upper bound.
+        tasks: Tasks that contributed.
+        excluded: Tasks of this agent where the figure is undefined (e.g. k > n, or
+            tests unknown for the misapplied figure).
+    """
+
+    value: float
+    ci_low: float
+    ci_high: float
+    tasks: int
+    excluded: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class AgentSummary:
+    """All figures of one agent."""
+
+    agent: str
+    simulated: bool
+    tasks: int
+    rollouts: int
+    infra_errors: int
+    min_n: int
+    max_n: int
+    metrics: dict[str, Estimate]
+
+
+@dataclass(frozen=True, slots=True)
+class ScoreReport:
+    """What ``score`` computed, with the settings that produced it."""
+
+    agents: tuple[AgentSummary, ...]
+    ks: tuple[int, ...]
+    metric_names: tuple[str, ...]
+    security: bool
+    threshold: SecurityThreshold
+    confidence: float
+    n_resamples: int
+    seed: int
+    notes: tuple[str, ...]
+    counts: CountTable
+
+
+def _per_task_columns(
+    t: CountTable, ks: Sequence[int], names: Sequence[str]
+) -> FloatArray:
+    """Per-task values, shape (tasks, agents, metrics), NaN where undefined."""
+    present = t.present
+    out = np.full((*t.n.shape, len(names)), np.nan)
+    col = {name: i for i, name in enumerate(names)}
+    tests_known = present & (t.first_total > 0)
+    frac = np.full(t.n.shape, np.nan)
+    frac[tests_known] = t.first_passed[tests_known] / t.first_total[tests_known]
+    for k in ks:
+        ok = present & (t.n >= k)
+        rel = np.full(t.n.shape, np.nan)
+        rel[ok] = pass_at_k(t.n[ok], t.c[ok], k)
+        hat = np.full(t.n.shape, np.nan)
+        hat[ok] = pass_hat_k(t.n[ok], t.c[ok], k)
+        mis_ok = tests_known & (t.first_total >= k)
+        mis = np.full(t.n.shape, np.nan)
+        mis[mis_ok] = misapplied_pass_at_k(t.first_total[mis_ok], t.first_passed[mis_ok], k)
+        out[..., col[f"reliability@{k}"]] = rel
+        out[..., col[f"pass^{k}"]] = hat
+        out[..., col[f"misapplied_pass@{k}"]] = mis
+        out[..., col[f"inflation@{k}"]] = mis - rel
+        if f"security_adjusted_reliability@{k}" in col:
+            sec = np.full(t.n.shape, np.nan)
+            sec[ok] = pass_at_k(t.n[ok], t.c_secure[ok], k)
+            out[..., col[f"security_adjusted_reliability@{k}"]] = sec
+    out[..., col["macro_test_pass_rate"]] = frac
+    out[..., col["strict_resolution_rate"]] = np.where(present, t.first_pass.astype(float), np.nan)
+    if "insecure_share_of_passing" in col:
+        with np.errstate(invalid="ignore", divide="ignore"):
+            share = np.where(t.c > 0, (t.c - t.c_secure) / np.maximum(t.c, 1), np.nan)
+        out[..., col["insecure_share_of_passing"]] = share
+    return out
+
+
+def score(
+    records: Iterable[Rollout],
+    ks: Sequence[int] = (1,),
+    *,
+    threshold: SecurityThreshold = DEFAULT_THRESHOLD,
+    finding_filter: FindingFilter | None = None,
+    confidence: float = 0.95,
+    n_resamples: int = 10_000,
+    seed: int = 0,
+) -> ScoreReport:
+    """Compute every figure for every agent, with bootstrap CIs over tasks.
+
+    ``insecure_share_of_passing`` is the mean over tasks (with at least one passing rollout)
+    of the share of passing rollouts that are not secure.
+
+    Args:
+        records: Rollout records (from a file, a run, an importer or the simulator).
+        ks: The k values (each >= 1).
+        threshold: Security threshold for the security-adjusted figures.
+        finding_filter: Allow/deny lists applied before the threshold.
+        confidence: Confidence level of the intervals.
+        n_resamples: Bootstrap resamples (0 disables the intervals).
+        seed: Bootstrap seed: the same inputs and seed give the same intervals.
+
+    Returns:
+        A ``ScoreReport``.
+    """
+    ks_t = parse_ks(list(ks))
+    table = count_pairs(records, threshold=threshold, finding_filter=finding_filter)
+    names = metric_names(ks_t, security=table.secure_known)
+    per_task = _per_task_columns(table, ks_t, names)
+    n_tasks, n_agents, n_metrics = per_task.shape
+    ci = bootstrap_task_means(per_task.reshape(n_tasks, n_agents * n_metrics),
+                              n_resamples=n_resamples, confidence=confidence, seed=seed)
+    value = ci.value.reshape(n_agents, n_metrics)
+    low = ci.low.reshape(n_agents, n_metrics)
+    high = ci.high.reshape(n_agents, n_metrics)
+    used = ci.tasks.reshape(n_agents, n_metrics)
+    summaries = []
+    notes: list[str] = []
+    for j, agent in enumerate(table.agents):
+        present = table.present[:, j]
+        n_present = int(present.sum())
+        ns = table.n[present, j]
+        metrics = {
+            name: Estimate(float(value[j, m]), float(low[j, m]), float(high[j, m]),
+                           int(used[j, m]), n_present - int(used[j, m]))
+            for m, name in enumerate(names)
+        }
+        summaries.append(AgentSummary(
+            agent=agent,
+            simulated=agent in table.simulated,
+            tasks=n_present,
+            rollouts=int(ns.sum()),
+            infra_errors=int(table.infra_errors[:, j].sum()),
+            min_n=int(ns.min()) if ns.size else 0,
+            max_n=int(ns.max()) if ns.size else 0,
+            metrics=metrics,
+        ))
+        if ns.size and ns.min() != ns.max():
+            notes.append(f"{agent}: ragged n (rollouts per task from {ns.min()} to {ns.max()}); "
+                         "each task uses its own n")
+        for k in ks_t:
+            short = int((ns < k).sum())
+            if short:
+                notes.append(f"{agent}: {short} of {n_present} task(s) have fewer than k={k} "
+                             f"rollouts; reliability@{k} and pass^{k} leave them out")
+        missing = len(table.tasks) - n_present
+        if missing:
+            notes.append(f"{agent}: no rollouts on {missing} of {len(table.tasks)} task(s)")
+        if summaries[-1].infra_errors:
+            notes.append(f"{agent}: {summaries[-1].infra_errors} rollout(s) lost to "
+                         "infrastructure errors, excluded from n")
+    if table.simulated:
+        notes.append("simulated agents (marked [SIMULATED]) are not real models: "
+                     + ", ".join(sorted(table.simulated)))
+    return ScoreReport(
+        agents=tuple(summaries), ks=ks_t, metric_names=tuple(names),
+        security=table.secure_known, threshold=threshold, confidence=confidence,
+        n_resamples=n_resamples, seed=seed, notes=tuple(notes), counts=table,
+    )
