@@ -8,12 +8,13 @@ the suite's hidden tests. Kinds (``command``, ``openai``, ``replay``, ``python``
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
-from pathlib import Path
+import shutil
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field, replace
+from pathlib import Path, PurePosixPath, PureWindowsPath
 from typing import Any, Protocol, runtime_checkable
 
-from reliabench.errors import ConfigError
+from reliabench.errors import ConfigError, InvalidArgumentError
 
 __all__ = [
     "AGENT_KINDS",
@@ -22,7 +23,12 @@ __all__ = [
     "AgentFactory",
     "AgentRequest",
     "AgentResult",
+    "WorkspacePathError",
+    "delete_workspace_paths",
     "register_agent_kind",
+    "resolve_in_workspace",
+    "write_prompt_file",
+    "write_workspace_files",
 ]
 
 
@@ -124,3 +130,116 @@ def register_agent_kind(kind: str) -> Callable[[AgentFactory], AgentFactory]:
         return factory
 
     return deco
+
+
+# --- helpers for adapters -------------------------------------------------------------------
+
+
+class WorkspacePathError(InvalidArgumentError):
+    """A path an agent asked to write or delete is not confined to its workspace."""
+
+
+def _check_relative(path: str) -> PurePosixPath:
+    if not isinstance(path, str) or not path or "\0" in path:
+        raise WorkspacePathError(f"path {path!r}: expected a non-empty relative path")
+    if "\\" in path:
+        raise WorkspacePathError(f"path {path!r}: use '/' as the separator")
+    pure = PurePosixPath(path)
+    if pure.is_absolute() or PureWindowsPath(path).drive:
+        raise WorkspacePathError(f"path {path!r}: absolute paths are not allowed")
+    if ".." in pure.parts:
+        raise WorkspacePathError(f"path {path!r}: '..' is not allowed")
+    if not pure.parts or pure.parts == (".",):
+        raise WorkspacePathError(f"path {path!r}: names no file")
+    return pure
+
+
+def resolve_in_workspace(workspace: Path, path: str, *, follow_last: bool = True) -> Path:
+    """Resolve a relative ``path`` inside ``workspace``, refusing anything that escapes it.
+
+    Absolute paths, ``..`` components, backslashes and symlinks (already in the workspace)
+    that point outside it are rejected.
+
+    Args:
+        workspace: The rollout's workspace.
+        path: A POSIX-style path relative to the workspace.
+        follow_last: Resolve a symlink in the last component too (for writing); ``False``
+            keeps the last component itself (for deleting a link, not its target).
+
+    Returns:
+        The real path to operate on, inside the real workspace.
+
+    Raises:
+        WorkspacePathError: when the path is not confined to the workspace.
+    """
+    pure = _check_relative(path)
+    root = workspace.resolve()
+    target = root.joinpath(*pure.parts)
+    real = target.resolve() if follow_last else target.parent.resolve() / target.name
+    if real != root and not real.is_relative_to(root):
+        raise WorkspacePathError(f"path {path!r}: leads outside the workspace (through a symlink)")
+    if real == root:
+        raise WorkspacePathError(f"path {path!r}: names the workspace itself")
+    return real
+
+
+def write_workspace_files(workspace: Path, files: Mapping[str, str]) -> list[str]:
+    """Write text files (UTF-8) into the workspace, creating folders as needed.
+
+    Every path is checked with :func:`resolve_in_workspace` before anything is written, so a
+    bad path leaves the workspace untouched.
+
+    Returns:
+        The paths written, in order.
+
+    Raises:
+        WorkspacePathError: when a path is not confined to the workspace or names a folder.
+    """
+    targets = [(p, resolve_in_workspace(workspace, p)) for p in files]
+    for rel, real in targets:
+        if real.is_dir():
+            raise WorkspacePathError(f"path {rel!r}: is a directory")
+    for rel, real in targets:
+        real.parent.mkdir(parents=True, exist_ok=True)
+        real.write_text(files[rel], encoding="utf-8")
+    return [rel for rel, _ in targets]
+
+
+def delete_workspace_paths(workspace: Path, paths: Iterable[str]) -> list[str]:
+    """Delete files, symlinks or folders of the workspace; missing ones are skipped.
+
+    Returns:
+        The paths that existed and were deleted.
+
+    Raises:
+        WorkspacePathError: when a path is not confined to the workspace.
+    """
+    targets = [(p, resolve_in_workspace(workspace, p, follow_last=False)) for p in paths]
+    deleted: list[str] = []
+    for rel, real in targets:
+        if real.is_symlink() or real.is_file():
+            real.unlink()
+        elif real.is_dir():
+            shutil.rmtree(real)
+        else:
+            continue
+        deleted.append(rel)
+    return deleted
+
+
+def write_prompt_file(request: AgentRequest, directory: Path) -> AgentRequest:
+    """Write ``request.prompt`` to ``directory/prompt.md`` and return the request with it set.
+
+    ``directory`` must be outside the workspace (an agent CLI reads the prompt from there).
+    A request that already has a ``prompt_file`` is returned unchanged.
+    """
+    if request.prompt_file is not None:
+        return request
+    ws = request.workspace.resolve()
+    d = directory.resolve()
+    if d == ws or d.is_relative_to(ws):
+        raise InvalidArgumentError(f"directory {directory}: must be outside the workspace {ws}")
+    d.mkdir(parents=True, exist_ok=True)
+    path = d / "prompt.md"
+    path.write_text(request.prompt, encoding="utf-8")
+    return replace(request, prompt_file=path)

@@ -227,6 +227,10 @@ class FieldReader:
             return None
         return self.resolve_path(key, value, must_exist=must_exist)
 
+    def required_path(self, key: str, *, must_exist: bool = True) -> Path:
+        """A required path, relative to the agents file's folder."""
+        return self.resolve_path(key, self.required_string(key), must_exist=must_exist)
+
     def resolve_path(self, key: str, value: str, *, must_exist: bool = True) -> Path:
         """Resolve ``value`` against the agents file's folder (``~`` is expanded)."""
         p = Path(value).expanduser()

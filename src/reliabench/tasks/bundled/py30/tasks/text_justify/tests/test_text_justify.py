@@ -51,7 +51,7 @@ def test_last_line_not_justified():
 
 def test_two_words_justified_when_not_last():
     assert justify("left right x", 11) == ["left  right", "x          "]
-    assert justify("left right x", 14) == ["left     right", "x             "]
+    assert justify("left right xxxxx", 14) == ["left     right", "xxxxx         "]
 
 
 def test_single_word_line_left_aligned():

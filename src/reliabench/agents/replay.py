@@ -1,0 +1,234 @@
+"""The ``replay`` kind: lay recorded generations over the workspace instead of calling a model.
+
+The recording is a JSONL file, one line per rollout::
+
+    {"agent": "gpt-4o", "task_id": "roman_numerals", "rollout": 0,
+     "files": {"roman_numerals.py": "def to_roman(n): ..."}, "delete": ["old.py"]}
+
+``agent`` is optional: lines without it belong to every replay agent reading the file; lines
+whose ``agent`` differs from the agent's ``agent_filter`` (by default its ``name``) are ignored.
+``files`` maps workspace-relative paths to their new content; ``delete`` (optional) lists
+workspace paths removed before the files are written. ``tokens``, ``usd`` and ``log``
+(optional) are copied to the result. The whole file is read and validated when the agents
+file is loaded: a malformed line raises :class:`~reliabench.errors.ConfigError` with
+``file:line``. A rollout the file does not hold gives status ``agent_error``.
+
+Keys of the ``[[agents]]`` table: ``path`` (required, relative to the agents file),
+``agent_filter`` (optional string).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from reliabench.agents.base import (
+    AgentContext,
+    AgentRequest,
+    AgentResult,
+    WorkspacePathError,
+    delete_workspace_paths,
+    register_agent_kind,
+    write_workspace_files,
+)
+from reliabench.agents.config import FieldReader
+from reliabench.errors import ConfigError
+
+__all__ = ["RecordedGeneration", "ReplayAgent", "read_replay_file"]
+
+_LINE_KEYS = frozenset({"agent", "task_id", "rollout", "files", "delete", "tokens", "usd", "log"})
+
+
+@dataclass(frozen=True, slots=True)
+class RecordedGeneration:
+    """One recorded rollout of a replay file.
+
+    Attributes:
+        task_id: The task.
+        rollout: The rollout index (0-based).
+        files: Workspace-relative path -> content.
+        delete: Workspace-relative paths to delete first.
+        line: 1-based line in the replay file.
+        tokens: Recorded token count, if any.
+        usd: Recorded cost, if any.
+        log: Recorded log, if any.
+    """
+
+    task_id: str
+    rollout: int
+    files: Mapping[str, str]
+    delete: tuple[str, ...]
+    line: int
+    tokens: int | None = None
+    usd: float | None = None
+    log: str = ""
+
+
+def _check_rel(path: Path, lineno: int, field: str, rel: object) -> str:
+    if not isinstance(rel, str) or not rel:
+        raise ConfigError(path, f"expected a non-empty path, got {rel!r}", line=lineno, field=field)
+    p = rel.replace("\\", "/")
+    if p.startswith("/") or (len(p) > 1 and p[1] == ":") or ".." in p.split("/"):
+        raise ConfigError(
+            path, f"path {rel!r} is not confined to the workspace (absolute or '..')",
+            line=lineno, field=field,
+        )
+    return rel
+
+
+def _parse_line(path: Path, lineno: int, obj: Any) -> tuple[str | None, RecordedGeneration]:
+    def bad(field: str, message: str) -> ConfigError:
+        return ConfigError(path, message, line=lineno, field=field)
+
+    if not isinstance(obj, dict):
+        raise ConfigError(path, "expected a JSON object", line=lineno)
+    unknown = sorted(set(obj) - _LINE_KEYS)
+    if unknown:
+        raise bad(unknown[0], f"unknown key (allowed: {', '.join(sorted(_LINE_KEYS))})")
+    agent = obj.get("agent")
+    if agent is not None and not isinstance(agent, str):
+        raise bad("agent", f"expected a string, got {agent!r}")
+    task_id = obj.get("task_id")
+    if not isinstance(task_id, str) or not task_id:
+        raise bad("task_id", f"expected a non-empty string, got {task_id!r}")
+    rollout = obj.get("rollout")
+    if isinstance(rollout, bool) or not isinstance(rollout, int) or rollout < 0:
+        raise bad("rollout", f"expected an integer >= 0, got {rollout!r}")
+    files = obj.get("files")
+    if not isinstance(files, dict):
+        raise bad("files", "expected an object mapping relative paths to file contents")
+    for rel, content in files.items():
+        _check_rel(path, lineno, "files", rel)
+        if not isinstance(content, str):
+            raise bad(f"files[{rel!r}]", f"expected a string, got {type(content).__name__}")
+    delete = obj.get("delete", [])
+    if not isinstance(delete, list):
+        raise bad("delete", "expected an array of relative paths")
+    for rel in delete:
+        _check_rel(path, lineno, "delete", rel)
+    tokens = obj.get("tokens")
+    if tokens is not None and (isinstance(tokens, bool) or not isinstance(tokens, int)
+                               or tokens < 0):
+        raise bad("tokens", f"expected an integer >= 0, got {tokens!r}")
+    usd = obj.get("usd")
+    if usd is not None and (isinstance(usd, bool) or not isinstance(usd, (int, float))
+                            or not math.isfinite(usd) or usd < 0):
+        raise bad("usd", f"expected a number >= 0, got {usd!r}")
+    log = obj.get("log", "")
+    if not isinstance(log, str):
+        raise bad("log", f"expected a string, got {log!r}")
+    return agent, RecordedGeneration(
+        task_id=task_id, rollout=rollout, files=dict(files), delete=tuple(delete), line=lineno,
+        tokens=tokens, usd=None if usd is None else float(usd), log=log,
+    )
+
+
+def read_replay_file(path: str | Path, agent: str) -> dict[tuple[str, int], RecordedGeneration]:
+    """Read and validate a replay file, keeping the lines that belong to ``agent``.
+
+    Args:
+        path: The JSONL file.
+        agent: Lines with another ``agent`` are ignored (lines without one are kept).
+
+    Returns:
+        ``(task_id, rollout) -> generation``.
+
+    Raises:
+        ConfigError: ``file:line`` for a malformed line or a second line for the same
+            agent, task and rollout; ``file`` when the file cannot be read.
+    """
+    p = Path(path)
+    out: dict[tuple[str, int], RecordedGeneration] = {}
+    try:
+        fh = p.open(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(p, f"cannot read the replay file ({exc.strerror or exc})") from None
+    with fh:
+        lineno = 0
+        try:
+            for lineno, raw in enumerate(fh, start=1):
+                if not raw.strip():
+                    continue
+                try:
+                    obj = json.loads(raw)
+                except json.JSONDecodeError as exc:
+                    raise ConfigError(p, f"invalid JSON ({exc.msg} at column {exc.colno})",
+                                      line=lineno) from None
+                line_agent, gen = _parse_line(p, lineno, obj)
+                if line_agent is not None and line_agent != agent:
+                    continue
+                key = (gen.task_id, gen.rollout)
+                if key in out:
+                    raise ConfigError(
+                        p, f"second generation for task {gen.task_id!r} rollout {gen.rollout} "
+                        f"(first on line {out[key].line})", line=lineno,
+                    )
+                out[key] = gen
+        except UnicodeDecodeError as exc:
+            raise ConfigError(p, f"not UTF-8 ({exc.reason})", line=lineno + 1) from None
+    return out
+
+
+class ReplayAgent:
+    """Replays recorded generations (see the module docstring). Thread-safe: read-only state.
+
+    Args:
+        name: The agent's name.
+        path: The replay file.
+        agent_filter: Which lines' ``agent`` to keep.
+        generations: The parsed file (read with :func:`read_replay_file` when omitted).
+    """
+
+    kind = "replay"
+    simulated = False
+
+    def __init__(self, name: str, path: Path, agent_filter: str | None = None,
+                 generations: Mapping[tuple[str, int], RecordedGeneration] | None = None) -> None:
+        self.name = name
+        self.path = path
+        self.agent_filter = agent_filter or name
+        self._gens = dict(generations) if generations is not None else read_replay_file(
+            path, self.agent_filter)
+
+    def __len__(self) -> int:
+        return len(self._gens)
+
+    def run(self, request: AgentRequest) -> AgentResult:
+        """Write the recorded files of ``(request.task_id, request.rollout)``."""
+        gen = self._gens.get((request.task_id, request.rollout))
+        if gen is None:
+            return AgentResult(
+                status="agent_error",
+                log=f"no recorded generation for task {request.task_id} rollout "
+                    f"{request.rollout} in {self.path} (agent {self.agent_filter!r})",
+            )
+        try:
+            deleted = delete_workspace_paths(request.workspace, gen.delete)
+            written = write_workspace_files(request.workspace, gen.files)
+        except (WorkspacePathError, OSError) as exc:
+            return AgentResult(status="agent_error",
+                               log=f"{self.path}:{gen.line}: cannot apply the generation: {exc}")
+        log = f"replayed {self.path}:{gen.line}: wrote {len(written)} file(s)"
+        if deleted:
+            log += f", deleted {len(deleted)}"
+        if gen.log:
+            log += "\n" + gen.log
+        return AgentResult(
+            status="completed", tokens=gen.tokens, usd=gen.usd, log=log,
+            meta={"replay_line": gen.line, "written": written, "deleted": deleted},
+        )
+
+
+@register_agent_kind("replay")
+def _make_replay(table: Mapping[str, Any], ctx: AgentContext) -> ReplayAgent:
+    r = FieldReader(table, ctx, {"path", "agent_filter"})
+    name = r.required_string("name")
+    path = r.required_path("path")
+    agent_filter = r.string("agent_filter")
+    if not path.is_file():
+        raise ctx.error("path", f"not a file: {path}")
+    return ReplayAgent(name, path, agent_filter)

@@ -1,0 +1,76 @@
+"""Options and helpers shared by the sub-commands."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+import click
+
+from reliabench.errors import InvalidArgumentError, UsageError
+from reliabench.records import Rollout, read_jsonl
+from reliabench.security import SecurityThreshold, parse_threshold
+
+__all__ = [
+    "emit",
+    "format_option",
+    "k_option",
+    "load_records",
+    "seed_option",
+    "threshold_option",
+]
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def load_records(path: str) -> list[Rollout]:
+    """Read rollout records from a JSONL file, ``-`` (stdin), or a run directory."""
+    p = Path(path)
+    if path != "-" and p.is_dir():
+        from reliabench.store import RunStore
+
+        if not (p / RunStore.FILENAME).is_file():
+            raise UsageError(f"{p}: a directory but not a run directory (no {RunStore.FILENAME})")
+        with RunStore.open_existing(p) as store:
+            return store.rollouts()
+    return read_jsonl(path)
+
+
+def _parse_threshold_cb(ctx: click.Context, param: click.Parameter, value: str) -> SecurityThreshold:
+    try:
+        return parse_threshold(value)
+    except InvalidArgumentError as exc:
+        raise click.BadParameter(str(exc)) from None
+
+
+def k_option(default: str = "1,5,10") -> Callable[[F], F]:
+    """``-k 1,5,10``: the k values."""
+    return click.option("-k", "ks", default=default, show_default=True,
+                        help="Comma-separated k values for reliability@k and pass^k.")
+
+
+def format_option(choices: tuple[str, ...] = ("table", "json", "csv", "markdown")) -> Callable[[F], F]:
+    """``--format``: output format."""
+    return click.option("--format", "fmt", type=click.Choice(choices), default=choices[0],
+                        show_default=True, help="Output format.")
+
+
+def threshold_option() -> Callable[[F], F]:
+    """``--security-threshold SEVERITY[:CONFIDENCE]``."""
+    return click.option("--security-threshold", "threshold", default="high:medium", show_default=True,
+                        callback=_parse_threshold_cb,
+                        help="Findings at or above SEVERITY[:CONFIDENCE] make a rollout insecure "
+                             "(severity: info|low|medium|high|critical; confidence: low|medium|high).")
+
+
+def seed_option(default: int = 0) -> Callable[[F], F]:
+    """``--seed``."""
+    return click.option("--seed", type=int, default=default, show_default=True, help="Random seed.")
+
+
+def emit(text: str) -> None:
+    """Write ``text`` to stdout (no extra newline)."""
+    sys.stdout.write(text)
+    sys.stdout.flush()

@@ -1,0 +1,201 @@
+"""Render a ``ScoreReport`` as a rich table, JSON, CSV or Markdown.
+
+All formats show the same figures; simulated agents are marked in every one of them.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+from typing import Any
+
+from rich import box
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from reliabench.analysis import AgentSummary, Estimate, ScoreReport
+from reliabench.errors import InvalidArgumentError
+
+__all__ = ["FORMATS", "render_score", "score_to_json"]
+
+FORMATS = ("table", "json", "csv", "markdown")
+SIM_MARK = "[SIMULATED]"
+
+
+def _num(x: float) -> float | None:
+    return None if math.isnan(x) else x
+
+
+def _est_json(e: Estimate) -> dict[str, Any]:
+    return {"value": _num(e.value), "ci_low": _num(e.ci_low), "ci_high": _num(e.ci_high),
+            "tasks": e.tasks, "excluded_tasks": e.excluded}
+
+
+def score_to_json(report: ScoreReport) -> dict[str, Any]:
+    """The JSON document of ``reliabench score --format json``."""
+    return {
+        "agents": [
+            {
+                "agent": a.agent,
+                "simulated": a.simulated,
+                "tasks": a.tasks,
+                "rollouts": a.rollouts,
+                "infra_errors": a.infra_errors,
+                "rollouts_per_task": {"min": a.min_n, "max": a.max_n},
+                "metrics": {name: _est_json(a.metrics[name]) for name in report.metric_names},
+            }
+            for a in report.agents
+        ],
+        "settings": {
+            "k": list(report.ks),
+            "confidence": report.confidence,
+            "bootstrap_resamples": report.n_resamples,
+            "seed": report.seed,
+            "security_threshold": str(report.threshold) if report.security else None,
+            "ci_method": "percentile bootstrap over tasks",
+        },
+        "notes": list(report.notes),
+    }
+
+
+def _fmt(e: Estimate, ci: bool) -> str:
+    if math.isnan(e.value):
+        return "n/a"
+    text = f"{e.value:.3f}"
+    if ci and not math.isnan(e.ci_low):
+        text += f" [{e.ci_low:.3f}, {e.ci_high:.3f}]"
+    if e.excluded:
+        text += f" ({e.excluded} excl.)"
+    return text
+
+
+def _label(name: str) -> str:
+    return name.replace("_", " ")
+
+
+def _agent_label(agent: str, simulated: bool) -> str:
+    return f"{agent} {SIM_MARK}" if simulated else agent
+
+
+def _per_k_columns(report: ScoreReport) -> list[str]:
+    cols = ["reliability@{k}", "pass^{k}", "misapplied_pass@{k}", "inflation@{k}"]
+    if report.security:
+        cols.append("security_adjusted_reliability@{k}")
+    return cols
+
+
+def _per_agent_columns(report: ScoreReport) -> list[str]:
+    cols = ["strict_resolution_rate", "macro_test_pass_rate"]
+    if report.security:
+        cols.append("insecure_share_of_passing")
+    return cols
+
+
+_HEADERS = {
+    "reliability@{k}": "reliability@k",
+    "pass^{k}": "pass^k",
+    "misapplied_pass@{k}": "misapplied pass@k",
+    "inflation@{k}": "inflation",
+    "security_adjusted_reliability@{k}": "sec-adj reliability@k",
+    "strict_resolution_rate": "strict resolution (1st rollout)",
+    "macro_test_pass_rate": "macro test pass rate (1st rollout)",
+    "insecure_share_of_passing": "insecure share of passing",
+}
+
+
+def _n_text(a: AgentSummary) -> str:
+    return str(a.min_n) if a.min_n == a.max_n else f"{a.min_n}-{a.max_n}"
+
+
+def _grid(report: ScoreReport) -> list[tuple[str, list[str], list[list[str]]]]:
+    """(title, header, rows) of the two tables every text format shows."""
+    ci = report.n_resamples > 0
+    per_k = _per_k_columns(report)
+    head1 = ["agent", "tasks", "n", "k", *(_HEADERS[c] for c in per_k)]
+    rows1 = []
+    for a in report.agents:
+        for i, k in enumerate(report.ks):
+            first = i == 0
+            rows1.append([_agent_label(a.agent, a.simulated) if first else "",
+                          str(a.tasks) if first else "", _n_text(a) if first else "", str(k),
+                          *(_fmt(a.metrics[c.format(k=k)], ci) for c in per_k)])
+    per_agent = _per_agent_columns(report)
+    head2 = ["agent", *(_HEADERS[c] for c in per_agent)]
+    rows2 = [[_agent_label(a.agent, a.simulated), *(_fmt(a.metrics[c], ci) for c in per_agent)]
+             for a in report.agents]
+    title1 = "reliability@k over n independent rollouts vs the misapplied pass@k (n = tests of one rollout)"
+    if report.security:
+        title1 += f"; security threshold {report.threshold}"
+    return [(title1, head1, rows1), ("single-submission figures", head2, rows2)]
+
+
+def _rich_table(report: ScoreReport, console: Console) -> None:
+    pct = round(report.confidence * 100)
+    for title, header, rows in _grid(report):
+        table = Table(title=title, box=box.SIMPLE_HEAVY, title_justify="left",
+                      caption=f"value [{pct}% bootstrap CI over tasks]" if report.n_resamples else None,
+                      caption_justify="left")
+        for i, h in enumerate(header):
+            table.add_column(h, justify="left" if i == 0 else "right", no_wrap=i == 0)
+        for row in rows:
+            label = Text(row[0])
+            if row[0].endswith(SIM_MARK):
+                label = Text(row[0][: -len(SIM_MARK)])
+                label.append(SIM_MARK, style="yellow")
+            table.add_row(label, *row[1:])
+        console.print(table)
+    for note in report.notes:
+        console.print(Text(f"note: {note}", style="dim"))
+
+
+def _rows(report: ScoreReport) -> list[dict[str, Any]]:
+    rows = []
+    for a in report.agents:
+        for name in report.metric_names:
+            e = a.metrics[name]
+            rows.append({"agent": a.agent, "simulated": a.simulated, "metric": name,
+                         "value": _num(e.value), "ci_low": _num(e.ci_low), "ci_high": _num(e.ci_high),
+                         "tasks": e.tasks, "excluded_tasks": e.excluded})
+    return rows
+
+
+def _markdown(report: ScoreReport) -> str:
+    lines: list[str] = []
+    for title, header, rows in _grid(report):
+        lines += [f"**{title}**", ""]
+        lines.append("| " + " | ".join(header) + " |")
+        lines.append("|" + "|".join([":---"] + ["---:"] * (len(header) - 1)) + "|")
+        lines += ["| " + " | ".join(cell.replace("|", "\\|") for cell in row) + " |" for row in rows]
+        lines.append("")
+    if report.n_resamples:
+        lines.append(f"Values with {round(report.confidence * 100)}% percentile-bootstrap CIs over tasks.")
+    lines += [f"- note: {n}" for n in report.notes]
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def render_score(report: ScoreReport, fmt: str = "table", *, width: int | None = None,
+                 color: bool = False) -> str:
+    """Render ``report`` in ``fmt`` (``table``, ``json``, ``csv`` or ``markdown``)."""
+    if fmt == "json":
+        return json.dumps(score_to_json(report), indent=2) + "\n"
+    if fmt == "csv":
+        buf = io.StringIO()
+        writer = csv.DictWriter(buf, fieldnames=["agent", "simulated", "metric", "value", "ci_low",
+                                                 "ci_high", "tasks", "excluded_tasks"],
+                                lineterminator="\n")
+        writer.writeheader()
+        writer.writerows(_rows(report))
+        return buf.getvalue()
+    if fmt == "markdown":
+        return _markdown(report)
+    if fmt == "table":
+        console = Console(file=io.StringIO(), width=width or 160, force_terminal=color,
+                          color_system="auto" if color else None, highlight=False)
+        _rich_table(report, console)
+        out = console.file
+        assert isinstance(out, io.StringIO)  # noqa: S101 -- set three lines above
+        return out.getvalue()
+    raise InvalidArgumentError(f"format must be one of {', '.join(FORMATS)}, got {fmt!r}")
