@@ -42,14 +42,14 @@ def _as_counts(value: ArrayLike, name: str, *, minimum: int) -> npt.NDArray[np.i
         bad = ~finite | (np.floor(np.where(finite, arr, 0.0)) != arr)
         if bad.any():
             raise InvalidArgumentError(
-                f"{name} must hold integers, got {arr[bad].flat[0]!r} in {name}={value!r}"
+                f"{name} must hold integers, got {arr[bad].flat[0].item()!r} in {name}={value!r}"
             )
         if np.abs(arr).max(initial=0.0) > 2.0**62:
             raise InvalidArgumentError(f"{name} is too large: {value!r}")
-    out = arr.astype(np.int64)
+    out = arr.astype(np.int64, copy=False)
     if (out < minimum).any():
         raise InvalidArgumentError(
-            f"{name} must be >= {minimum}, got {out[out < minimum].flat[0]} in {name}={value!r}"
+            f"{name} must be >= {minimum}, got {out[out < minimum].flat[0].item()} in {name}={value!r}"
         )
     return out
 
@@ -141,6 +141,46 @@ def _log_product(
     return out
 
 
+_TABLE_MAX_KEYS = 1 << 24  # dense (n, k) key space for the lookup-table path
+_TABLE_MAX_CELLS = 1 << 22  # cells of the lookup table
+
+
+def _suffix_table(
+    n: npt.NDArray[np.int64], k: npt.NDArray[np.int64]
+) -> tuple[FloatArray, npt.NDArray[np.int64]] | None:
+    """Suffix sums ``S[d, j] = sum_{i=j}^{n_d} log1p(-k_d / i)`` over ``k_d < i``, per distinct (n, k).
+
+    Both estimators are one entry of this table (see ``pass_at_k``), so when the rows hold
+    few distinct (n, k) pairs -- the usual case: n rollouts per task, a handful of k -- the
+    work is one small table plus two gathers instead of ``min(c, k)`` passes over the rows.
+    Returns ``(table, row_index_into_table)``, or None when the table would be too large.
+    """
+    if n.size == 0:
+        return None
+    nmax = int(n.max())
+    kmax = int(k.max())
+    keyspace = (nmax + 1) * (kmax + 1)
+    if keyspace > _TABLE_MAX_KEYS:
+        return None
+    key = n * (kmax + 1) + k
+    seen = np.zeros(keyspace, dtype=bool)
+    seen[key] = True
+    pairs = np.flatnonzero(seen)
+    width = nmax + 2
+    if pairs.size * width > _TABLE_MAX_CELLS:
+        return None
+    pn = pairs // (kmax + 1)
+    pk = pairs % (kmax + 1)
+    i = np.arange(width, dtype=np.float64)
+    live = (i[None, :] > pk[:, None]) & (i[None, :] <= pn[:, None])
+    with np.errstate(divide="ignore", invalid="ignore"):
+        terms = np.where(live, np.log1p(-pk[:, None] / i[None, :]), 0.0)
+    table = np.cumsum(terms[:, ::-1], axis=1)[:, ::-1]
+    index = np.zeros(keyspace, dtype=np.int64)
+    index[pairs] = np.arange(pairs.size) * width
+    return table.ravel(), index[key]
+
+
 def _finish(values: FloatArray, shape: tuple[int, ...], nan_mask: npt.NDArray[np.bool_]) -> FloatArray:
     res = values.reshape(shape)
     if nan_mask.any():
@@ -187,12 +227,18 @@ def pass_at_k(
     shape = n_b.shape
     n_f, c_f, k_f = n_b.ravel(), c_b.ravel(), k_b.ravel()
     certain = (n_f - c_f < k_f) | bad.ravel()  # some draw must succeed (or undefined)
-    log_ratio = np.zeros(n_f.shape, dtype=np.float64)
-    live = np.flatnonzero(~certain)
-    if live.size:
-        a = np.maximum(c_f[live], k_f[live])
-        m = np.minimum(c_f[live], k_f[live])
-        log_ratio[live] = _log_product(a, n_f[live], m)
+    looked_up = _suffix_table(n_f, k_f)
+    if looked_up is not None:
+        # log ratio = sum_{i=n-c+1}^{n} log1p(-k/i) = S[n-c+1]
+        table, base = looked_up
+        log_ratio = table[base + np.where(certain, n_f + 1, n_f - c_f + 1)]
+    else:
+        log_ratio = np.zeros(n_f.shape, dtype=np.float64)
+        live = np.flatnonzero(~certain)
+        if live.size:
+            a = np.maximum(c_f[live], k_f[live])
+            m = np.minimum(c_f[live], k_f[live])
+            log_ratio[live] = _log_product(a, n_f[live], m)
     values = np.where(certain, 1.0, -np.expm1(log_ratio))
     return _finish(values, shape, bad)
 
@@ -233,13 +279,19 @@ def pass_hat_k(
     shape = n_b.shape
     n_f, c_f, k_f = n_b.ravel(), c_b.ravel(), k_b.ravel()
     impossible = (c_f < k_f) | bad.ravel()
-    log_ratio = np.zeros(n_f.shape, dtype=np.float64)
-    live = np.flatnonzero(~impossible)
-    if live.size:
-        fails = n_f[live] - c_f[live]
-        a = np.maximum(fails, k_f[live])
-        m = np.minimum(fails, k_f[live])
-        log_ratio[live] = _log_product(a, n_f[live], m)
+    looked_up = _suffix_table(n_f, k_f)
+    if looked_up is not None:
+        # log ratio = sum_{i=c+1}^{n} log1p(-k/i) = S[c+1]
+        table, base = looked_up
+        log_ratio = table[base + np.where(impossible, n_f + 1, c_f + 1)]
+    else:
+        log_ratio = np.zeros(n_f.shape, dtype=np.float64)
+        live = np.flatnonzero(~impossible)
+        if live.size:
+            fails = n_f[live] - c_f[live]
+            a = np.maximum(fails, k_f[live])
+            m = np.minimum(fails, k_f[live])
+            log_ratio[live] = _log_product(a, n_f[live], m)
     values = np.where(impossible, 0.0, np.exp(log_ratio))
     return _finish(values, shape, bad)
 

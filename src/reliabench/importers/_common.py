@@ -1,0 +1,123 @@
+"""Shared pieces of the importers: the result type, the reported-figure type, JSON helpers.
+
+Every importer turns one foreign format into ``Rollout`` records and, where the foreign file
+states its own summary figures (Terminal-Bench's ``pass_at_k``, Inspect's ``pass_at_k``
+reductions), keeps them as ``ReportedFigure`` so that ``reliabench audit`` can check them.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from reliabench.errors import InputError
+from reliabench.records import Rollout
+
+__all__ = [
+    "ImportResult",
+    "ReportedFigure",
+    "expect_dict",
+    "expect_list",
+    "iter_jsonl",
+    "read_json",
+]
+
+FigureKind = Literal["pass@k", "pass^k", "mean"]
+
+
+@dataclass(frozen=True, slots=True)
+class ReportedFigure:
+    """A summary figure that a foreign harness wrote into its own output.
+
+    Attributes:
+        agent: The agent (as named in the imported records).
+        kind: ``pass@k`` (Chen et al. estimator as the harness applied it), ``pass^k``, or
+            ``mean`` (the plain success rate).
+        k: The k of the figure (1 for ``mean``).
+        value: The value the harness reported.
+        source: Where it was found (file and key), for messages.
+    """
+
+    agent: str
+    kind: FigureKind
+    k: int
+    value: float
+    source: str
+
+
+@dataclass(frozen=True, slots=True)
+class ImportResult:
+    """What an importer produced.
+
+    Attributes:
+        records: The rollout records, in a stable order.
+        format: The format name (a key of ``reliabench.importers.FORMATS``).
+        notes: Decisions and oddities worth telling the user (one sentence each).
+        reported: Figures the foreign harness reported itself, for ``audit``.
+    """
+
+    records: tuple[Rollout, ...]
+    format: str
+    notes: tuple[str, ...] = ()
+    reported: tuple[ReportedFigure, ...] = ()
+
+
+def read_json(path: Path) -> Any:
+    """Read a JSON file; malformed JSON raises ``InputError`` with line and column."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise InputError(path, "no such file") from None
+    except IsADirectoryError:
+        raise InputError(path, "is a directory, expected a JSON file") from None
+    except UnicodeDecodeError as exc:
+        raise InputError(path, f"not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InputError(path, f"malformed JSON ({exc.msg} at column {exc.colno})",
+                         line=exc.lineno) from None
+
+
+def iter_jsonl(path: Path) -> Iterator[tuple[int, Any]]:
+    """Yield ``(line_number, decoded_object)`` for each non-blank line of a JSONL file."""
+    try:
+        fh = path.open(encoding="utf-8")
+    except FileNotFoundError:
+        raise InputError(path, "no such file") from None
+    with fh:
+        try:
+            for lineno, text in enumerate(fh, start=1):
+                if not text.strip():
+                    continue
+                try:
+                    yield lineno, json.loads(text)
+                except json.JSONDecodeError as exc:
+                    raise InputError(path, f"malformed JSON ({exc.msg} at column {exc.colno})",
+                                     line=lineno) from None
+        except UnicodeDecodeError as exc:
+            raise InputError(path, f"not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+
+
+def expect_dict(value: Any, path: Path | str, field: str, *, line: int | None = None) -> dict[str, Any]:
+    """Return ``value`` if it is a JSON object, else raise ``InputError`` naming ``field``."""
+    if not isinstance(value, dict):
+        raise InputError(path, f"expected an object, got {type(value).__name__}", line=line,
+                         field=field)
+    return value
+
+
+def expect_list(value: Any, path: Path | str, field: str, *, line: int | None = None) -> list[Any]:
+    """Return ``value`` if it is a JSON array, else raise ``InputError`` naming ``field``."""
+    if not isinstance(value, list):
+        raise InputError(path, f"expected a list, got {type(value).__name__}", line=line,
+                         field=field)
+    return value
+
+
+def sorted_items(d: Mapping[str, Any]) -> list[tuple[str, Any]]:
+    """Items of a mapping sorted by key (stable output order)."""
+    return sorted(d.items(), key=lambda kv: kv[0])
