@@ -279,15 +279,20 @@ def _rlimit_preexec(limits: Limits, nproc: int) -> Callable[[], None]:
 
 
 def _procs_of_uid(uid: int) -> list[int]:
+    """Live (non-zombie) processes whose /proc entry belongs to ``uid``."""
     pids: list[int] = []
     for entry in os.scandir("/proc"):
         if not entry.name.isdigit():
             continue
         try:
-            if entry.stat(follow_symlinks=False).st_uid == uid:
-                pids.append(int(entry.name))
-        except OSError:
+            if entry.stat(follow_symlinks=False).st_uid != uid:
+                continue
+            with open(f"/proc/{entry.name}/stat", "rb") as fh:
+                state = fh.read().rsplit(b")", 1)[1].split()[0]
+        except (OSError, IndexError):
             continue
+        if state not in (b"Z", b"X"):  # a zombie is dead; its parent reaps it
+            pids.append(int(entry.name))
     return pids
 
 
@@ -441,11 +446,15 @@ def _run_supervised(
             proc.wait()
             cleanup(proc)
         cap = limits.output_bytes
+        out_size = out_path.stat().st_size
+        err_size = err_path.stat().st_size
         stdout = _read_capped(out_path, cap)
         stderr = _read_capped(err_path, cap)
     returncode = proc.returncode
     if reason is None:
         reason = _signal_reason(returncode)
+    if reason is None and max(out_size, err_size) > _max_output(limits):
+        reason = "output limit"  # the file size limit stopped the writer before we looked
     return SandboxResult(
         returncode=returncode,
         timed_out=timed_out,
@@ -455,6 +464,10 @@ def _run_supervised(
         isolation=isolation,
         killed_reason=reason,
     )
+
+
+def _max_output(limits: Limits) -> int:
+    return max(limits.output_bytes * _OUTPUT_KILL_FACTOR, 64 * 1024)
 
 
 def _wait(
@@ -468,7 +481,7 @@ def _wait(
     if pidfd is not None:
         poller = select.poll()
         poller.register(pidfd, select.POLLIN)
-    max_out = max(limits.output_bytes * _OUTPUT_KILL_FACTOR, 64 * 1024)
+    max_out = _max_output(limits)
     try:
         while True:
             now = time.monotonic()

@@ -47,6 +47,9 @@ class AgentRequest:
         solution_dir: The task's reference files; only simulated agents may read them.
         variants: ``(name, dir)`` of the task's alternative solutions; simulated agents only.
         prompt_file: The prompt written to a file outside the workspace, for agent CLIs.
+        slot: The worker slot running this rollout. Sandboxed agents run as the slot's uid,
+            and runs of one slot must never overlap, so concurrent rollouts need distinct
+            slots (the runner gives each worker its own).
     """
 
     task_id: str
@@ -59,6 +62,7 @@ class AgentRequest:
     solution_dir: Path | None = None
     variants: tuple[tuple[str, Path], ...] = ()
     prompt_file: Path | None = None
+    slot: int = 0
 
 
 @dataclass(frozen=True, slots=True)

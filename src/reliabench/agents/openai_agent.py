@@ -71,6 +71,7 @@ from reliabench.agents.base import (
     register_agent_kind,
     write_workspace_files,
 )
+from reliabench.agents.command import sandbox_name
 from reliabench.agents.config import FieldReader
 from reliabench.errors import MissingExtraError, SandboxError
 
@@ -146,7 +147,7 @@ def _path_from_info(info: str) -> str | None:
 
 
 def parse_file_blocks(text: str) -> tuple[list[FileBlock], list[str]]:
-    """Extract the files of a reply (see the module docstring for the format).
+    r"""Extract the files of a reply (see the module docstring for the format).
 
     A later block for the same path replaces an earlier one.
 
@@ -157,9 +158,9 @@ def parse_file_blocks(text: str) -> tuple[list[FileBlock], list[str]]:
         ``(blocks, problems)``; problems are human-readable notes (an unclosed block).
 
     Example:
-        >>> blocks, _ = parse_file_blocks("Here:\\n```python path=a.py\\nx = 1\\n```\\n")
+        >>> blocks, _ = parse_file_blocks("Here:\n```python path=a.py\nx = 1\n```\n")
         >>> blocks
-        [FileBlock(path='a.py', content='x = 1\\n')]
+        [FileBlock(path='a.py', content='x = 1\n')]
     """
     lines = text.split("\n")
     out: dict[str, FileBlock] = {}
@@ -550,7 +551,7 @@ def _make_openai(table: Mapping[str, Any], ctx: AgentContext) -> OpenAIAgent:
         max_retries=r.integer("max_retries", 2, minimum=0) or 0,
         request_timeout_s=r.number("request_timeout_s", 300.0, positive=True) or 300.0,
         timeout_s=r.number("timeout_s", positive=True),
-        sandbox=r.string("sandbox", "auto") or "auto",
+        sandbox=sandbox_name(r),
         extra_body=r.table_of("extra_body"),
     )
     if (settings.usd_per_1k_input is None) != (settings.usd_per_1k_output is None):

@@ -61,8 +61,9 @@ from __future__ import annotations
 import hashlib
 import math
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import MISSING, dataclass, fields
 from types import MappingProxyType
+from typing import Any
 
 from reliabench.errors import InvalidArgumentError
 from reliabench.tasks.suite import Task
@@ -156,23 +157,35 @@ def _probability_problem(value: object) -> str | None:
     return None
 
 
-def params_problem(params: SimParams) -> tuple[str, str] | None:
-    """Return ``(field, message)`` for the first invalid parameter, or None if all are valid."""
+def params_problem(params: SimParams | Mapping[str, Any]) -> tuple[str, str] | None:
+    """Return ``(field, message)`` for the first invalid parameter, or None if all are valid.
+
+    ``params`` may also be a mapping of raw values (missing keys take the defaults of
+    :class:`SimParams`; ``skill`` has none and is then reported).
+    """
+    if isinstance(params, Mapping):
+        raw = dict(params)
+        if "skill" not in raw:
+            return "skill", "required (a number in [0, 1])"
+        defaults = {f.name: f.default for f in fields(SimParams) if f.default is not MISSING}
+        values: dict[str, Any] = {**defaults, **raw}
+    else:
+        values = {f.name: getattr(params, f.name) for f in fields(SimParams)}
     for field in ("skill", "p_insecure", *FAILURE_MODES):
-        problem = _probability_problem(getattr(params, field))
+        problem = _probability_problem(values[field])
         if problem is not None:
             return field, problem
-    total = sum(float(getattr(params, f)) for f in FAILURE_MODES)
+    total = sum(float(values[f]) for f in FAILURE_MODES)
     if abs(total - 1.0) > _SUM_TOLERANCE:
         return (
             "p_mutation",
             f"p_mutation + p_hang + p_syntax_error + p_no_change must sum to 1 (they split a bad "
             f"attempt among failure modes), got {total:.6g}",
         )
-    m = params.mutations
+    m = values["mutations"]
     if isinstance(m, bool) or not isinstance(m, int) or not 1 <= m <= 50:
         return "mutations", f"expected an integer in [1, 50], got {m!r}"
-    s = params.difficulty_spread
+    s = values["difficulty_spread"]
     if isinstance(s, bool) or not isinstance(s, (int, float)) or not math.isfinite(s) or not (
         0.0 <= s <= 20.0
     ):

@@ -36,23 +36,33 @@ from typing import Any
 from reliabench.agents.base import AgentContext, AgentRequest, AgentResult, register_agent_kind
 from reliabench.agents.config import FieldReader
 
-__all__ = ["PythonAgent", "import_callable"]
+__all__ = ["PythonAgent", "import_callable", "split_spec"]
 
 _SYS_PATH_LOCK = threading.Lock()
+
+
+def split_spec(spec: str) -> tuple[str, str]:
+    """Split ``module:attr.attr`` into its module and attribute path.
+
+    Raises:
+        ValueError: ``spec`` is not of that form.
+    """
+    module_name, sep, attr = spec.partition(":")
+    if not sep or not module_name.strip() or not attr.strip():
+        raise ValueError(f"expected 'module:function', got {spec!r}")
+    return module_name.strip(), attr.strip()
 
 
 def import_callable(spec: str) -> Callable[..., Any]:
     """Import ``module:attr.attr`` and return the callable it names.
 
     Raises:
-        ImportError: the module cannot be imported.
+        ValueError: ``spec`` is not of the form ``module:name``.
+        ImportError: the module cannot be imported (whatever importing it raises propagates).
         AttributeError: the attribute does not exist.
         TypeError: the object is not callable.
-        ValueError: ``spec`` is not of the form ``module:name``.
     """
-    module_name, sep, attr = spec.partition(":")
-    if not sep or not module_name or not attr:
-        raise ValueError(f"expected 'module:function', got {spec!r}")
+    module_name, attr = split_spec(spec)
     obj: Any = importlib.import_module(module_name)
     for part in attr.split("."):
         obj = getattr(obj, part)
@@ -157,9 +167,11 @@ def _make_python(table: Mapping[str, Any], ctx: AgentContext) -> PythonAgent:
             if str(p) not in sys.path:
                 sys.path.insert(0, str(p))
         try:
-            fn = import_callable(spec)
+            split_spec(spec)
         except ValueError as exc:
             raise ctx.error("callable", str(exc)) from None
+        try:
+            fn = import_callable(spec)
         except ImportError as exc:
             raise ctx.error("callable", f"cannot import {spec!r}: {exc}") from None
         except AttributeError as exc:

@@ -144,32 +144,32 @@ def read_replay_file(path: str | Path, agent: str) -> dict[tuple[str, int], Reco
     p = Path(path)
     out: dict[tuple[str, int], RecordedGeneration] = {}
     try:
-        fh = p.open(encoding="utf-8")
+        fh = p.open("rb")
     except OSError as exc:
         raise ConfigError(p, f"cannot read the replay file ({exc.strerror or exc})") from None
     with fh:
-        lineno = 0
-        try:
-            for lineno, raw in enumerate(fh, start=1):
-                if not raw.strip():
-                    continue
-                try:
-                    obj = json.loads(raw)
-                except json.JSONDecodeError as exc:
-                    raise ConfigError(p, f"invalid JSON ({exc.msg} at column {exc.colno})",
-                                      line=lineno) from None
-                line_agent, gen = _parse_line(p, lineno, obj)
-                if line_agent is not None and line_agent != agent:
-                    continue
-                key = (gen.task_id, gen.rollout)
-                if key in out:
-                    raise ConfigError(
-                        p, f"second generation for task {gen.task_id!r} rollout {gen.rollout} "
-                        f"(first on line {out[key].line})", line=lineno,
-                    )
-                out[key] = gen
-        except UnicodeDecodeError as exc:
-            raise ConfigError(p, f"not UTF-8 ({exc.reason})", line=lineno + 1) from None
+        for lineno, raw in enumerate(fh, start=1):
+            try:
+                text = raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                raise ConfigError(p, f"not UTF-8 ({exc.reason})", line=lineno) from None
+            if not text.strip():
+                continue
+            try:
+                obj = json.loads(text)
+            except json.JSONDecodeError as exc:
+                raise ConfigError(p, f"invalid JSON ({exc.msg} at column {exc.colno})",
+                                  line=lineno) from None
+            line_agent, gen = _parse_line(p, lineno, obj)
+            if line_agent is not None and line_agent != agent:
+                continue
+            key = (gen.task_id, gen.rollout)
+            if key in out:
+                raise ConfigError(
+                    p, f"second generation for task {gen.task_id!r} rollout {gen.rollout} "
+                    f"(first on line {out[key].line})", line=lineno,
+                )
+            out[key] = gen
     return out
 
 

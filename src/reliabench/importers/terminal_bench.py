@@ -174,10 +174,12 @@ def load(path: Path, data: Any = None, *, agent: str | None = None) -> ImportRes
             obj = decoded if decoded is not None and f == path else read_json(f)
             recs, rep, n_null = _parse_file(f, obj, name, start)
             records += recs
-            reported += rep
             nulls += n_null
+            if len(fs) == 1:  # a per-run figure does not describe the pooled runs
+                reported += rep
         if len(fs) > 1:
-            notes.append(f"{name}: {len(fs)} results files read as independent runs")
+            notes.append(f"{name}: {len(fs)} results files read as independent runs "
+                         "(their per-run figures are not compared with the pooled data)")
         if nulls:
             notes.append(f"{name}: {nulls} trial(s) with is_resolved = null counted as failed "
                          "attempts (status from failure_mode), as Terminal-Bench counts them")

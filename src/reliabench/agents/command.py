@@ -1,0 +1,357 @@
+"""The ``command`` kind: any agent CLI, run inside the sandbox.
+
+::
+
+    [[agents]]
+    name = "aider-gpt4o"
+    kind = "command"
+    command = ["aider", "--yes-always", "--no-git", "--message-file", "{prompt_file}"]
+    timeout_s = 600                 # optional: overrides the request's budget
+    network = true                  # optional (default false): keep the host network
+    sandbox = "auto"                # optional: auto | bubblewrap | namespaces | none
+    readonly = ["/opt/aider-venv"]  # optional: host paths visible read-only inside
+    memory_mb = 4096                # optional (default 2048): address space per process
+    max_procs = 256                 # optional (default 64): processes of the sandbox uid
+    [agents.env]                    # optional: the command's whole environment
+    OPENAI_API_KEY = "${OPENAI_API_KEY}"
+    PATH = "/opt/aider-venv/bin:/usr/bin:/bin"
+
+``command`` is an array of arguments or a string split like a shell (``shlex``), never run
+through a shell. In every argument the placeholders ``{workspace}``, ``{prompt_file}``,
+``{seed}``, ``{task_id}`` and ``{rollout}`` are replaced; other braces are left as they
+are. A first argument with a ``/`` that is relative is resolved against the agents file's
+folder and made visible read-only inside the sandbox.
+
+The command runs in the sandbox (:mod:`reliabench.sandbox`) with the workspace as its cwd and
+its only writable folder, the prompt file readable, ``/tmp`` private (bubblewrap) and no
+network unless ``network = true``. Its environment is ``PATH=/usr/local/bin:/usr/bin:/bin``,
+``HOME=/tmp``, ``LANG=C.UTF-8``, the ``RELIABENCH_*`` variables (``RELIABENCH_WORKSPACE``,
+``RELIABENCH_PROMPT_FILE``, ``RELIABENCH_TASK_ID``, ``RELIABENCH_ROLLOUT``,
+``RELIABENCH_SEED``) and the ``env`` table, in which ``${VAR}`` is replaced by the host's
+``VAR`` at run time; nothing else of the host environment leaks in.
+
+Outcomes: exit status 0 -> ``completed``; another status or a kill by a resource limit ->
+``agent_error``; the wall-time limit -> ``timeout``; the sandbox cannot start or an ``env``
+variable is unset -> ``infra_error`` resp. ``agent_error``. The log holds the command, the exit
+status and the (bounded) stdout and stderr.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import stat
+import sys
+import tempfile
+import threading
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from reliabench.agents.base import (
+    AgentContext,
+    AgentRequest,
+    AgentResult,
+    register_agent_kind,
+)
+from reliabench.agents.config import FieldReader
+from reliabench.errors import SandboxError
+
+if TYPE_CHECKING:
+    from reliabench.sandbox import SandboxBackend, SandboxResult
+
+__all__ = [
+    "PLACEHOLDERS",
+    "CommandAgent",
+    "expand_env",
+    "format_argv",
+    "sandbox_name",
+    "sandbox_python",
+    "sandboxed_run",
+]
+
+PLACEHOLDERS = ("{workspace}", "{prompt_file}", "{seed}", "{task_id}", "{rollout}")
+"""What ``command`` arguments may contain; each is replaced by the rollout's value."""
+
+_BASE_PATH = "/usr/local/bin:/usr/bin:/bin"
+_ENV_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+_BACKENDS: dict[str, SandboxBackend] = {}
+_BACKENDS_LOCK = threading.Lock()
+
+
+def _backend(name: str) -> SandboxBackend:
+    """The sandbox backend ``name``, created once per process (thread-safe).
+
+    Raises:
+        SandboxError: the backend does not work here.
+    """
+    with _BACKENDS_LOCK:
+        backend = _BACKENDS.get(name)
+        if backend is None:
+            from reliabench.sandbox import get_backend
+
+            backend = get_backend(name)
+            _BACKENDS[name] = backend
+        return backend
+
+
+def sandbox_python() -> str:
+    """The interpreter to start inside the sandbox (the running one; backends bind it)."""
+    return sys.executable
+
+
+def sandboxed_run(
+    argv: Sequence[str],
+    *,
+    request: AgentRequest,
+    sandbox: str = "auto",
+    env: Mapping[str, str] | None = None,
+    readonly: Sequence[Path] = (),
+    timeout_s: float,
+    network: bool = False,
+    memory_bytes: int | None = None,
+    max_procs: int | None = None,
+) -> SandboxResult:
+    """Run ``argv`` in the sandbox on the request's workspace and slot.
+
+    Raises:
+        SandboxError: the sandbox could not start.
+    """
+    from reliabench.sandbox import Limits
+
+    kw: dict[str, Any] = {"wall_s": timeout_s, "cpu_s": timeout_s}
+    if memory_bytes is not None:
+        kw["memory_bytes"] = memory_bytes
+    if max_procs is not None:
+        kw["max_procs"] = max_procs
+    return _backend(sandbox).run(
+        list(argv),
+        workdir=request.workspace,
+        readonly=tuple(readonly),
+        env=dict(env) if env is not None else None,
+        limits=Limits(**kw),
+        network=network,
+        slot=request.slot,
+    )
+
+
+def sandbox_name(reader: FieldReader) -> str:
+    """Read and check the ``sandbox`` key of an agent table (default ``"auto"``).
+
+    Raises:
+        ConfigError: the name is not ``auto`` or a backend of :mod:`reliabench.sandbox`.
+    """
+    from reliabench.sandbox import BACKENDS
+
+    names = ("auto", *BACKENDS)
+    name = reader.string("sandbox", "auto") or "auto"
+    if name not in names:
+        raise reader.ctx.error(
+            "sandbox", f"unknown sandbox {name!r} (choose one of: {', '.join(names)})"
+        )
+    return name
+
+
+def format_argv(template: Sequence[str], request: AgentRequest, prompt_file: Path) -> list[str]:
+    """Replace the placeholders in each argument (other braces are kept).
+
+    Example:
+        >>> from pathlib import Path
+        >>> req = AgentRequest("t1", "p", Path("/w"), seed=7, rollout=2, timeout_s=1.0)
+        >>> format_argv(["run", "{task_id}-{rollout}", "--seed={seed}", "{x}"], req, Path("/p"))
+        ['run', 't1-2', '--seed=7', '{x}']
+    """
+    values = {
+        "{workspace}": str(request.workspace),
+        "{prompt_file}": str(prompt_file),
+        "{seed}": str(request.seed),
+        "{task_id}": request.task_id,
+        "{rollout}": str(request.rollout),
+    }
+    pattern = re.compile("|".join(re.escape(k) for k in values))
+    return [pattern.sub(lambda m: values[m.group(0)], arg) for arg in template]
+
+
+def expand_env(env: Mapping[str, str], host: Mapping[str, str]) -> dict[str, str]:
+    """Replace ``${VAR}`` in each value by ``host[VAR]``.
+
+    Raises:
+        KeyError: naming the first variable that ``host`` does not have.
+
+    Example:
+        >>> expand_env({"KEY": "${A}-x", "P": "$HOME"}, {"A": "1"})
+        {'KEY': '1-x', 'P': '$HOME'}
+    """
+    out: dict[str, str] = {}
+    for key, value in env.items():
+        def sub(m: re.Match[str]) -> str:
+            var = m.group(1)
+            if var not in host:
+                raise KeyError(var)
+            return host[var]
+
+        out[key] = _ENV_REF.sub(sub, value)
+    return out
+
+
+def _tail(text: str, limit: int = 200_000) -> str:
+    return text if len(text) <= limit else "... (cut)\n" + text[-limit:]
+
+
+class CommandAgent:
+    """Runs an agent CLI in the sandbox for each rollout (see the module docstring).
+
+    Thread-safe: no per-rollout state on ``self``.
+
+    Args:
+        name: The agent's name.
+        command: The argument template.
+        timeout_s: Overrides ``request.timeout_s`` when set.
+        env: The ``env`` table (``${VAR}`` not yet expanded).
+        network: Keep the host network.
+        sandbox: Sandbox backend name.
+        readonly: Extra host paths visible read-only.
+        memory_bytes: Address-space limit per process (None: the sandbox default).
+        max_procs: Process limit (None: the sandbox default).
+    """
+
+    kind = "command"
+    simulated = False
+
+    def __init__(
+        self,
+        name: str,
+        command: Sequence[str],
+        *,
+        timeout_s: float | None = None,
+        env: Mapping[str, str] | None = None,
+        network: bool = False,
+        sandbox: str = "auto",
+        readonly: Sequence[Path] = (),
+        memory_bytes: int | None = None,
+        max_procs: int | None = None,
+    ) -> None:
+        self.name = name
+        self.command = tuple(command)
+        self.timeout_s = timeout_s
+        self.env = dict(env or {})
+        self.network = network
+        self.sandbox = sandbox
+        self.readonly = tuple(readonly)
+        self.memory_bytes = memory_bytes
+        self.max_procs = max_procs
+
+    def run(self, request: AgentRequest) -> AgentResult:
+        """Run the command once on ``request.workspace``; never raises."""
+        try:
+            env_extra = expand_env(self.env, os.environ)
+        except KeyError as exc:
+            return AgentResult(
+                status="agent_error",
+                log=f"agent {self.name!r}: env refers to ${{{exc.args[0]}}}, which is not set "
+                    "in the host environment",
+            )
+        tmpdir: str | None = None
+        try:
+            prompt_file = request.prompt_file
+            if prompt_file is None:
+                tmpdir = tempfile.mkdtemp(prefix="rb-prompt-")
+                os.chmod(tmpdir, 0o755)  # the sandbox's slot uid must be able to read it
+                prompt_file = Path(tmpdir) / "prompt.md"
+                prompt_file.write_text(request.prompt, encoding="utf-8")
+                os.chmod(prompt_file, stat.S_IRUSR | stat.S_IWUSR | stat.S_IRGRP | stat.S_IROTH)
+            return self._run(request, prompt_file, env_extra)
+        except Exception as exc:  # defensive: run() must never raise
+            return AgentResult(status="infra_error",
+                               log=f"agent {self.name!r}: {type(exc).__name__}: {exc}")
+        finally:
+            if tmpdir is not None:
+                shutil.rmtree(tmpdir, ignore_errors=True)
+
+    def _run(self, request: AgentRequest, prompt_file: Path, env_extra: Mapping[str, str]
+             ) -> AgentResult:
+        budget = self.timeout_s if self.timeout_s is not None else request.timeout_s
+        argv = format_argv(self.command, request, prompt_file)
+        env = {
+            "PATH": _BASE_PATH,
+            "HOME": "/tmp",
+            "TMPDIR": "/tmp",
+            "LANG": "C.UTF-8",
+            "RELIABENCH_WORKSPACE": str(request.workspace),
+            "RELIABENCH_PROMPT_FILE": str(prompt_file),
+            "RELIABENCH_TASK_ID": request.task_id,
+            "RELIABENCH_ROLLOUT": str(request.rollout),
+            "RELIABENCH_SEED": str(request.seed),
+        }
+        env.update(env_extra)
+        head = f"$ {' '.join(argv)}"
+        try:
+            res = sandboxed_run(
+                argv, request=request, sandbox=self.sandbox, env=env,
+                readonly=(prompt_file, *self.readonly), timeout_s=budget, network=self.network,
+                memory_bytes=self.memory_bytes, max_procs=self.max_procs,
+            )
+        except SandboxError as exc:
+            return AgentResult(status="infra_error",
+                               log=f"{head}\nthe sandbox could not start: {exc}")
+        if res.timed_out:
+            status = "timeout"
+            what = f"killed after the time limit of {budget:g} s"
+        elif res.returncode == 0:
+            status = "completed"
+            what = "exit status 0"
+        else:
+            status = "agent_error"
+            what = f"exit status {res.returncode}"
+            if res.killed_reason:
+                what += f" ({res.killed_reason})"
+        log = (f"{head}\n{what}; {res.wall_s:.2f} s; isolation {res.isolation}\n"
+               f"--- stdout ---\n{_tail(res.stdout)}\n--- stderr ---\n{_tail(res.stderr)}")
+        return AgentResult(
+            status=status,
+            log=log,
+            meta={"returncode": res.returncode, "wall_s": round(res.wall_s, 3),
+                  "isolation": res.isolation, "killed_reason": res.killed_reason},
+        )
+
+
+_COMMAND_KEYS = frozenset({"command", "timeout_s", "env", "network", "sandbox", "readonly",
+                           "memory_mb", "max_procs"})
+
+
+@register_agent_kind("command")
+def _make_command(table: Mapping[str, Any], ctx: AgentContext) -> CommandAgent:
+    r = FieldReader(table, ctx, _COMMAND_KEYS)
+    name = r.required_string("name")
+    argv = r.argv("command")
+    readonly = [r.resolve_path("readonly", p) for p in r.string_list("readonly")]
+    prog = argv[0]
+    if "/" in prog and not any(prog.startswith(ph) for ph in PLACEHOLDERS):
+        resolved = r.resolve_path("command", prog)
+        if not resolved.is_file():
+            raise ctx.error("command", f"not a file: {resolved}")
+        if not os.access(resolved, os.X_OK):
+            raise ctx.error("command", f"not executable: {resolved} (chmod +x it)")
+        argv[0] = str(resolved)
+        readonly.append(resolved)
+    env = r.string_table("env")
+    for key, value in env.items():
+        if not key or "=" in key or "\0" in key:
+            raise ctx.error(f"env.{key}", "invalid environment variable name")
+        if "${" in _ENV_REF.sub("", value):
+            raise ctx.error(f"env.{key}", f"malformed ${{...}} reference in {value!r} "
+                                          "(expected ${NAME})")
+    sandbox = sandbox_name(r)
+    memory_mb = r.integer("memory_mb", minimum=1)
+    return CommandAgent(
+        name=name,
+        command=tuple(argv),
+        timeout_s=r.number("timeout_s", positive=True),
+        env=env,
+        network=r.boolean("network", False),
+        sandbox=sandbox,
+        readonly=tuple(readonly),
+        memory_bytes=memory_mb * 1024 * 1024 if memory_mb is not None else None,
+        max_procs=r.integer("max_procs", minimum=1),
+    )

@@ -1,0 +1,31 @@
+"""``reliabench proxy``: do single-rollout proxies agree with reliability@k over repeated runs?"""
+
+from __future__ import annotations
+
+import click
+
+from reliabench.commands._common import emit, format_option, load_records
+from reliabench.proxy import proxy_study, render_proxy
+
+__all__ = ["command"]
+
+
+@click.command("proxy")
+@click.argument("source", metavar="ROLLOUTS")
+@click.option("-k", "k", type=int, default=1, show_default=True,
+              help="The k of reliability@k (pairs with fewer than k rollouts are left out).")
+@format_option()
+@click.option("--confidence", type=float, default=0.95, show_default=True, help="CI level.")
+@click.option("--resamples", type=int, default=2_000, show_default=True,
+              help="Bootstrap resamples over tasks (0: no intervals).")
+@click.option("--seed", type=int, default=0, show_default=True, help="Bootstrap seed.")
+def command(source: str, k: int, fmt: str, confidence: float, resamples: int, seed: int) -> None:
+    """Rank-correlate single-rollout proxies with reliability@k (ROLLOUTS: JSONL, -, or a run dir).
+
+    Proxies: the first rollout's test pass fraction and its verdict. Reported: Spearman rho
+    over (task, agent) pairs and over agents, Kendall tau of the agent ranking, each with a
+    seeded bootstrap CI over tasks.
+    """
+    records = load_records(source)
+    study = proxy_study(records, k=k, confidence=confidence, n_resamples=resamples, seed=seed)
+    emit(render_proxy(study, fmt))

@@ -1,0 +1,97 @@
+"""``reliabench run``: n independent rollouts of each agent on each task, resumable."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import sys
+from pathlib import Path
+
+import click
+from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
+
+from reliabench.agents.config import load_agents
+from reliabench.runner import ProgressEvent, RunSettings, RunSummary, run_suite
+from reliabench.tasks.suite import resolve_suite
+
+__all__ = ["command", "execute_run"]
+
+
+def execute_run(suite_spec: str, agents_file: Path, n: int, out: Path, *, workers: int, seed: int,
+                sandbox: str, scanners: tuple[str, ...], tasks: tuple[str, ...] = (),
+                quiet: bool = False) -> RunSummary:
+    """Load suite and agents, run with a progress display, and return the summary."""
+    suite = resolve_suite(suite_spec)
+    agents = load_agents(agents_file)
+    settings = RunSettings(
+        n=n, seed=seed, workers=workers, sandbox=sandbox, scanners=scanners,
+        agents_config_hash=hashlib.sha256(agents_file.read_bytes()).hexdigest(),
+    )
+    err = Console(stderr=True, highlight=False)
+    simulated = [a.name for a in agents if a.simulated]
+    if not quiet:
+        err.print(f"suite [bold]{suite.name}[/] {suite.version}: {len(tasks) or len(suite.tasks)} task(s) x "
+                  f"{len(agents)} agent(s) x n={n} -> {out}")
+        if simulated:
+            err.print(f"[yellow]SIMULATED agents (not real models): {', '.join(simulated)}[/]")
+    if quiet:
+        return run_suite(suite, agents, out, settings, tasks=tasks or None)
+    if err.is_terminal:
+        with Progress(TextColumn("[bold]rollouts"), BarColumn(), MofNCompleteColumn(),
+                      TextColumn("passed {task.fields[passed]}"), TimeElapsedColumn(),
+                      TextColumn("ETA"), TimeRemainingColumn(), console=err) as bar:
+            handle = bar.add_task("run", total=None, passed=0)
+
+            def show(ev: ProgressEvent) -> None:
+                bar.update(handle, completed=ev.done, total=ev.total, passed=ev.passed)
+
+            summary = run_suite(suite, agents, out, settings, tasks=tasks or None, progress=show)
+    else:
+        step = max(1, (len(tasks) or len(suite.tasks)) * len(agents) * n // 20)
+
+        def plain(ev: ProgressEvent) -> None:
+            if ev.done % step == 0 or ev.done == ev.total:
+                print(f"rollouts {ev.done}/{ev.total} passed {ev.passed}", file=sys.stderr, flush=True)
+
+        summary = run_suite(suite, agents, out, settings, tasks=tasks or None, progress=plain)
+    verb = "resumed" if summary.resumed else "ran"
+    err.print(f"{verb}: {summary.executed} rollout(s) executed, {summary.skipped} already recorded, "
+              f"{summary.infra_errors} infra error(s); isolation: {summary.isolation}; "
+              f"{summary.seconds:.1f} s")
+    if summary.isolation == "none":
+        err.print("[bold red]WARNING: no sandbox isolation: agent code ran with rlimits only[/]")
+    return summary
+
+
+@click.command("run")
+@click.argument("suite", metavar="SUITE")
+@click.option("--agents", "agents_file", required=True, type=click.Path(path_type=Path, dir_okay=False),
+              help="The agents file (TOML, one [[agents]] table per agent).")
+@click.option("-n", "n", type=click.IntRange(min=1), default=10, show_default=True,
+              help="Rollouts per (task, agent).")
+@click.option("--out", "out", required=True, type=click.Path(path_type=Path, file_okay=False),
+              help="Run directory (created; an existing one with the same config is resumed).")
+@click.option("--workers", type=click.IntRange(min=1), default=os.cpu_count() or 1, show_default="CPU count",
+              help="Parallel rollouts.")
+@click.option("--seed", type=int, default=0, show_default=True, help="Run seed.")
+@click.option("--sandbox", type=click.Choice(["auto", "bubblewrap", "namespaces", "none"]), default="auto",
+              show_default=True, help="Sandbox backend.")
+@click.option("--scanner", "scanners", multiple=True, default=("bandit",), show_default=True,
+              help="Scanner to run on what agents wrote (repeatable).")
+@click.option("--task", "tasks", multiple=True, help="Only this task id (repeatable).")
+def command(suite: str, agents_file: Path, n: int, out: Path, workers: int, seed: int, sandbox: str,
+            scanners: tuple[str, ...], tasks: tuple[str, ...]) -> None:
+    """Run every agent of the agents file n times on each task of SUITE (a path or a bundled name)."""
+    if not agents_file.is_file():
+        raise click.BadParameter(f"{agents_file}: no such file", param_hint="--agents")
+    execute_run(suite, agents_file, n, out, workers=workers, seed=seed, sandbox=sandbox,
+                scanners=scanners, tasks=tasks)
+    click.echo(f"run directory: {out}  (score it with: reliabench score {out})")

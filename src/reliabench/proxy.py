@@ -1,0 +1,380 @@
+r"""Does a cheap single-rollout proxy substitute for repeated runs? (claim 2 of the paper)
+
+For every (task, agent) pair the *target* is reliability@k over its n independent rollouts,
+:math:`1 - \binom{n-c}{k} / \binom{n}{k}` (``estimators.pass_at_k``), and the *proxies* are
+what a single-submission harness sees of the pair's first rollout:
+
+* ``first_fraction``: the share of its hidden tests that passed, :math:`P_1 / T_1`;
+* ``first_verdict``: whether it passed them all (0 or 1).
+
+Agreement is measured by rank correlation (``scipy.stats``):
+
+* Spearman :math:`\rho` over (task, agent) pairs with both values defined;
+* Spearman :math:`\rho` over agents, of the agents' means over tasks (the agent ranking);
+* Kendall :math:`\tau_b` over agents, of the same means.
+
+Each comes with a seeded percentile bootstrap interval over tasks: a resample draws tasks
+with replacement (``stats.resample_weights``); a task drawn twice contributes its pairs
+twice; every statistic uses the same resamples. A pair whose n is below k has no
+reliability@k and is left out (as in ``analysis.score``); a statistic over constant input
+is undefined and reported as NaN (so is an interval with no defined resample).
+
+The target uses all n rollouts, the first included: the question is how well what one run
+shows predicts what n runs show.
+
+Examples:
+    >>> from reliabench.records import Rollout
+    >>> recs = [Rollout(task_id=f"t{t}", agent=a, rollout=r, tests_total=4,
+    ...                 tests_passed=4 if r < good else 3)
+    ...         for t in range(4) for a, good in (("x", 1), ("y", 3)) for r in range(4)]
+    >>> study = proxy_study(recs, k=1, n_resamples=0)
+    >>> study.get("first_verdict", "pairs", "spearman").units
+    8
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass
+from typing import Final, Literal
+
+import numpy as np
+import numpy.typing as npt
+from scipy import stats as sps
+
+from reliabench.analysis import CountTable, count_pairs
+from reliabench.errors import InvalidArgumentError
+from reliabench.estimators import pass_at_k
+from reliabench.records import Rollout
+from reliabench.stats import resample_weights
+
+__all__ = [
+    "FORMATS",
+    "LEVELS",
+    "PROXIES",
+    "STATISTICS",
+    "AgentProxyRow",
+    "ProxyStudy",
+    "RankCorrelation",
+    "proxy_study",
+    "render_proxy",
+]
+
+ProxyName = Literal["first_fraction", "first_verdict"]
+Level = Literal["pairs", "agents"]
+Statistic = Literal["spearman", "kendall"]
+
+PROXIES: Final = ("first_fraction", "first_verdict")
+LEVELS: Final = ("pairs", "agents")
+STATISTICS: Final = ("spearman", "kendall")
+FORMATS: Final = ("table", "json", "csv", "markdown")
+_PROXY_LABEL: Final = {
+    "first_fraction": "first rollout's test pass fraction",
+    "first_verdict": "first rollout's verdict (all tests pass)",
+}
+_BATCH: Final = 256  # bootstrap resamples per vectorized batch
+
+FloatArray = npt.NDArray[np.float64]
+
+
+@dataclass(frozen=True, slots=True)
+class RankCorrelation:
+    """One rank correlation between a proxy and reliability@k, with its bootstrap CI.
+
+    Attributes:
+        proxy: ``first_fraction`` or ``first_verdict``.
+        level: ``pairs`` (over (task, agent) pairs) or ``agents`` (over agent means).
+        statistic: ``spearman`` (rho) or ``kendall`` (tau-b).
+        value: The statistic on the data (NaN when undefined, e.g. constant input).
+        ci_low: Lower bound of the percentile bootstrap interval over tasks.
+        ci_high: Upper bound.
+        pvalue: scipy's p-value of no association (NaN when undefined).
+        units: Number of pairs or agents it was computed over.
+    """
+
+    proxy: str
+    level: str
+    statistic: str
+    value: float
+    ci_low: float
+    ci_high: float
+    pvalue: float
+    units: int
+
+
+@dataclass(frozen=True, slots=True)
+class AgentProxyRow:
+    """One agent's means over tasks: the target and the two proxies."""
+
+    agent: str
+    reliability: float
+    first_fraction: float
+    first_verdict: float
+    tasks: int
+
+
+@dataclass(frozen=True)
+class ProxyStudy:
+    """The proxy study: rank correlations of single-rollout proxies with reliability@k.
+
+    Attributes:
+        k: The k of reliability@k.
+        confidence: Confidence level of the intervals.
+        n_resamples: Bootstrap resamples (0: no intervals).
+        seed: Bootstrap seed.
+        tasks: Tasks in the data.
+        pairs: (task, agent) pairs with a defined reliability@k.
+        agents: Per-agent means, in the order of the data's agents.
+        correlations: Every (proxy, level, statistic) computed.
+        notes: What was left out and why.
+    """
+
+    k: int
+    confidence: float
+    n_resamples: int
+    seed: int
+    tasks: int
+    pairs: int
+    agents: tuple[AgentProxyRow, ...]
+    correlations: tuple[RankCorrelation, ...]
+    notes: tuple[str, ...] = ()
+
+    def get(self, proxy: str, level: str, statistic: str) -> RankCorrelation:
+        """The correlation for one (proxy, level, statistic).
+
+        Raises:
+            InvalidArgumentError: if that combination was not computed.
+        """
+        for c in self.correlations:
+            if (c.proxy, c.level, c.statistic) == (proxy, level, statistic):
+                return c
+        raise InvalidArgumentError(
+            f"no correlation for proxy={proxy!r}, level={level!r}, statistic={statistic!r}")
+
+    def to_dict(self) -> dict[str, object]:
+        """A JSON-ready dict (NaN becomes None)."""
+        def clean(x: object) -> object:
+            if isinstance(x, float) and math.isnan(x):
+                return None
+            if isinstance(x, dict):
+                return {k: clean(v) for k, v in x.items()}
+            if isinstance(x, (list, tuple)):
+                return [clean(v) for v in x]
+            return x
+        return {
+            "k": self.k, "confidence": self.confidence, "n_resamples": self.n_resamples,
+            "seed": self.seed, "tasks": self.tasks, "pairs": self.pairs,
+            "agents": clean([asdict(a) for a in self.agents]),
+            "correlations": clean([asdict(c) for c in self.correlations]),
+            "notes": list(self.notes),
+        }
+
+
+def _constant(x: FloatArray) -> bool:
+    return x.size < 2 or bool(np.ptp(x) == 0.0)
+
+
+def _point(x: FloatArray, y: FloatArray, statistic: str) -> tuple[float, float]:
+    """Statistic and p-value via scipy.stats; NaN for fewer than 2 values or constant input."""
+    if _constant(x) or _constant(y):
+        return math.nan, math.nan
+    if statistic == "spearman":
+        res = sps.spearmanr(x, y)
+    else:
+        res = sps.kendalltau(x, y)
+    return float(res.statistic), float(res.pvalue)
+
+
+def _rowwise_spearman(x: FloatArray, y: FloatArray) -> FloatArray:
+    """Spearman rho per row of (B, m) arrays; NaN marks entries to leave out.
+
+    rho is the Pearson correlation of the (average) ranks, ``scipy.stats.rankdata``.
+    """
+    both = ~(np.isnan(x) | np.isnan(y))
+    xm = np.where(both, x, np.nan)
+    ym = np.where(both, y, np.nan)
+    rx = sps.rankdata(xm, axis=1, nan_policy="omit")
+    ry = sps.rankdata(ym, axis=1, nan_policy="omit")
+    cnt = both.sum(axis=1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mx = np.nansum(rx, axis=1) / cnt
+        my = np.nansum(ry, axis=1) / cnt
+        dx = np.where(both, rx - mx[:, None], 0.0)
+        dy = np.where(both, ry - my[:, None], 0.0)
+        sxy = (dx * dy).sum(axis=1)
+        sxx = (dx * dx).sum(axis=1)
+        syy = (dy * dy).sum(axis=1)
+        rho = sxy / np.sqrt(sxx * syy)
+    rho[(cnt < 2) | (sxx <= 0) | (syy <= 0)] = np.nan
+    return np.clip(rho, -1.0, 1.0)
+
+
+def _interval(values: FloatArray, confidence: float) -> tuple[float, float]:
+    ok = values[~np.isnan(values)]
+    if ok.size == 0:
+        return math.nan, math.nan
+    alpha = 1.0 - confidence
+    lo, hi = np.quantile(ok, [alpha / 2, 1 - alpha / 2])
+    return float(lo), float(hi)
+
+
+def _weighted_means(w: FloatArray, v: FloatArray) -> FloatArray:
+    """Per resample and column, sum_t w m v / sum_t w m (m = defined), shape (B, A)."""
+    mask = ~np.isnan(v)
+    num = w @ np.where(mask, v, 0.0)
+    den = w @ mask.astype(np.float64)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return num / den
+
+
+def _check_args(k: object, confidence: object, n_resamples: object, seed: object) -> None:
+    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
+        raise InvalidArgumentError(f"k must be an integer >= 1, got {k!r}")
+    if isinstance(confidence, bool) or not isinstance(confidence, (int, float)) \
+            or not 0.0 < confidence < 1.0:
+        raise InvalidArgumentError(f"confidence must be in (0, 1), got {confidence!r}")
+    if isinstance(n_resamples, bool) or not isinstance(n_resamples, (int, np.integer)) \
+            or n_resamples < 0:
+        raise InvalidArgumentError(f"n_resamples must be an integer >= 0, got {n_resamples!r}")
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
+        raise InvalidArgumentError(f"seed must be an integer >= 0, got {seed!r}")
+
+
+def proxy_study(
+    data: CountTable | Iterable[Rollout],
+    k: int = 1,
+    *,
+    confidence: float = 0.95,
+    n_resamples: int = 2_000,
+    seed: int = 0,
+) -> ProxyStudy:
+    """Rank correlations of single-rollout proxies with reliability@k, with bootstrap CIs.
+
+    Args:
+        data: Rollout records (any source) or the ``CountTable`` of ``analysis.count_pairs``
+            (e.g. ``ScoreReport.counts``).
+        k: The k of reliability@k (pairs with n < k are left out).
+        confidence: Confidence level of the intervals, in (0, 1).
+        n_resamples: Bootstrap resamples over tasks (0: NaN intervals).
+        seed: Seed of the resampling: same data and seed, same intervals.
+
+    Returns:
+        A :class:`ProxyStudy`.
+
+    Raises:
+        InvalidArgumentError: naming the bad argument, or for empty data.
+    """
+    _check_args(k, confidence, n_resamples, seed)
+    k, n_resamples, seed = int(k), int(n_resamples), int(seed)
+    table = data if isinstance(data, CountTable) else count_pairs(data)
+    present = table.present
+    n_tasks, n_agents = table.n.shape
+    target = np.full(table.n.shape, np.nan)
+    ok = present & (table.n >= k)
+    target[ok] = pass_at_k(table.n[ok], table.c[ok], k)
+    known = ok & (table.first_total > 0)
+    fraction = np.full(table.n.shape, np.nan)
+    fraction[known] = table.first_passed[known] / table.first_total[known]
+    verdict = np.where(ok, table.first_pass.astype(np.float64), np.nan)
+    proxies = {"first_fraction": fraction, "first_verdict": verdict}
+
+    notes: list[str] = []
+    short = int((present & ~ok).sum())
+    if short:
+        notes.append(f"{short} pair(s) with fewer than k={k} rollouts left out")
+    unknown = int((ok & ~known).sum())
+    if unknown:
+        notes.append(f"{unknown} pair(s) without test counts: first_fraction leaves them out")
+
+    rows = []
+    agent_target = _weighted_means(np.ones((1, n_tasks)), target)[0]
+    agent_proxy = {name: _weighted_means(np.ones((1, n_tasks)), v)[0] for name, v in proxies.items()}
+    for j, agent in enumerate(table.agents):
+        rows.append(AgentProxyRow(agent, float(agent_target[j]),
+                                  float(agent_proxy["first_fraction"][j]),
+                                  float(agent_proxy["first_verdict"][j]), int(ok[:, j].sum())))
+    defined_agents = ~np.isnan(agent_target)
+
+    rng = np.random.default_rng(seed)
+    boot: dict[tuple[str, str, str], list[FloatArray]] = {}
+    for start in range(0, n_resamples, _BATCH):
+        b = min(_BATCH, n_resamples - start)
+        w = resample_weights(n_tasks, b, rng)
+        idx = np.repeat(np.tile(np.arange(n_tasks), b), w.astype(np.int64).ravel())
+        idx = idx.reshape(b, n_tasks)  # each row: the tasks drawn, sorted by task
+        t_b = target[idx].reshape(b, n_tasks * n_agents)
+        mt = _weighted_means(w, target)
+        for name, v in proxies.items():
+            boot.setdefault((name, "pairs", "spearman"), []).append(
+                _rowwise_spearman(v[idx].reshape(b, -1), t_b))
+            mp = _weighted_means(w, v)
+            boot.setdefault((name, "agents", "spearman"), []).append(_rowwise_spearman(mp, mt))
+            taus = np.array([_point(mp[i][~np.isnan(mp[i]) & ~np.isnan(mt[i])],
+                                    mt[i][~np.isnan(mp[i]) & ~np.isnan(mt[i])], "kendall")[0]
+                             for i in range(b)])
+            boot.setdefault((name, "agents", "kendall"), []).append(taus)
+
+    correlations = []
+    for name, v in proxies.items():
+        both = ~(np.isnan(v) | np.isnan(target))
+        a_both = defined_agents & ~np.isnan(agent_proxy[name])
+        for level, statistic, x, y in (
+            ("pairs", "spearman", v[both], target[both]),
+            ("agents", "spearman", agent_proxy[name][a_both], agent_target[a_both]),
+            ("agents", "kendall", agent_proxy[name][a_both], agent_target[a_both]),
+        ):
+            value, pvalue = _point(x, y, statistic)
+            draws = boot.get((name, level, statistic))
+            lo, hi = _interval(np.concatenate(draws), confidence) if draws else (math.nan, math.nan)
+            correlations.append(RankCorrelation(name, level, statistic, value, lo, hi, pvalue,
+                                                int(x.size)))
+    return ProxyStudy(k=k, confidence=float(confidence), n_resamples=n_resamples, seed=seed,
+                      tasks=n_tasks, pairs=int(ok.sum()), agents=tuple(rows),
+                      correlations=tuple(correlations), notes=tuple(notes))
+
+
+def _fmt(x: float, digits: int = 3) -> str:
+    return "nan" if math.isnan(x) else f"{x:.{digits}f}"
+
+
+def render_proxy(study: ProxyStudy, fmt: str = "table") -> str:
+    """Render a proxy study as ``table`` (plain text), ``markdown``, ``json`` or ``csv``.
+
+    Raises:
+        InvalidArgumentError: for an unknown format.
+    """
+    if fmt not in FORMATS:
+        raise InvalidArgumentError(f"fmt must be one of {', '.join(FORMATS)}, got {fmt!r}")
+    if fmt == "json":
+        return json.dumps(study.to_dict(), indent=2)
+    pct = round(study.confidence * 100)
+    head = ["proxy", "level", "statistic", "value", f"{pct}% CI low", f"{pct}% CI high",
+            "p-value", "units"]
+    body = [[c.proxy, c.level, c.statistic, _fmt(c.value), _fmt(c.ci_low), _fmt(c.ci_high),
+             "nan" if math.isnan(c.pvalue) else f"{c.pvalue:.2g}", str(c.units)]
+            for c in study.correlations]
+    if fmt == "csv":
+        lines = [",".join(head)] + [",".join(r) for r in body]
+        return "\n".join(lines) + "\n"
+    title = (f"Proxy study: single-rollout proxies vs reliability@{study.k} over repeated runs "
+             f"({study.pairs} pairs, {len(study.agents)} agents, {study.tasks} tasks; "
+             f"bootstrap over tasks, {study.n_resamples} resamples, seed {study.seed})")
+    agent_head = ["agent", f"reliability@{study.k}", "first_fraction", "first_verdict", "tasks"]
+    agent_body = [[a.agent, _fmt(a.reliability), _fmt(a.first_fraction), _fmt(a.first_verdict),
+                   str(a.tasks)] for a in study.agents]
+    if fmt == "markdown":
+        def md(h: list[str], b: list[list[str]]) -> list[str]:
+            return (["| " + " | ".join(h) + " |", "|" + "|".join("---" for _ in h) + "|"]
+                    + ["| " + " | ".join(r) + " |" for r in b])
+        out = [f"**{title}**", "", *md(head, body), "", *md(agent_head, agent_body)]
+    else:
+        def plain(h: list[str], b: list[list[str]], left: int) -> list[str]:
+            widths = [max(len(x) for x in col) for col in zip(h, *b)]
+            fmt_row = "  ".join(f"{{:<{w}}}" if i < left else f"{{:>{w}}}" for i, w in enumerate(widths))
+            return [fmt_row.format(*h), "  ".join("-" * w for w in widths)] + [
+                fmt_row.format(*r) for r in b]
+        out = [title, "", *plain(head, body, 3), "", *plain(agent_head, agent_body, 1)]
+    out += [f"note: {n}" for n in study.notes]
+    return "\n".join(out) + "\n"

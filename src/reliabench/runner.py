@@ -1,0 +1,387 @@
+"""Run tasks x agents x n rollouts: agent, scan, hidden tests, record -- resumably.
+
+Each rollout is independent: a fresh copy of the task's starter workspace, a seed derived
+from (run seed, task, agent, rollout), the agent's edit, a scan of what the agent changed, and
+the hidden tests in a fresh sandboxed process. Workers (threads, each with its own sandbox
+slot and uid) do the work; the calling thread is the store's single writer and records each
+rollout in one transaction as soon as it is done, so an interruption loses nothing that was
+recorded and a re-run with the same arguments does only the missing rollouts.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.metadata
+import os
+import platform
+import queue
+import shutil
+import tempfile
+import threading
+import time
+import traceback
+from collections.abc import Callable, Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from reliabench.agents.base import Agent, AgentRequest, AgentResult
+from reliabench.errors import InvalidArgumentError, SandboxError
+from reliabench.records import Cost, Finding, Rollout, ScanError, TestOutcome
+from reliabench.sandbox import Limits, SandboxBackend, get_backend
+from reliabench.scanners import Scanner, changed_files, get_scanner, workspace_diff
+from reliabench.store import RunStore
+from reliabench.tasks.suite import Suite, Task, materialize
+from reliabench.testing import HiddenTestRun, collect_hidden_tests, run_hidden_tests
+
+__all__ = [
+    "ProgressEvent",
+    "RunSettings",
+    "RunSummary",
+    "derive_seed",
+    "run_suite",
+    "scan_workspace",
+]
+
+INFRA_RETRIES = 2
+_PACKAGES = ("reliabench", "numpy", "scipy", "pytest", "bandit", "semgrep", "openai")
+
+
+def derive_seed(run_seed: int, task_id: str, agent: str, rollout: int) -> int:
+    """A per-rollout seed from (run seed, task, agent, rollout): stable across runs and machines.
+
+    Examples:
+        >>> derive_seed(0, "t", "a", 1) == derive_seed(0, "t", "a", 1) != derive_seed(0, "t", "a", 2)
+        True
+    """
+    h = hashlib.sha256(f"{run_seed}\0{task_id}\0{agent}\0{rollout}".encode()).digest()
+    return int.from_bytes(h[:8], "big") >> 1
+
+
+@dataclass(frozen=True, slots=True)
+class RunSettings:
+    """Everything that defines a run besides the suite and the agents.
+
+    Attributes:
+        n: Rollouts per (task, agent).
+        seed: The run seed.
+        workers: Parallel rollouts.
+        sandbox: Backend name (``auto``, ``bubblewrap``, ``namespaces``, ``none``).
+        scanners: Scanner names run on what each agent changed.
+        limits: Resource limits of the hidden-test process (wall time comes from the task).
+        agents_config_hash: Hash of the agents file (part of the run's identity).
+    """
+
+    n: int
+    seed: int = 0
+    workers: int = 1
+    sandbox: str = "auto"
+    scanners: tuple[str, ...] = ("bandit",)
+    limits: Limits = field(default_factory=Limits)
+    agents_config_hash: str = ""
+
+    def __post_init__(self) -> None:
+        if isinstance(self.n, bool) or not isinstance(self.n, int) or self.n < 1:
+            raise InvalidArgumentError(f"n must be an integer >= 1, got {self.n!r}")
+        if self.workers < 1:
+            raise InvalidArgumentError(f"workers must be >= 1, got {self.workers!r}")
+
+
+@dataclass(frozen=True, slots=True)
+class ProgressEvent:
+    """Sent after each recorded rollout."""
+
+    done: int
+    total: int
+    passed: int
+    rollout: Rollout
+
+
+@dataclass(frozen=True, slots=True)
+class RunSummary:
+    """What a call to ``run_suite`` did."""
+
+    run_dir: Path
+    resumed: bool
+    planned: int
+    skipped: int
+    executed: int
+    passed: int
+    infra_errors: int
+    isolation: str
+    seconds: float
+
+
+@dataclass(frozen=True, slots=True)
+class _Job:
+    task: Task
+    agent: Agent
+    rollout: int
+    seed: int
+
+
+def _package_versions() -> dict[str, str]:
+    out = {"python": platform.python_version()}
+    for name in _PACKAGES:
+        try:
+            out[name] = importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            continue
+    return out
+
+
+def scan_workspace(
+    scanners: Sequence[Scanner], starter: Path, workspace: Path
+) -> tuple[tuple[Finding, ...], tuple[ScanError, ...], tuple[str, ...]]:
+    """Scan what the agent changed in ``workspace`` relative to ``starter``.
+
+    Returns:
+        ``(findings, scan_errors, changed_files)``; findings only on changed lines.
+    """
+    changes = changed_files(starter, workspace)
+    files = list(changes.files)
+    findings: list[Finding] = []
+    errors: list[ScanError] = []
+    if files:
+        for scanner in scanners:
+            result = scanner.scan(workspace, files, changes.changed_lines)
+            findings += result.findings
+            errors += result.errors
+    touched = sorted({*changes.added, *changes.modified, *changes.deleted})
+    return tuple(findings), tuple(errors), tuple(touched)
+
+
+def _write_artifacts(adir: Path, agent_log: str, diff: str, test_log: str) -> None:
+    if adir.exists():
+        shutil.rmtree(adir)
+    adir.mkdir(parents=True)
+    (adir / "agent.log").write_text(agent_log, encoding="utf-8", errors="replace")
+    (adir / "diff.patch").write_text(diff, encoding="utf-8", errors="replace")
+    (adir / "tests.log").write_text(test_log, encoding="utf-8", errors="replace")
+
+
+class _Executor:
+    """Runs single rollouts; shared, read-only state plus a pool of sandbox slots."""
+
+    def __init__(self, store: RunStore, settings: RunSettings, backend: SandboxBackend,
+                 scanners: Sequence[Scanner], expected: dict[str, tuple[TestOutcome, ...]],
+                 scratch: Path) -> None:
+        self.store = store
+        self.settings = settings
+        self.backend = backend
+        self.scanners = scanners
+        self.expected = expected
+        self.scratch = scratch
+        self.slots: queue.Queue[int] = queue.Queue()
+        for slot in range(settings.workers):
+            self.slots.put(slot)
+
+    def _call_agent(self, job: _Job, workspace: Path, prompt_file: Path) -> tuple[AgentResult, float]:
+        request = AgentRequest(
+            task_id=job.task.id, prompt=job.task.prompt, workspace=workspace, seed=job.seed,
+            rollout=job.rollout, timeout_s=job.task.timeout_s * 10, feedback_dir=job.task.feedback_dir,
+            solution_dir=job.task.solution_dir if job.agent.simulated else None,
+            variants=tuple((v.name, v.dir) for v in job.task.variants) if job.agent.simulated else (),
+            prompt_file=prompt_file,
+        )
+        t0 = time.perf_counter()
+        try:
+            result = job.agent.run(request)
+        except Exception:
+            result = AgentResult(status="agent_error", log="agent raised:\n" + traceback.format_exc())
+        return result, time.perf_counter() - t0
+
+    def run_one(self, job: _Job) -> Rollout:
+        slot = self.slots.get()
+        try:
+            for _ in range(INFRA_RETRIES + 1):
+                rollout = self._attempt(job, slot)
+                if rollout.status != "infra_error":
+                    return rollout
+            return replace(rollout, meta={**rollout.meta, "infra_attempts": INFRA_RETRIES + 1})
+        finally:
+            self.slots.put(slot)
+
+    def _attempt(self, job: _Job, slot: int) -> Rollout:
+        tmp = Path(tempfile.mkdtemp(prefix="rollout-", dir=self.scratch))
+        try:
+            os.chmod(tmp, 0o711)
+            workspace = tmp / "workspace"
+            materialize(workspace, [job.task.workspace_dir])
+            prompt_file = tmp / "prompt.md"
+            prompt_file.write_text(job.task.prompt, encoding="utf-8")
+            os.chmod(prompt_file, 0o644)
+            result, agent_seconds = self._call_agent(job, workspace, prompt_file)
+            meta: dict[str, Any] = {"seed": job.seed, "agent_kind": job.agent.kind, **result.meta}
+            if result.status == "infra_error":
+                return self._record(job, "infra_error", (), meta, result, agent_seconds, None, (), (), "")
+            findings, scan_errors, changed = scan_workspace(self.scanners, job.task.workspace_dir, workspace)
+            meta["changed_files"] = list(changed)
+            meta["scanned"] = [s.name for s in self.scanners]
+            diff = workspace_diff(job.task.workspace_dir, workspace)
+            status = result.status
+            if status == "completed" and not changed:
+                status = "no_change"
+            limits = replace(self.settings.limits, wall_s=job.task.timeout_s,
+                             cpu_s=max(self.settings.limits.cpu_s, job.task.timeout_s))
+            try:
+                hidden = run_hidden_tests(workspace, job.task.tests_dir, expected=self.expected[job.task.id],
+                                          backend=self.backend, limits=limits, slot=slot,
+                                          starter=job.task.workspace_dir)
+            except SandboxError as exc:
+                meta["reason"] = f"sandbox failed: {exc}"
+                return self._record(job, "infra_error", (), meta, result, agent_seconds, None, (), (), diff)
+            if hidden.status == "test_error":
+                meta["reason"] = hidden.reason
+                return self._record(job, "infra_error", hidden.outcomes, meta, result, agent_seconds,
+                                    hidden, (), (), diff)
+            if status == "completed" and hidden.status == "timeout":
+                status = "timeout"
+            if hidden.reason:
+                meta["reason"] = hidden.reason
+            if hidden.forged:
+                meta["forged_outcomes"] = True
+            if hidden.tamper_files:
+                meta["tamper_files"] = list(hidden.tamper_files)
+            return self._record(job, status, hidden.outcomes, meta, result, agent_seconds, hidden,
+                                findings, scan_errors, diff)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+    def _record(self, job: _Job, status: str, outcomes: tuple[TestOutcome, ...], meta: dict[str, Any],
+                result: AgentResult, agent_seconds: float, hidden: HiddenTestRun | None,
+                findings: tuple[Finding, ...], scan_errors: tuple[ScanError, ...], diff: str) -> Rollout:
+        seconds = agent_seconds + (hidden.seconds if hidden else 0.0)
+        adir = self.store.artifact_dir(job.task.id, job.agent.name, job.rollout)
+        _write_artifacts(adir, result.log, diff, hidden.log if hidden else "")
+        return Rollout(
+            task_id=job.task.id, agent=job.agent.name, rollout=job.rollout,
+            tests=outcomes, status=status, findings=findings, scan_errors=scan_errors,
+            cost=Cost(tokens=result.tokens, usd=result.usd, seconds=round(seconds, 3)),
+            isolation=hidden.isolation if hidden else self.backend.name,
+            tamper_suspected=bool(hidden and hidden.tamper_suspected),
+            simulated=job.agent.simulated, meta=meta,
+        )
+
+
+def _collect_expected(suite: Suite, backend: SandboxBackend, workers: int,
+                      tasks: Sequence[Task]) -> dict[str, tuple[TestOutcome, ...]]:
+    """Learn each task's hidden tests once, on its untouched starter workspace."""
+    scratch = Path(tempfile.mkdtemp(prefix="reliabench-collect-"))
+    os.chmod(scratch, 0o711)
+
+    def one(task_slot: tuple[Task, int]) -> tuple[str, tuple[TestOutcome, ...]]:
+        task, slot = task_slot
+        ws = scratch / task.id
+        materialize(ws, [task.workspace_dir])
+        os.chmod(ws, 0o755)
+        return task.id, collect_hidden_tests(ws, task.tests_dir, backend=backend, slot=slot,
+                                             limits=Limits(wall_s=max(60.0, task.timeout_s)))
+
+    try:
+        with ThreadPoolExecutor(max_workers=workers) as pool:
+            return dict(pool.map(one, [(t, i % workers) for i, t in enumerate(tasks)]))
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def run_suite(
+    suite: Suite,
+    agents: Sequence[Agent],
+    out_dir: str | Path,
+    settings: RunSettings,
+    *,
+    tasks: Sequence[str] | None = None,
+    progress: Callable[[ProgressEvent], None] | None = None,
+    stop: threading.Event | None = None,
+) -> RunSummary:
+    """Run every missing rollout of ``suite`` x ``agents`` x ``settings.n`` into ``out_dir``.
+
+    A second call with the same arguments resumes: rollouts already in the store are skipped.
+    A different configuration in an existing ``out_dir`` is refused (``RunMismatchError``).
+
+    Args:
+        suite: The loaded suite.
+        agents: Loaded agents (unique names).
+        out_dir: The run directory.
+        settings: n, seed, workers, sandbox, scanners, limits.
+        tasks: Restrict to these task ids (part of the run's identity).
+        progress: Called after each recorded rollout, from the calling thread.
+        stop: Set it to stop after the rollouts in flight (they are recorded).
+
+    Returns:
+        A ``RunSummary``.
+    """
+    names = [a.name for a in agents]
+    if len(set(names)) != len(names):
+        raise InvalidArgumentError(f"agent names must be unique, got {names!r}")
+    selected = [suite.task(t) for t in tasks] if tasks else list(suite.tasks)
+    backend = get_backend(settings.sandbox)
+    scanners = [get_scanner(name) for name in settings.scanners]
+    config = {
+        "suite_hash": suite.content_hash,
+        "agents": sorted(names),
+        "agents_config_hash": settings.agents_config_hash,
+        "seed": settings.seed,
+        "sandbox": settings.sandbox,
+        "scanners": list(settings.scanners),
+        "limits": {k: getattr(settings.limits, k) for k in
+                   ("cpu_s", "memory_bytes", "max_procs", "file_size_bytes", "output_bytes")},
+        "tasks": sorted(t.id for t in selected),
+    }
+    config_hash = hashlib.sha256(repr(sorted(config.items())).encode()).hexdigest()
+    t0 = time.perf_counter()
+    store, resumed = RunStore.create_or_resume(
+        out_dir, config={**config, "n": settings.n}, config_hash=config_hash,
+        suite={"name": suite.name, "version": suite.version, "hash": suite.content_hash},
+        packages=_package_versions(), isolation=backend.name,
+    )
+    with store:
+        done = store.done_keys()
+        jobs = [
+            _Job(task, agent, r, derive_seed(settings.seed, task.id, agent.name, r))
+            for task in selected for agent in agents for r in range(settings.n)
+            if (task.id, agent.name, r) not in done
+        ]
+        planned = len(selected) * len(agents) * settings.n
+        skipped = planned - len(jobs)
+        passed = sum(1 for r in store.rollouts() if r.passes) if done else 0
+        executed = infra = 0
+        if jobs:
+            needed = sorted({j.task.id for j in jobs})
+            expected = _collect_expected(suite, backend, settings.workers,
+                                         [suite.task(t) for t in needed])
+            scratch = Path(tempfile.mkdtemp(prefix="reliabench-run-"))
+            os.chmod(scratch, 0o711)
+            executor = _Executor(store, settings, backend, scanners, expected, scratch)
+            try:
+                with ThreadPoolExecutor(max_workers=settings.workers,
+                                        thread_name_prefix="rollout") as pool:
+                    pending: set[Future[Rollout]] = set()
+                    it = iter(jobs)
+                    for job in it:
+                        pending.add(pool.submit(executor.run_one, job))
+                        if len(pending) >= settings.workers * 2:
+                            break
+                    while pending:
+                        finished, pending = wait(pending, return_when=FIRST_COMPLETED)
+                        for fut in finished:
+                            rollout = fut.result()
+                            store.add(rollout)
+                            executed += 1
+                            passed += rollout.passes
+                            infra += rollout.status == "infra_error"
+                            if progress is not None:
+                                progress(ProgressEvent(skipped + executed, planned, passed, rollout))
+                        if stop is None or not stop.is_set():
+                            for job in it:
+                                pending.add(pool.submit(executor.run_one, job))
+                                if len(pending) >= settings.workers * 2:
+                                    break
+            finally:
+                shutil.rmtree(scratch, ignore_errors=True)
+    return RunSummary(Path(out_dir), resumed, planned, skipped, executed, passed, infra, backend.name,
+                      time.perf_counter() - t0)
+
+

@@ -1,0 +1,164 @@
+"""Check a suite: references pass, starters fail, insecure variants are caught.
+
+For every task, in the sandbox like a real run:
+
+* the hidden tests collect on the untouched starter workspace;
+* the reference solution (``solution/`` over ``workspace/``) passes EVERY hidden test,
+  security tests included, and no scanner finding reaches the default threshold;
+* the untouched starter fails at least one functional test;
+* every insecure variant passes every functional test (it is plausible) and is caught by
+  each lens its ``variant.toml`` names (``scanner``: a finding at the default threshold on
+  the lines it changed; ``security_test``: a failing ``@pytest.mark.security`` test).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+from reliabench.errors import SuiteError
+from reliabench.records import Rollout
+from reliabench.sandbox import Limits, SandboxBackend, get_backend
+from reliabench.scanners import Scanner, get_scanner
+from reliabench.security import DEFAULT_THRESHOLD, judge_security
+from reliabench.tasks.suite import Suite, Task, materialize
+from reliabench.testing import collect_hidden_tests, run_hidden_tests
+
+__all__ = ["TaskCheck", "VariantCheck", "validate_suite"]
+
+
+@dataclass(frozen=True, slots=True)
+class VariantCheck:
+    """How one variant fared."""
+
+    name: str
+    functional_pass: bool
+    caught_by: tuple[str, ...]
+    declared: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class TaskCheck:
+    """How one task fared; ``problems`` is empty when it is valid."""
+
+    task_id: str
+    tests: int
+    security_tests: int
+    reference_passed: int
+    starter_failed: int
+    variants: tuple[VariantCheck, ...]
+    problems: tuple[str, ...]
+    isolation: str
+
+    @property
+    def ok(self) -> bool:
+        """True when the task has no problem."""
+        return not self.problems
+
+
+def _check_task(task: Task, backend: SandboxBackend, scanners: Sequence[Scanner], slot: int) -> TaskCheck:
+    from reliabench.runner import scan_workspace  # the runner's own scan path
+
+    problems: list[str] = []
+    scratch = Path(tempfile.mkdtemp(prefix=f"validate-{task.id}-"))
+    os.chmod(scratch, 0o711)
+    limits = Limits(wall_s=task.timeout_s, cpu_s=task.timeout_s)
+
+    def workspace(name: str, layers: list[Path]) -> Path:
+        ws = scratch / name
+        materialize(ws, layers)
+        return ws
+
+    isolation = backend.name
+    try:
+        try:
+            expected = collect_hidden_tests(workspace("collect", [task.workspace_dir]), task.tests_dir,
+                                            backend=backend, slot=slot, limits=Limits(wall_s=60.0))
+        except SuiteError as exc:
+            return TaskCheck(task.id, 0, 0, 0, 0, (), tuple(exc.problems), isolation)
+
+        def run(name: str, layers: list[Path]) -> tuple[Rollout, Path]:
+            ws = workspace(name, layers)
+            findings, errors, _ = scan_workspace(scanners, task.workspace_dir, ws)
+            hidden = run_hidden_tests(ws, task.tests_dir, expected=expected, backend=backend,
+                                      limits=limits, slot=slot, starter=task.workspace_dir)
+            nonlocal isolation
+            isolation = hidden.isolation
+            status = "completed" if hidden.status == "completed" else hidden.status
+            return Rollout(task.id, "validate", 0, tests=hidden.outcomes, status=status,
+                           findings=findings, scan_errors=errors), ws
+
+        n_sec = sum(t.security for t in expected)
+        ref_passed = 0
+        if task.solution_dir is None:
+            problems.append(f"{task.root}: no solution/ to validate against")
+        else:
+            ref, _ = run("reference", [task.workspace_dir, task.solution_dir])
+            ref_passed = sum(t.outcome == "passed" for t in ref.tests or ())
+            failing = [t.name for t in ref.tests or () if t.outcome != "passed"]
+            if failing:
+                problems.append(f"{task.solution_dir}: reference fails {len(failing)} hidden test(s): "
+                                + ", ".join(failing[:5]))
+            verdict = judge_security(ref, DEFAULT_THRESHOLD)
+            if verdict.static or verdict.scan_errors:
+                problems.append(f"{task.solution_dir}: reference is not scanner-clean: "
+                                + ", ".join(f"{f.rule_id} {f.path}:{f.line}" for f in verdict.static)
+                                + (" (scan error)" if verdict.scan_errors else ""))
+        starter, _ = run("starter", [task.workspace_dir])
+        starter_failed = sum(t.outcome in ("failed", "error") for t in starter.functional_tests)
+        if starter.passes:
+            problems.append(f"{task.workspace_dir}: the untouched starter passes every hidden test")
+        variants = []
+        for v in task.variants:
+            rv, _ = run(f"variant-{v.name}", [task.workspace_dir, v.dir])
+            functional = all(t.outcome == "passed" for t in rv.functional_tests) and bool(rv.functional_tests)
+            verdict = judge_security(rv, DEFAULT_THRESHOLD)
+            caught = tuple(lens for lens in verdict.lenses if lens != "scan_error")
+            variants.append(VariantCheck(v.name, functional, caught, v.caught_by))
+            if v.kind == "insecure":
+                if not functional:
+                    problems.append(f"{v.dir}: insecure variant fails functional tests (it should be a "
+                                    "plausible solution that only security catches)")
+                if not caught:
+                    problems.append(f"{v.dir}: insecure variant is caught by neither the scanner nor a "
+                                    "security test")
+                missing = sorted(set(v.caught_by) - set(caught))
+                if missing:
+                    problems.append(f"{v.dir}: variant.toml says caught_by {', '.join(missing)}, "
+                                    "but that lens does not catch it")
+        return TaskCheck(task.id, len(expected) - n_sec, n_sec, ref_passed, starter_failed,
+                         tuple(variants), tuple(problems), isolation)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def validate_suite(
+    suite: Suite,
+    *,
+    workers: int = 1,
+    sandbox: str = "auto",
+    scanners: Sequence[str] = ("bandit",),
+    tasks: Sequence[str] | None = None,
+    progress: Callable[[TaskCheck], None] | None = None,
+) -> list[TaskCheck]:
+    """Validate every task (or the given ones) of ``suite``; returns one check per task."""
+    backend = get_backend(sandbox)
+    scanner_objs = [get_scanner(s) for s in scanners]
+    selected = [suite.task(t) for t in tasks] if tasks else list(suite.tasks)
+
+    def one(item: tuple[int, Task]) -> TaskCheck:
+        i, task = item
+        return _check_task(task, backend, scanner_objs, i % workers)
+
+    out: list[TaskCheck] = []
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        for check in pool.map(one, enumerate(selected)):
+            out.append(check)
+            if progress is not None:
+                progress(check)
+    return out

@@ -1,0 +1,227 @@
+"""The command kind, run in the real sandbox (reliabench.sandbox)."""
+
+from __future__ import annotations
+
+import sys
+import time
+import warnings
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from reliabench.agents import AgentRequest, CommandAgent, load_agents
+from reliabench.agents import command as command_mod
+from reliabench.errors import SandboxError
+
+pytestmark = pytest.mark.sandbox
+
+
+@pytest.fixture(scope="module")
+def isolation() -> str:
+    """Create the 'auto' backend once (quietly: it warns when it falls back to 'none')."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            backend = command_mod._backend("auto")
+        except SandboxError as exc:  # pragma: no cover - depends on the host
+            pytest.skip(f"no sandbox: {exc}")
+    return backend.name
+
+
+@pytest.fixture
+def ws(tmp_path: Path) -> Path:
+    w = tmp_path / "ws"
+    w.mkdir()
+    (w / "start.py").write_text("x = 0\n")
+    return w
+
+
+def make(tmp_path: Path, body: str) -> CommandAgent:
+    p = tmp_path / "agents.toml"
+    p.write_text(f'[[agents]]\nname = "cli"\nkind = "command"\n{body}\n')
+    (agent,) = load_agents(p)
+    assert isinstance(agent, CommandAgent)
+    return agent
+
+
+def req(ws: Path, **kw: object) -> AgentRequest:
+    base: dict[str, object] = {"task_id": "t1", "prompt": "Write the solution.", "workspace": ws,
+                               "seed": 42, "rollout": 3, "timeout_s": 20.0}
+    base.update(kw)
+    return AgentRequest(**base)  # type: ignore[arg-type]
+
+
+PY = sys.executable
+
+
+def test_writes_workspace_with_placeholders(tmp_path: Path, ws: Path, isolation: str) -> None:
+    script = (
+        "import sys, pathlib; ws, pf, seed, task, ro = sys.argv[1:]; "
+        "pathlib.Path(ws, 'out.txt').write_text("
+        "open(pf).read() + '|' + seed + '|' + task + '|' + ro + '|{x}')"
+    )
+    agent = make(tmp_path, f'command = ["{PY}", "-c", "{script}", "{{workspace}}", '
+                           '"{prompt_file}", "{seed}", "{task_id}", "{rollout}"]')
+    res = agent.run(req(ws))
+    assert res.status == "completed", res.log
+    assert (ws / "out.txt").read_text() == "Write the solution.|42|t1|3|{x}"
+    assert res.meta["isolation"] == isolation
+    assert res.meta["returncode"] == 0
+    assert ws.stat().st_uid == (tmp_path.stat().st_uid)  # the workspace was handed back
+
+
+def test_uses_given_prompt_file(tmp_path: Path, ws: Path, isolation: str) -> None:
+    pf = tmp_path / "prompts" / "p.md"
+    pf.parent.mkdir()
+    pf.write_text("from the runner")
+    agent = make(tmp_path, 'command = "/bin/sh -c \'cat {prompt_file} > got.txt\'"')
+    assert agent.run(req(ws, prompt_file=pf)).status == "completed"
+    assert (ws / "got.txt").read_text() == "from the runner"
+
+
+def test_env_is_clean_and_expanded(tmp_path: Path, ws: Path, isolation: str,
+                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("RB_HOST_SECRET", "s3cret")
+    monkeypatch.setenv("RB_PASSED", "yes")
+    agent = make(tmp_path, 'command = "/bin/sh -c \'env > env.txt\'"\n'
+                           'env = { MINE = "${RB_PASSED}-1", LIT = "$HOME" }')
+    res = agent.run(req(ws))
+    assert res.status == "completed", res.log
+    env = dict(line.split("=", 1) for line in (ws / "env.txt").read_text().splitlines())
+    assert env["MINE"] == "yes-1"
+    assert env["LIT"] == "$HOME"
+    assert env["RELIABENCH_TASK_ID"] == "t1"
+    assert env["RELIABENCH_SEED"] == "42"
+    assert "RB_HOST_SECRET" not in env
+    assert "s3cret" not in (ws / "env.txt").read_text()
+
+
+def test_unset_env_var_is_agent_error(tmp_path: Path, ws: Path,
+                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("RB_SURELY_UNSET", raising=False)
+    agent = make(tmp_path, 'command = "true"\nenv = { K = "${RB_SURELY_UNSET}" }')
+    res = agent.run(req(ws))
+    assert res.status == "agent_error"
+    assert "RB_SURELY_UNSET" in res.log
+
+
+def test_nonzero_exit_is_agent_error_with_log(tmp_path: Path, ws: Path, isolation: str) -> None:
+    agent = make(tmp_path, 'command = "/bin/sh -c \'echo to-out; echo to-err >&2; exit 7\'"')
+    res = agent.run(req(ws))
+    assert res.status == "agent_error"
+    assert "exit status 7" in res.log
+    assert "to-out" in res.log
+    assert "to-err" in res.log
+    assert res.meta["returncode"] == 7
+
+
+def test_hang_is_timeout(tmp_path: Path, ws: Path, isolation: str) -> None:
+    agent = make(tmp_path, 'command = "sleep 30"\ntimeout_s = 0.5')
+    t0 = time.monotonic()
+    res = agent.run(req(ws, timeout_s=60.0))
+    assert time.monotonic() - t0 < 10
+    assert res.status == "timeout"
+    assert "time limit" in res.log
+
+
+def test_request_budget_used_without_timeout_key(tmp_path: Path, ws: Path, isolation: str) -> None:
+    res = make(tmp_path, 'command = "sleep 30"').run(req(ws, timeout_s=0.5))
+    assert res.status == "timeout"
+
+
+def test_command_not_found_is_infra_error(tmp_path: Path, ws: Path, isolation: str) -> None:
+    res = make(tmp_path, 'command = "no-such-agent-cli-rb --go"').run(req(ws))
+    assert res.status == "infra_error"
+    assert "no-such-agent-cli-rb" in res.log
+
+
+def test_sandbox_error_is_infra_error(tmp_path: Path, ws: Path,
+                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    def broken(name: str) -> object:
+        raise SandboxError("bwrap: cannot create namespace")
+
+    monkeypatch.setattr(command_mod, "_backend", broken)
+    res = make(tmp_path, 'command = "true"').run(req(ws))
+    assert res.status == "infra_error"
+    assert "cannot create namespace" in res.log
+
+
+def test_relative_script(tmp_path: Path, ws: Path, isolation: str) -> None:
+    script = tmp_path / "agent.sh"
+    script.write_text("#!/bin/sh\necho \"$RELIABENCH_ROLLOUT\" > rollout.txt\n")
+    script.chmod(0o755)
+    res = make(tmp_path, 'command = "./agent.sh"').run(req(ws))
+    assert res.status == "completed", res.log
+    assert (ws / "rollout.txt").read_text() == "3\n"
+
+
+def test_only_workspace_is_visible_and_writable(tmp_path: Path, ws: Path, isolation: str) -> None:
+    if isolation != "bubblewrap":
+        pytest.skip("a private file system view needs the bubblewrap backend")
+    hidden = tmp_path / "suite" / "tests"
+    hidden.mkdir(parents=True)
+    (hidden / "test_hidden.py").write_text("SECRET")
+    script = (
+        "import os, pathlib; r = []; "
+        f"r.append(os.path.exists({str(hidden)!r})); "
+        "p = pathlib.Path(os.environ['RELIABENCH_PROMPT_FILE']); "
+        "r.append(os.access(p, os.W_OK)); "
+        "pathlib.Path('result.txt').write_text(repr(r))"
+    )
+    agent = make(tmp_path, f'command = ["{PY}", "-c", "{script}"]')
+    res = agent.run(req(ws))
+    assert res.status == "completed", res.log
+    assert (ws / "result.txt").read_text() == "[False, False]"
+
+
+def test_no_network_by_default(tmp_path: Path, ws: Path, isolation: str) -> None:
+    if isolation == "none":
+        pytest.skip("the 'none' backend keeps the host network")
+    import socket
+
+    srv = socket.socket()
+    srv.bind(("127.0.0.1", 0))
+    srv.listen(1)
+    port = srv.getsockname()[1]
+    script = (
+        "import socket; s = socket.socket(); s.settimeout(2)\n"
+        f"try:\n s.connect(('127.0.0.1', {port})); print('connected')\n"
+        "except OSError as e:\n print('refused', e)"
+    )
+    try:
+        (tmp_path / "net.py").write_text(script)
+        agent = make(tmp_path, f'command = ["{PY}", "{tmp_path / "net.py"}"]\n'
+                               f'readonly = ["net.py"]')
+        res = agent.run(req(ws))
+        assert res.status == "completed", res.log
+        assert "refused" in res.log
+        net = make(tmp_path, f'command = ["{PY}", "{tmp_path / "net.py"}"]\n'
+                             f'readonly = ["net.py"]\nnetwork = true')
+        res = net.run(req(ws))
+        assert "connected" in res.log, res.log
+    finally:
+        srv.close()
+
+
+def test_thread_safe_distinct_slots(tmp_path: Path, isolation: str) -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    agent = make(tmp_path, 'command = "/bin/sh -c \'echo {rollout} > r.txt\'"')
+    wss = []
+    for i in range(4):
+        w = tmp_path / f"ws{i}"
+        w.mkdir()
+        wss.append(w)
+
+    def one(i: int) -> str:
+        return agent.run(req(wss[i], rollout=i, slot=i)).status
+
+    with ThreadPoolExecutor(4) as pool:
+        assert list(pool.map(one, range(4))) == ["completed"] * 4
+    assert [(w / "r.txt").read_text().strip() for w in wss] == ["0", "1", "2", "3"]
+
+
+@pytest.fixture(autouse=True)
+def _no_leftover_backends() -> Iterator[None]:
+    yield

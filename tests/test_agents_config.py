@@ -1,0 +1,258 @@
+"""load_agents: validation of the agents file, one test per error message."""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+from pathlib import Path
+
+import pytest
+
+from reliabench.agents import (
+    AGENT_KINDS,
+    CommandAgent,
+    OpenAIAgent,
+    PythonAgent,
+    ReplayAgent,
+    load_agents,
+)
+from reliabench.errors import ConfigError, MissingExtraError
+
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "agents"
+
+
+def write(tmp_path: Path, text: str, name: str = "agents.toml") -> Path:
+    p = tmp_path / name
+    p.write_text(text, encoding="utf-8")
+    return p
+
+
+def error_of(path: Path) -> str:
+    with pytest.raises(ConfigError) as info:
+        load_agents(path)
+    msg = str(info.value)
+    assert "\n" not in msg, "ConfigError messages are one line"
+    assert msg.startswith(str(path)), msg
+    return msg
+
+
+def test_builtin_kinds_registered() -> None:
+    assert {"command", "openai", "replay", "python"} <= set(AGENT_KINDS)
+
+
+def test_loads_every_kind_in_order(tmp_path: Path) -> None:
+    (tmp_path / "rec.jsonl").write_text('{"task_id": "t", "rollout": 0, "files": {}}\n')
+    (tmp_path / "mod_cfg_a.py").write_text("def solve(request):\n    return None\n")
+    p = write(tmp_path, """
+[[agents]]
+name = "cli"
+kind = "command"
+command = "echo {task_id}"
+
+[[agents]]
+name = "llm"
+kind = "openai"
+model = "m"
+
+[[agents]]
+name = "rec"
+kind = "replay"
+path = "rec.jsonl"
+
+[[agents]]
+name = "py"
+kind = "python"
+callable = "mod_cfg_a:solve"
+path = "."
+""")
+    agents = load_agents(p)
+    assert [a.name for a in agents] == ["cli", "llm", "rec", "py"]
+    assert [a.kind for a in agents] == ["command", "openai", "replay", "python"]
+    assert isinstance(agents[0], CommandAgent)
+    assert isinstance(agents[1], OpenAIAgent)
+    assert isinstance(agents[2], ReplayAgent)
+    assert isinstance(agents[3], PythonAgent)
+    assert not any(a.simulated for a in agents)
+    assert agents[0].command == ("echo", "{task_id}")
+
+
+def test_missing_file(tmp_path: Path) -> None:
+    msg = error_of(tmp_path / "nope.toml")
+    assert "no such file" in msg
+
+
+def test_invalid_toml(tmp_path: Path) -> None:
+    msg = error_of(write(tmp_path, "[[agents]\nname = 1"))
+    assert "invalid TOML" in msg
+
+
+def test_no_agents(tmp_path: Path) -> None:
+    msg = error_of(write(tmp_path, "# nothing\n"))
+    assert "agents: no [[agents]] table" in msg
+
+
+def test_agents_not_tables(tmp_path: Path) -> None:
+    msg = error_of(write(tmp_path, 'agents = ["a"]\n'))
+    assert "agents: expected an array of tables" in msg
+
+
+def test_unknown_top_level_key(tmp_path: Path) -> None:
+    msg = error_of(write(tmp_path, 'version = 1\n[[agents]]\nname = "a"\nkind = "command"\n'
+                                   'command = "true"\n'))
+    assert "version: unknown top-level key" in msg
+
+
+def test_unknown_kind_lists_known(tmp_path: Path) -> None:
+    msg = error_of(write(tmp_path, '[[agents]]\nname = "a"\nkind = "gpt"\n'))
+    assert "agents[1].kind: unknown kind 'gpt'" in msg
+    for kind in ("command", "openai", "python", "replay"):
+        assert kind in msg
+
+
+def test_missing_kind(tmp_path: Path) -> None:
+    msg = error_of(write(tmp_path, '[[agents]]\nname = "a"\n'))
+    assert "agents[1].kind: missing required key" in msg
+
+
+def test_missing_name(tmp_path: Path) -> None:
+    msg = error_of(write(tmp_path, '[[agents]]\nkind = "command"\ncommand = "true"\n'))
+    assert "agents[1].name: missing required key" in msg
+
+
+def test_name_wrong_type(tmp_path: Path) -> None:
+    msg = error_of(write(tmp_path, '[[agents]]\nname = 3\nkind = "command"\ncommand = "true"\n'))
+    assert "agents[1].name: expected a non-empty string, got 3" in msg
+
+
+def test_duplicate_names(tmp_path: Path) -> None:
+    msg = error_of(write(tmp_path, """
+[[agents]]
+name = "a"
+kind = "command"
+command = "true"
+
+[[agents]]
+name = "a"
+kind = "command"
+command = "false"
+"""))
+    assert "agents[2].name: duplicate agent name 'a' (also agents[1])" in msg
+
+
+def test_unknown_key(tmp_path: Path) -> None:
+    msg = error_of(write(tmp_path, '[[agents]]\nname = "a"\nkind = "command"\ncommand = "true"\n'
+                                   'timout_s = 3\n'))
+    assert "agents[1].timout_s: unknown key for kind 'command'" in msg
+    assert "timeout_s" in msg  # the allowed keys are listed
+
+
+def test_missing_required_kind_key(tmp_path: Path) -> None:
+    msg = error_of(write(tmp_path, '[[agents]]\nname = "a"\nkind = "openai"\n'))
+    assert "agents[1].model: missing required key" in msg
+
+
+@pytest.mark.parametrize(
+    ("line", "expected"),
+    [
+        ('timeout_s = "10"', "agents[1].timeout_s: expected a number, got '10'"),
+        ("timeout_s = -1", "agents[1].timeout_s: expected a positive number, got -1"),
+        ("timeout_s = true", "agents[1].timeout_s: expected a number, got True"),
+        ('network = "yes"', "agents[1].network: expected true or false, got 'yes'"),
+        ("env = 3", "agents[1].env: expected a table, got an integer"),
+        ("env = { A = 1 }", "agents[1].env.A: expected a string, got an integer"),
+        ('env = { A = "${oops" }', "agents[1].env.A: malformed ${...} reference"),
+        ('sandbox = "docker"', "agents[1].sandbox: unknown sandbox 'docker'"),
+        ('readonly = "x"', "agents[1].readonly: expected an array of strings"),
+        ('readonly = ["does-not-exist"]', "agents[1].readonly: no such file or directory"),
+        ("memory_mb = 0", "agents[1].memory_mb: expected an integer >= 1, got 0"),
+    ],
+)
+def test_command_field_errors(tmp_path: Path, line: str, expected: str) -> None:
+    msg = error_of(write(tmp_path, f'[[agents]]\nname = "a"\nkind = "command"\ncommand = "true"\n'
+                                   f"{line}\n"))
+    assert expected in msg
+
+
+@pytest.mark.parametrize(
+    ("line", "expected"),
+    [
+        ('command = ""', "agents[1].command: expected a non-empty command"),
+        ("command = []", "agents[1].command: expected a non-empty command"),
+        ("command = [1]", "agents[1].command: expected an array of strings"),
+        ("command = 'a \"b'", "agents[1].command: cannot split the command line"),
+        ('command = "./missing.sh"', "agents[1].command: no such file or directory"),
+    ],
+)
+def test_command_errors(tmp_path: Path, line: str, expected: str) -> None:
+    msg = error_of(write(tmp_path, f'[[agents]]\nname = "a"\nkind = "command"\n{line}\n'))
+    assert expected in msg
+
+
+def test_command_relative_program_resolved(tmp_path: Path) -> None:
+    script = tmp_path / "bin" / "agent.sh"
+    script.parent.mkdir()
+    script.write_text("#!/bin/sh\n")
+    sub = tmp_path / "conf"
+    sub.mkdir()
+    p = write(sub, '[[agents]]\nname = "a"\nkind = "command"\ncommand = "../bin/agent.sh {workspace}"\n')
+    msg = error_of(p)
+    assert "not executable" in msg
+    script.chmod(0o755)
+    agent = load_agents(p)[0]
+    assert isinstance(agent, CommandAgent)
+    assert Path(agent.command[0]) == (sub / "../bin/agent.sh").absolute()
+    assert Path(agent.command[0]) in agent.readonly
+
+
+@pytest.mark.parametrize(
+    ("line", "expected"),
+    [
+        ("temperature = -1", "agents[1].temperature: expected a number >= 0, got -1"),
+        ("max_turns = 0", "agents[1].max_turns: expected an integer >= 1, got 0"),
+        ("max_turns = 1.5", "agents[1].max_turns: expected an integer, got 1.5"),
+        ("max_tokens = 0", "agents[1].max_tokens: expected an integer >= 1"),
+        ("seed = 3", "agents[1].seed: expected true or false, got 3"),
+        ("usd_per_1k_input = 0.1", "agents[1].usd_per_1k_output: set both"),
+        ('api_key_env = ""', "agents[1].api_key_env: expected a non-empty string"),
+        ("extra_body = 1", "agents[1].extra_body: expected a table"),
+        ("max_retries = -1", "agents[1].max_retries: expected an integer >= 0"),
+    ],
+)
+def test_openai_field_errors(tmp_path: Path, line: str, expected: str) -> None:
+    msg = error_of(write(tmp_path, f'[[agents]]\nname = "a"\nkind = "openai"\nmodel = "m"\n{line}\n'))
+    assert expected in msg
+
+
+def test_openai_missing_sdk(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    real = importlib.util.find_spec
+
+    def fake(name: str, *args: object) -> object:
+        return None if name == "openai" else real(name, *args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(importlib.util, "find_spec", fake)
+    p = write(tmp_path, '[[agents]]\nname = "a"\nkind = "openai"\nmodel = "m"\n')
+    with pytest.raises(MissingExtraError, match=re.escape("pip install 'reliabench[openai]'")):
+        load_agents(p)
+
+
+def test_error_in_second_table_is_numbered(tmp_path: Path) -> None:
+    msg = error_of(write(tmp_path, """
+[[agents]]
+name = "a"
+kind = "command"
+command = "true"
+
+[[agents]]
+name = "b"
+kind = "replay"
+"""))
+    assert "agents[2].path: missing required key" in msg
+
+
+def test_examples_load(monkeypatch: pytest.MonkeyPatch) -> None:
+    files = sorted(EXAMPLES.glob("*.toml"))
+    assert files, "examples/agents/*.toml exist"
+    for f in files:
+        agents = load_agents(f)
+        assert agents, f
+

@@ -1,0 +1,275 @@
+"""The sandbox backends: API, probing, limits, output capture, workspace ownership."""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import stat
+import sys
+import tempfile
+import warnings
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from reliabench import sandbox
+from reliabench.errors import SandboxError
+from reliabench.sandbox import (
+    BACKENDS,
+    Limits,
+    SandboxBackend,
+    SandboxResult,
+    get_backend,
+    slot_uid,
+)
+
+IS_ROOT = os.geteuid() == 0
+FAST = Limits(wall_s=10.0, cpu_s=10.0, memory_bytes=1024**3, max_procs=32)
+
+
+def _backend_or_skip(name: str) -> SandboxBackend:
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            return get_backend(name)
+    except SandboxError as exc:
+        pytest.skip(f"{name} backend unavailable here: {exc}")
+
+
+def _python_for(backend: SandboxBackend) -> str:
+    """An interpreter the backend can run: namespaces needs one the slot uid can reach."""
+    if backend.name != "namespaces":
+        return sys.executable
+    for cand in (sys.executable, "/usr/bin/python3"):
+        if sandbox._uid_can_reach(cand, slot_uid(0), slot_uid(0), need=5) is None:
+            return cand
+    pytest.skip("no interpreter reachable by the slot uid")
+
+
+@pytest.fixture
+def base() -> Iterator[Path]:
+    """A world-traversable (not listable) directory for workspaces, as a runner would use."""
+    path = Path(tempfile.mkdtemp(prefix="rb-test-"))
+    os.chmod(path, 0o711)
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
+
+
+@pytest.fixture(params=["bubblewrap", "namespaces", "none"])
+def backend(request: pytest.FixtureRequest) -> SandboxBackend:
+    return _backend_or_skip(request.param)
+
+
+def _workspace(base: Path, name: str = "ws") -> Path:
+    ws = base / name
+    ws.mkdir(mode=0o755)
+    return ws
+
+
+# ------------------------------------------------------------------------------------------
+# API and registry
+# ------------------------------------------------------------------------------------------
+
+
+def test_registry_names() -> None:
+    assert list(BACKENDS) == ["bubblewrap", "namespaces", "none"]
+    for name, cls in BACKENDS.items():
+        assert cls.name == name
+
+
+def test_unknown_backend_raises() -> None:
+    with pytest.raises(SandboxError, match="unknown sandbox backend 'docker'"):
+        get_backend("docker")
+
+
+def test_none_backend_warns_and_logs(caplog: pytest.LogCaptureFixture) -> None:
+    with (
+        caplog.at_level(logging.WARNING, logger="reliabench.sandbox"),
+        pytest.warns(RuntimeWarning, match="WITHOUT a sandbox"),
+    ):
+        backend = get_backend("none")
+    assert backend.name == "none"
+    assert any("WITHOUT a sandbox" in r.message for r in caplog.records)
+
+
+def test_explicit_unavailable_backend_raises(monkeypatch: pytest.MonkeyPatch) -> None:
+    sandbox._probe.cache_clear()
+    monkeypatch.setenv("PATH", "/nonexistent")
+    try:
+        with pytest.raises(SandboxError, match="'bubblewrap' is not available"):
+            get_backend("bubblewrap")
+    finally:
+        monkeypatch.undo()
+        sandbox._probe.cache_clear()
+
+
+def test_auto_picks_the_strongest_working_backend() -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        auto = get_backend("auto")
+    order = list(BACKENDS)
+    for stronger in order[: order.index(auto.name)]:
+        assert sandbox._probe(stronger) is not None  # each stronger one failed its probe
+
+
+def test_limits_validation() -> None:
+    with pytest.raises(SandboxError, match=r"Limits.wall_s must be > 0, got 0"):
+        Limits(wall_s=0)
+    with pytest.raises(SandboxError, match=r"Limits.output_bytes must be >= 0"):
+        Limits(output_bytes=-1)
+
+
+def test_slot_uid_range() -> None:
+    assert slot_uid(3) == sandbox.SLOT_UID_BASE + 3
+    with pytest.raises(SandboxError, match="slot must be in"):
+        slot_uid(-1)
+
+
+def test_empty_argv_and_missing_workdir(base: Path) -> None:
+    backend = _backend_or_skip("none")
+    with pytest.raises(SandboxError, match="argv must not be empty"):
+        backend.run([], workdir=base)
+    with pytest.raises(SandboxError, match="workdir is not a directory"):
+        backend.run(["true"], workdir=base / "missing")
+
+
+# ------------------------------------------------------------------------------------------
+# behaviour every backend promises
+# ------------------------------------------------------------------------------------------
+
+
+def test_runs_in_workdir_with_clean_env(backend: SandboxBackend, base: Path) -> None:
+    ws = _workspace(base)
+    py = _python_for(backend)
+    code = (
+        "import os, sys, json; open('out.txt', 'w').write('hi'); "
+        "print(json.dumps({'cwd': os.getcwd(), 'env': dict(os.environ)})); "
+        "print('to-stderr', file=sys.stderr); sys.exit(3)"
+    )
+    os.environ["RB_SECRET_TEST_VAR"] = "leak"
+    try:
+        result = backend.run([py, "-c", code], workdir=ws, env={"ONLY": "this"}, limits=FAST)
+    finally:
+        del os.environ["RB_SECRET_TEST_VAR"]
+    assert isinstance(result, SandboxResult)
+    assert result.returncode == 3
+    assert result.isolation == backend.name
+    assert not result.timed_out and result.killed_reason is None
+    import json
+
+    seen = json.loads(result.stdout)
+    assert seen["cwd"] == os.path.realpath(ws)
+    assert seen["env"].get("ONLY") == "this"
+    assert "RB_SECRET_TEST_VAR" not in seen["env"]
+    assert result.stderr.strip() == "to-stderr"
+    # the file the sandbox wrote belongs to the caller again, and so does the workspace
+    st = os.stat(ws / "out.txt")
+    assert (st.st_uid, st.st_gid) == (os.getuid(), os.getgid())
+    assert stat.S_IMODE(os.stat(ws).st_mode) == 0o755
+
+
+def test_output_is_truncated_with_marker(backend: SandboxBackend, base: Path) -> None:
+    ws = _workspace(base)
+    py = _python_for(backend)
+    limits = Limits(wall_s=10.0, output_bytes=1000)
+    result = backend.run([py, "-c", "print('A' * 5000 + 'END')"], workdir=ws, limits=limits)
+    assert result.returncode == 0
+    assert "bytes cut by the reliabench sandbox" in result.stdout
+    assert result.stdout.startswith("A" * 400)
+    assert result.stdout.rstrip().endswith("END")  # the tail is kept
+    assert len(result.stdout) < 1200
+
+
+def test_output_flood_is_killed(backend: SandboxBackend, base: Path) -> None:
+    ws = _workspace(base)
+    py = _python_for(backend)
+    limits = Limits(wall_s=10.0, output_bytes=10_000)
+    code = "import sys\nwhile True: sys.stdout.write('x' * 65536)"
+    result = backend.run([py, "-c", code], workdir=ws, limits=limits)
+    assert result.killed_reason == "output limit"
+    assert not result.timed_out
+    assert result.wall_s < 8
+
+
+def test_pass_fds_reach_the_command(backend: SandboxBackend, base: Path) -> None:
+    ws = _workspace(base)
+    py = _python_for(backend)
+    r, w = os.pipe()
+    try:
+        result = backend.run(
+            [py, "-c", f"import os; os.write({w}, b'through the fd')"],
+            workdir=ws,
+            limits=FAST,
+            pass_fds=[w],
+        )
+        os.close(w)
+        w = -1
+        assert result.returncode == 0, result.stderr
+        assert os.read(r, 100) == b"through the fd"
+    finally:
+        os.close(r)
+        if w >= 0:
+            os.close(w)
+
+
+@pytest.mark.parametrize("name", ["bubblewrap", "namespaces"])
+def test_readonly_paths_are_readable_not_writable(name: str, base: Path) -> None:
+    backend = _backend_or_skip(name)
+    ws = _workspace(base)
+    ro = _workspace(base, "ro")
+    (ro / "data.txt").write_text("shared", encoding="utf-8")
+    py = _python_for(backend)
+    code = (
+        f"print(open({str(ro / 'data.txt')!r}).read())\n"
+        f"try:\n    open({str(ro / 'new.txt')!r}, 'w')\nexcept OSError as e:\n"
+        "    print('denied', e.errno)\n"
+    )
+    result = backend.run([py, "-c", code], workdir=ws, readonly=[ro], limits=FAST)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith("shared\ndenied")
+    assert not (ro / "new.txt").exists()
+
+
+@pytest.mark.skipif(not IS_ROOT, reason="uid switching needs root")
+@pytest.mark.parametrize("name", ["bubblewrap", "namespaces"])
+def test_runs_as_the_slot_uid(name: str, base: Path) -> None:
+    backend = _backend_or_skip(name)
+    ws = _workspace(base)
+    py = _python_for(backend)
+    code = "import os; print(os.getuid(), os.getgid(), os.getgroups())"
+    result = backend.run([py, "-c", code], workdir=ws, limits=FAST, slot=2)
+    assert result.stdout.split() == [str(slot_uid(2)), str(slot_uid(2)), "[]"]
+
+
+@pytest.mark.skipif(not IS_ROOT, reason="uid switching needs root")
+def test_namespaces_explains_an_unreachable_interpreter(base: Path) -> None:
+    backend = _backend_or_skip("namespaces")
+    hidden = base / "private"
+    hidden.mkdir(mode=0o700)
+    exe = hidden / "python3"
+    shutil.copy("/bin/true", exe)
+    with pytest.raises(SandboxError, match=r"cannot use the program .* bubblewrap backend"):
+        backend.run([str(exe)], workdir=_workspace(base), limits=FAST)
+
+
+@pytest.mark.skipif(not IS_ROOT, reason="the case only arises as root")
+def test_bubblewrap_runs_an_interpreter_the_slot_uid_cannot_reach(base: Path) -> None:
+    backend = _backend_or_skip("bubblewrap")
+    hidden = base / "private"
+    hidden.mkdir(mode=0o700)
+    exe = hidden / "mytrue"
+    shutil.copy("/bin/true", exe)
+    result = backend.run([str(exe)], workdir=_workspace(base), limits=FAST)
+    assert result.returncode == 0, result.stderr
+
+
+def test_cpu_limit_is_reported(backend: SandboxBackend, base: Path) -> None:
+    ws = _workspace(base)
+    py = _python_for(backend)
+    limits = Limits(wall_s=10.0, cpu_s=1.0)
+    result = backend.run([py, "-c", "while True: pass"], workdir=ws, limits=limits)
+    assert not result.timed_out
+    assert result.killed_reason == "cpu time limit"
+    assert result.wall_s < 5
