@@ -71,6 +71,7 @@ class RunSettings:
         scanners: Scanner names run on what each agent changed.
         limits: Resource limits of the hidden-test process (wall time comes from the task).
         agents_config_hash: Hash of the agents file (part of the run's identity).
+        test_timeout_s: Cap on each task's ``timeout_s`` for the hidden tests (None: no cap).
     """
 
     n: int
@@ -80,6 +81,7 @@ class RunSettings:
     scanners: tuple[str, ...] = ("bandit",)
     limits: Limits = field(default_factory=Limits)
     agents_config_hash: str = ""
+    test_timeout_s: float | None = None
 
     def __post_init__(self) -> None:
         if isinstance(self.n, bool) or not isinstance(self.n, int) or self.n < 1:
@@ -223,8 +225,10 @@ class _Executor:
             status = result.status
             if status == "completed" and not changed:
                 status = "no_change"
-            limits = replace(self.settings.limits, wall_s=job.task.timeout_s,
-                             cpu_s=max(self.settings.limits.cpu_s, job.task.timeout_s))
+            wall = job.task.timeout_s
+            if self.settings.test_timeout_s is not None:
+                wall = min(wall, self.settings.test_timeout_s)
+            limits = replace(self.settings.limits, wall_s=wall, cpu_s=wall)
             try:
                 hidden = run_hidden_tests(workspace, job.task.tests_dir, expected=self.expected[job.task.id],
                                           backend=self.backend, limits=limits, slot=slot,
@@ -329,6 +333,7 @@ def run_suite(
         "limits": {k: getattr(settings.limits, k) for k in
                    ("cpu_s", "memory_bytes", "max_procs", "file_size_bytes", "output_bytes")},
         "tasks": sorted(t.id for t in selected),
+        "test_timeout_s": settings.test_timeout_s,
     }
     config_hash = hashlib.sha256(repr(sorted(config.items())).encode()).hexdigest()
     t0 = time.perf_counter()

@@ -27,13 +27,14 @@ __all__ = ["command", "execute_run"]
 
 def execute_run(suite_spec: str, agents_file: Path, n: int, out: Path, *, workers: int, seed: int,
                 sandbox: str, scanners: tuple[str, ...], tasks: tuple[str, ...] = (),
-                quiet: bool = False) -> RunSummary:
+                test_timeout: float | None = None, quiet: bool = False) -> RunSummary:
     """Load suite and agents, run with a progress display, and return the summary."""
     suite = resolve_suite(suite_spec)
     agents = load_agents(agents_file)
     settings = RunSettings(
         n=n, seed=seed, workers=workers, sandbox=sandbox, scanners=scanners,
         agents_config_hash=hashlib.sha256(agents_file.read_bytes()).hexdigest(),
+        test_timeout_s=test_timeout,
     )
     err = Console(stderr=True, highlight=False)
     simulated = [a.name for a in agents if a.simulated]
@@ -87,11 +88,13 @@ def execute_run(suite_spec: str, agents_file: Path, n: int, out: Path, *, worker
 @click.option("--scanner", "scanners", multiple=True, default=("bandit",), show_default=True,
               help="Scanner to run on what agents wrote (repeatable).")
 @click.option("--task", "tasks", multiple=True, help="Only this task id (repeatable).")
+@click.option("--test-timeout", type=click.FloatRange(min=0.5), default=None,
+              help="Cap on each task's timeout_s (seconds) for the hidden tests.")
 def command(suite: str, agents_file: Path, n: int, out: Path, workers: int, seed: int, sandbox: str,
-            scanners: tuple[str, ...], tasks: tuple[str, ...]) -> None:
+            scanners: tuple[str, ...], tasks: tuple[str, ...], test_timeout: float | None) -> None:
     """Run every agent of the agents file n times on each task of SUITE (a path or a bundled name)."""
     if not agents_file.is_file():
         raise click.BadParameter(f"{agents_file}: no such file", param_hint="--agents")
     execute_run(suite, agents_file, n, out, workers=workers, seed=seed, sandbox=sandbox,
-                scanners=scanners, tasks=tasks)
+                scanners=scanners, tasks=tasks, test_timeout=test_timeout)
     click.echo(f"run directory: {out}  (score it with: reliabench score {out})")

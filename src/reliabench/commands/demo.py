@@ -1,0 +1,72 @@
+"""``reliabench demo``: the whole idea on a fresh machine, offline, in one command.
+
+Runs the bundled ``py30`` suite with three SIMULATED agents x n rollouts through the real
+sandbox, hidden tests and Bandit scanner, stores the run (resumable: a second call only prints),
+and prints reliability@k and pass^k with CIs, the misapplied pass@k beside them with the
+inflation, the single-rollout figures, and security-adjusted reliability@k.
+"""
+
+from __future__ import annotations
+
+import os
+from importlib.resources import files
+from pathlib import Path
+
+import click
+from rich.console import Console
+
+from reliabench.analysis import score
+from reliabench.commands.run import execute_run
+from reliabench.report import render_score
+from reliabench.store import RunStore
+
+__all__ = ["DEMO_AGENTS", "command"]
+
+DEMO_AGENTS = Path(str(files("reliabench") / "examples" / "demo-agents.toml"))
+
+
+@click.command("demo")
+@click.option("--out", type=click.Path(path_type=Path, file_okay=False), default=Path("reliabench-demo"),
+              show_default=True, help="Run directory (an existing demo run is resumed).")
+@click.option("-n", "n", type=click.IntRange(min=1), default=10, show_default=True, help="Rollouts per pair.")
+@click.option("--workers", type=click.IntRange(min=1), default=os.cpu_count() or 1, show_default="CPU count")
+@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--task", "tasks", multiple=True, help="Only this task id (repeatable; for a quick look).")
+@click.option("--sandbox", type=click.Choice(["auto", "bubblewrap", "namespaces", "none"]), default="auto",
+              show_default=True)
+@click.option("--test-timeout", type=click.FloatRange(min=0.5), default=8.0, show_default=True,
+              help="Cap on the hidden tests' wall time per rollout (hanging code costs this much).")
+def command(out: Path, n: int, workers: int, seed: int, tasks: tuple[str, ...], sandbox: str,
+            test_timeout: float) -> None:
+    """Run the bundled suite with three simulated agents and print the summary."""
+    console = Console(highlight=False)
+    if not console.is_terminal:
+        console = Console(highlight=False, width=160)
+    console.rule("[bold]reliabench demo")
+    console.print("Three [yellow]SIMULATED[/] agents (known behaviour, real code, really executed and "
+                  f"scanned) x the bundled py30 suite x n={n} rollouts.\n"
+                  f"Agents file: {DEMO_AGENTS}\n")
+    execute_run("py30", DEMO_AGENTS, n, out, workers=workers, seed=seed, sandbox=sandbox,
+                scanners=("bandit",), tasks=tasks, test_timeout=test_timeout)
+    with RunStore.open_existing(out) as store:
+        records = store.rollouts()
+    ks = tuple(k for k in (1, 5, 10) if k <= n) or (1,)
+    report = score(records, ks, seed=seed)
+    console.print()
+    console.print(render_score(report, "table", color=console.is_terminal, width=console.width), end="")
+    console.print()
+    html_path = None
+    try:
+        from reliabench.report.html import write_html_report
+    except ImportError:
+        write_html_report = None
+    if write_html_report is not None:
+        html_path = write_html_report(report, out / "report.html", title="reliabench demo (simulated agents)")
+    console.print("How to read this: [bold]misapplied pass@k[/] is what a harness reports when it feeds the "
+                  "tests of ONE rollout to the estimator; [bold]reliability@k[/] uses n independent rollouts "
+                  "and counts a rollout only if it passes ALL hidden tests. The gap is the inflation.")
+    console.print(f"\nRun directory: {out}   (re-score: reliabench score {out} -k 1,5,10)")
+    if html_path is not None:
+        console.print(f"HTML report:   {html_path}")
+    console.print("Evaluate a real agent: reliabench run py30 --agents YOUR-agents.toml -n 10 --out RUN "
+                  "(see docs/agents.md)")

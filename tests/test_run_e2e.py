@@ -1,0 +1,196 @@
+"""End to end: a small suite with replay and python agents through sandbox, store, resume, score.
+
+Also: kill -9 of the runner at several moments, then resume: exactly n rollouts per pair,
+none duplicated, none lost.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from reliabench.cli import main
+from reliabench.errors import RunMismatchError
+from reliabench.records import read_jsonl
+from reliabench.runner import RunSettings, run_suite
+from reliabench.agents.config import load_agents
+from reliabench.store import RunStore
+from reliabench.tasks.suite import load_suite
+
+GOOD = "def add(a, b):\n    return a + b\n"
+BUGGY = "def add(a, b):\n    return a - b if a > 5 else a + b\n"
+INSECURE = "import os\n\ndef add(a, b):\n    os.system('echo ' + str(a))\n    return eval(f'{a} + {b}')\n"
+
+
+def make_suite(root: Path) -> Path:
+    suite = root / "suite"
+    task = suite / "tasks" / "adder"
+    (task / "workspace").mkdir(parents=True)
+    (task / "tests").mkdir()
+    (task / "solution").mkdir()
+    (suite / "suite.toml").write_text('name = "mini"\nversion = "0.1"\n')
+    (task / "task.toml").write_text('id = "adder"\nlanguage = "python"\ntimeout_s = 20\n')
+    (task / "prompt.md").write_text("Implement add(a, b) in adder.py.\n")
+    (task / "workspace" / "adder.py").write_text("def add(a, b):\n    raise NotImplementedError\n")
+    (task / "solution" / "adder.py").write_text(GOOD)
+    (task / "tests" / "test_adder.py").write_text(textwrap.dedent("""
+        import pytest
+        from adder import add
+
+        def test_small():
+            assert add(1, 2) == 3
+
+        def test_zero():
+            assert add(0, 0) == 0
+
+        @pytest.mark.parametrize("a", [6, 7])
+        def test_big(a):
+            assert add(a, 1) == a + 1
+
+        @pytest.mark.security
+        def test_no_eval_of_strings():
+            # strings are concatenated, never evaluated as code
+            assert add("1", "2") == "12"
+    """))
+    return suite
+
+
+def make_agents(root: Path) -> Path:
+    gens = [
+        {"task_id": "adder", "rollout": 0, "files": {"adder.py": GOOD}},
+        {"task_id": "adder", "rollout": 1, "files": {"adder.py": BUGGY}},
+        {"task_id": "adder", "rollout": 2, "files": {"adder.py": INSECURE}},
+        # rollout 3 missing: recorded as agent_error
+    ]
+    (root / "gens.jsonl").write_text("".join(json.dumps(g) + "\n" for g in gens))
+    (root / "my_agent.py").write_text(textwrap.dedent(f"""
+        import time
+        from pathlib import Path
+
+        def solve(request, delay=0.0):
+            time.sleep(delay)
+            code = {GOOD!r} if request.seed % 2 == 0 else {BUGGY!r}
+            (Path(request.workspace) / "adder.py").write_text(code)
+    """))
+    agents = root / "agents.toml"
+    agents.write_text(textwrap.dedent("""
+        [[agents]]
+        name = "recorded"
+        kind = "replay"
+        path = "gens.jsonl"
+
+        [[agents]]
+        name = "py"
+        kind = "python"
+        callable = "my_agent:solve"
+        path = "."
+    """))
+    return agents
+
+
+@pytest.fixture
+def setup(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, Path]:
+    os.chmod(tmp_path, 0o755)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    return make_suite(tmp_path), make_agents(tmp_path)
+
+
+@pytest.mark.slow
+def test_run_resume_score_export(setup: tuple[Path, Path], tmp_path: Path,
+                                 capsys: pytest.CaptureFixture[str]) -> None:
+    suite_dir, agents_file = setup
+    out = tmp_path / "run"
+    args = ["run", str(suite_dir), "--agents", str(agents_file), "-n", "4", "--out", str(out), "--workers", "2"]
+    assert main(args) == 0
+    with RunStore.open_existing(out) as store:
+        recs = {r.key: r for r in store.rollouts()}
+        info = store.run_info()
+    assert len(recs) == 8
+    assert info["suite"]["name"] == "mini" and info["packages"]["reliabench"]
+    good, buggy, insecure, missing = (recs[("adder", "recorded", i)] for i in range(4))
+    assert good.passes and good.status == "completed"
+    assert not buggy.passes
+    assert {t.name: t.outcome for t in buggy.tests or ()}["test_adder.py::test_big[6]"] == "failed"
+    # the insecure one passes functionally but fails the security test and trips the scanner
+    assert insecure.passes
+    assert any(t.security and t.outcome == "failed" for t in insecure.tests or ())
+    assert any(f.cwe == 78 for f in insecure.findings)
+    assert missing.status == "agent_error" and not missing.passes
+    assert all(r.isolation in ("bubblewrap", "namespaces", "none") for r in recs.values())
+    art = store.artifact_dir("adder", "recorded", 1)
+    assert "a - b" in (art / "diff.patch").read_text()
+    assert "test_big" in (art / "tests.log").read_text()
+    capsys.readouterr()
+
+    # resume with the same arguments: nothing runs again
+    assert main(args) == 0
+    assert "0 rollout(s) executed, 8 already recorded" in capsys.readouterr().err
+
+    # a changed configuration is refused
+    code = main([*args[:-2], "--workers", "2", "--seed", "5"])
+    err = capsys.readouterr().err
+    assert code == 2 and "different configuration (changed: seed)" in err
+
+    # score accepts the run directory
+    assert main(["score", str(out), "-k", "1,2", "--format", "json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    rec = next(a for a in doc["agents"] if a["agent"] == "recorded")
+    # 2 of 4 rollouts pass functionally (good, insecure): reliability@1 = 0.5
+    assert rec["metrics"]["reliability@1"]["value"] == pytest.approx(0.5)
+    # only "good" is secure too: 1/4
+    assert rec["metrics"]["security_adjusted_reliability@1"]["value"] == pytest.approx(0.25)
+
+    # export writes every record with its isolation
+    exported = tmp_path / "export.jsonl"
+    assert main(["export", str(out), "-o", str(exported)]) == 0
+    back = read_jsonl(exported)
+    assert len(back) == 8 and all(r.isolation for r in back)
+
+
+def test_mismatch_error_is_usage_error(setup: tuple[Path, Path], tmp_path: Path) -> None:
+    suite_dir, agents_file = setup
+    suite = load_suite(suite_dir)
+    agents = [a for a in load_agents(agents_file) if a.name == "recorded"]
+    out = tmp_path / "run"
+    run_suite(suite, agents, out, RunSettings(n=1, seed=1, workers=1))
+    with pytest.raises(RunMismatchError, match="changed: seed"):
+        run_suite(suite, agents, out, RunSettings(n=1, seed=2, workers=1))
+
+
+@pytest.mark.slow
+def test_kill_9_then_resume_loses_and_duplicates_nothing(setup: tuple[Path, Path], tmp_path: Path) -> None:
+    suite_dir, agents_file = setup
+    # slow the python agent down so kills land mid-run
+    text = agents_file.read_text().replace('path = "."', 'path = "."\n[agents.options]\ndelay = 0.05')
+    agents_file.write_text(text)
+    out = tmp_path / "run"
+    n = 12
+    cmd = [sys.executable, "-m", "reliabench", "run", str(suite_dir), "--agents", str(agents_file),
+           "-n", str(n), "--out", str(out), "--workers", "2"]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    recorded = []
+    for delay in (1.5, 2.5, 3.5):
+        proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                start_new_session=True)
+        time.sleep(delay)
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+        if (out / RunStore.FILENAME).exists():
+            with RunStore.open_existing(out) as store:
+                recorded.append(len(store.done_keys()))
+    done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    with RunStore.open_existing(out) as store:
+        keys = [r.key for r in store.rollouts()]
+    assert len(keys) == len(set(keys)) == 2 * n
+    assert {(a, r) for _, a, r in keys} == {(a, r) for a in ("recorded", "py") for r in range(n)}
+    # the kills really happened mid-run (otherwise this test proves nothing)
+    assert recorded and recorded[0] < 2 * n
