@@ -29,6 +29,8 @@ COMMANDS: dict[str, str] = {
     "audit": "audit",
     "plan": "plan",
     "compare": "compare",
+    "proxy": "proxy",
+    "import": "import_",
 }
 
 

@@ -239,7 +239,7 @@ def pass_at_k(
             a = np.maximum(c_f[live], k_f[live])
             m = np.minimum(c_f[live], k_f[live])
             log_ratio[live] = _log_product(a, n_f[live], m)
-    values = np.where(certain, 1.0, -np.expm1(log_ratio))
+    values = np.where(certain, 1.0, -np.expm1(log_ratio)) + 0.0  # + 0.0: no -0.0
     return _finish(values, shape, bad)
 
 

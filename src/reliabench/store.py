@@ -26,7 +26,7 @@ from typing import Any
 from reliabench.errors import RunMismatchError, StoreError, UsageError
 from reliabench.records import Finding, Rollout, ScanError, rollout_from_dict, rollout_to_dict
 
-__all__ = ["STORE_SCHEMA_VERSION", "RunStore"]
+__all__ = ["STORE_SCHEMA_VERSION", "RunStore", "read_records"]
 
 STORE_SCHEMA_VERSION = 1
 
@@ -256,3 +256,9 @@ class RunStore:
             return "".join(ch if ch.isalnum() or ch in "-_.@+" else "_" for ch in s) or "_"
 
         return self.root / "artifacts" / safe(task_id) / safe(agent) / str(rollout)
+
+
+def read_records(run_dir: str | Path) -> list[Rollout]:
+    """Every rollout record of a run directory."""
+    with RunStore.open_existing(run_dir) as store:
+        return store.rollouts()

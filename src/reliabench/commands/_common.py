@@ -29,12 +29,11 @@ def load_records(path: str) -> list[Rollout]:
     """Read rollout records from a JSONL file, ``-`` (stdin), or a run directory."""
     p = Path(path)
     if path != "-" and p.is_dir():
-        from reliabench.store import RunStore
+        from reliabench.store import RunStore, read_records
 
         if not (p / RunStore.FILENAME).is_file():
             raise UsageError(f"{p}: a directory but not a run directory (no {RunStore.FILENAME})")
-        with RunStore.open_existing(p) as store:
-            return store.rollouts()
+        return read_records(p)
     return read_jsonl(path)
 
 

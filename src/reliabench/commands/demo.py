@@ -18,6 +18,7 @@ from rich.console import Console
 from reliabench.analysis import score
 from reliabench.commands.run import execute_run
 from reliabench.report import render_score
+from reliabench.report.html import write_html_report
 from reliabench.store import RunStore
 
 __all__ = ["DEMO_AGENTS", "command"]
@@ -55,18 +56,11 @@ def command(out: Path, n: int, workers: int, seed: int, tasks: tuple[str, ...], 
     console.print()
     console.print(render_score(report, "table", color=console.is_terminal, width=console.width), end="")
     console.print()
-    html_path = None
-    try:
-        from reliabench.report.html import write_html_report
-    except ImportError:
-        write_html_report = None
-    if write_html_report is not None:
-        html_path = write_html_report(report, out / "report.html", title="reliabench demo (simulated agents)")
+    html_path = write_html_report(report, out / "report.html", title="reliabench demo (simulated agents)")
     console.print("How to read this: [bold]misapplied pass@k[/] is what a harness reports when it feeds the "
                   "tests of ONE rollout to the estimator; [bold]reliability@k[/] uses n independent rollouts "
                   "and counts a rollout only if it passes ALL hidden tests. The gap is the inflation.")
     console.print(f"\nRun directory: {out}   (re-score: reliabench score {out} -k 1,5,10)")
-    if html_path is not None:
-        console.print(f"HTML report:   {html_path}")
+    console.print(f"HTML report:   {html_path}")
     console.print("Evaluate a real agent: reliabench run py30 --agents YOUR-agents.toml -n 10 --out RUN "
                   "(see docs/agents.md)")
