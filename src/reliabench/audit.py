@@ -36,21 +36,20 @@ Figures are compared with an absolute tolerance of 1e-6.
 
 from __future__ import annotations
 
-import importlib
-import importlib.util
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, cast
+from typing import Any, Literal
 
 import numpy as np
 import numpy.typing as npt
 
 from reliabench.analysis import CountTable, Estimate, ScoreReport, count_pairs, parse_ks, score
-from reliabench.errors import InputError, InvalidArgumentError, ReliabenchError
+from reliabench.errors import InvalidArgumentError, ReliabenchError
 from reliabench.estimators import misapplied_pass_at_k, pass_at_k, pass_hat_k
 from reliabench.importers import ImportResult, ReportedFigure, load_foreign
 from reliabench.records import Rollout
+from reliabench.store import RunStore, read_records
 
 __all__ = [
     "TOLERANCE",
@@ -344,15 +343,6 @@ def audit_records(
                        tuple(notes) + report.notes)
 
 
-def _store_reader() -> Callable[[Path], Iterable[Rollout]] | None:
-    """``reliabench.store.read_records`` if the store module provides it (optional)."""
-    if importlib.util.find_spec("reliabench.store") is None:
-        return None
-    module = importlib.import_module("reliabench.store")
-    reader = getattr(module, "read_records", None)
-    return cast("Callable[[Path], Iterable[Rollout]]", reader) if callable(reader) else None
-
-
 def audit_path(
     path: str | Path,
     *,
@@ -365,21 +355,16 @@ def audit_path(
 ) -> AuditReport:
     """Read a rollout JSONL file, any foreign format, or a run folder, and audit it.
 
-    A folder that no importer recognizes is read with ``reliabench.store.read_records`` when
-    that exists.
+    A run directory (``reliabench run``'s output) is read from its store.
 
     Raises:
         InputError: when the path cannot be read.
     """
     p = Path(path)
-    try:
+    if format == "auto" and p.is_dir() and (p / RunStore.FILENAME).is_file():
+        result = ImportResult(tuple(read_records(p)), "run")
+    else:
         result = load_foreign(p, format=format, **options)
-    except InputError:
-        reader = _store_reader() if p.is_dir() and format == "auto" else None
-        if reader is None:
-            raise
-        records = list(reader(p))
-        result = ImportResult(tuple(records), "run")
     return audit_records(result.records, ks=ks, reported=result.reported, source=str(p),
                          format=result.format, notes=result.notes, n_resamples=n_resamples,
                          confidence=confidence, seed=seed)

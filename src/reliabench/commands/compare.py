@@ -75,8 +75,8 @@ def command(records: Path, agent_a: str | None, agent_b: str | None, k: int, res
                     f"{rf.n_resamples} bootstrap resamples)")
     for col in ("agent", f"reliability@{k}", "P(first)"):
         t.add_column(col)
-    for name, value, p in zip(rf.agents, rf.values, rf.p_first):
-        t.add_row(name, f"{value:.3f}", f"{p:.3f}")
+    for name, mean, share in zip(rf.agents, rf.values, rf.p_first, strict=True):
+        t.add_row(name, f"{mean:.3f}", f"{share:.3f}")
     console.print(t)
     if rf.excluded:
         console.print(f"note: {rf.excluded} task(s) left out (not run >= {k} times by every agent)")

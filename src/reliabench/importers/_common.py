@@ -17,12 +17,14 @@ from reliabench.errors import InputError
 from reliabench.records import Rollout
 
 __all__ = [
+    "FigureKind",
     "ImportResult",
     "ReportedFigure",
     "expect_dict",
     "expect_list",
     "iter_jsonl",
     "read_json",
+    "sorted_items",
 ]
 
 FigureKind = Literal["pass@k", "pass^k", "mean"]

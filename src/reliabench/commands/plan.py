@@ -1,0 +1,177 @@
+"""``reliabench plan``: rollouts per task and tasks needed, from pilot data or assumed rates."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict
+from pathlib import Path
+
+import click
+from rich.console import Console
+from rich.table import Table
+
+from reliabench.errors import InvalidArgumentError
+from reliabench.importers import FORMATS, load_foreign
+from reliabench.planning import (
+    AgentModel,
+    Plan,
+    default_spread,
+    fit_pilot,
+    pilot_correlation,
+    plan_difference,
+    plan_half_width,
+    shift_to_difference,
+    variance_components,
+)
+
+__all__ = ["command"]
+
+
+def _named(values: tuple[str, ...], option: str) -> dict[str | None, float]:
+    out: dict[str | None, float] = {}
+    for text in values:
+        name, sep, num = text.rpartition("=")
+        key = name if sep else None
+        try:
+            value = float(num)
+        except ValueError:
+            raise InvalidArgumentError(f"{option} expects NUMBER or AGENT=NUMBER, got {text!r}") from None
+        if key in out:
+            raise InvalidArgumentError(f"{option} given twice for {key or 'all agents'}: {text!r}")
+        out[key] = value
+    return out
+
+
+def _models(rates: tuple[str, ...], spreads: tuple[str, ...], icc: float) -> list[AgentModel]:
+    rate_map = _named(rates, "--rate")
+    spread_map = _named(spreads, "--spread")
+    if None in rate_map and len(rate_map) > 1:
+        raise InvalidArgumentError("--rate: give one unnamed rate, or AGENT=RATE for each agent")
+    models = []
+    for name, mean in rate_map.items():
+        label = name or "A"
+        spread = spread_map.get(name, spread_map.get(None))
+        if spread is None:
+            spread = default_spread(mean, icc) if 0.0 <= mean <= 1.0 else 0.0
+        models.append(AgentModel(label, mean, spread))
+    unknown = sorted(k for k in spread_map if k is not None and k not in rate_map)
+    if unknown:
+        raise InvalidArgumentError(f"--spread for agent(s) without a --rate: {', '.join(unknown)}")
+    return models
+
+
+def _plan_dict(plan: Plan) -> dict[str, object]:
+    return asdict(plan) | {"values": {a.name: variance_components(a, plan.k, plan.k).value
+                                      for a in plan.agents}}
+
+
+def _render(plan: Plan, console: Console) -> None:
+    t = Table(title="per-task rate model (Beta across tasks)")
+    for col in ("agent", "mean rate", "spread (sd across tasks)", f"reliability@{plan.k}",
+                "between-task var"):
+        t.add_column(col)
+    for a in plan.agents:
+        v = variance_components(a, plan.k, plan.k)
+        t.add_row(a.name, f"{a.mean:.4f}", f"{a.spread:.4f}", f"{v.value:.4f}", f"{v.between:.5f}")
+    console.print(t)
+    if plan.mode == "half_width":
+        title = (f"CI half-width <= {plan.target} for reliability@{plan.k} "
+                 f"({round(100 * plan.confidence)}% CI)")
+        achieved = "half-width" + (f" with {plan.max_tasks} tasks" if plan.max_tasks else "")
+    else:
+        title = (f"detect a difference of {plan.difference} in reliability@{plan.k} with power "
+                 f"{plan.target} at alpha {1 - plan.confidence:.3g} (two-sided, paired)")
+        achieved = "power" + (f" with {plan.max_tasks} tasks" if plan.max_tasks else "")
+    t = Table(title=title)
+    for col in ("rollouts per task", "tasks needed", "total rollouts per agent", achieved, ""):
+        t.add_column(col)
+    for o in plan.options:
+        mark = "<- recommended" if o == plan.recommended else ""
+        t.add_row(str(o.rollouts), str(o.tasks), str(o.total_rollouts), f"{o.achieved:.4f}", mark)
+    console.print(t)
+    for note in plan.notes:
+        console.print(f"note: {note}")
+
+
+@click.command("plan")
+@click.option("--pilot", type=click.Path(exists=True, path_type=Path), default=None,
+              help="Pilot records (any importable format) to estimate the rate model from.")
+@click.option("--input-format", default="auto", show_default=True,
+              type=click.Choice(["auto", *FORMATS]), help="Format of the pilot data.")
+@click.option("--rate", "rates", multiple=True,
+              help="Assumed mean per-task success rate: 0.3, or AGENT=0.3 (repeat for two agents).")
+@click.option("--spread", "spreads", multiple=True,
+              help="Sd of per-task rates: 0.2, or AGENT=0.2 (default: from --icc).")
+@click.option("--icc", default=0.5, show_default=True, type=float,
+              help="Default spread: share of rollout variance between tasks.")
+@click.option("-k", "k", default=1, show_default=True, type=click.IntRange(min=1))
+@click.option("--half-width", type=float, default=None, help="Target CI half-width of reliability@k.")
+@click.option("--confidence", default=0.95, show_default=True, type=float)
+@click.option("--difference", type=float, default=None,
+              help="Difference in reliability@k to detect between two agents.")
+@click.option("--power", default=0.8, show_default=True, type=float)
+@click.option("--alpha", default=0.05, show_default=True, type=float)
+@click.option("--correlation", type=float, default=None,
+              help="Correlation of the two agents' per-task rates (default: pilot, else 0.5).")
+@click.option("--a", "agent_a", default=None, help="Agent A (pilot or named rates).")
+@click.option("--b", "agent_b", default=None, help="Agent B.")
+@click.option("--max-tasks", type=click.IntRange(min=2), default=None,
+              help="Tasks available: recommend the fewest rollouts that fit.")
+@click.option("--rollouts", default=None, help="Candidate rollouts per task, e.g. 1,2,5,10.")
+@click.option("--format", "output", default="table", show_default=True,
+              type=click.Choice(["table", "json"]))
+def command(pilot: Path | None, input_format: str, rates: tuple[str, ...], spreads: tuple[str, ...],
+            icc: float, k: int, half_width: float | None, confidence: float,
+            difference: float | None, power: float, alpha: float, correlation: float | None,
+            agent_a: str | None, agent_b: str | None, max_tasks: int | None, rollouts: str | None,
+            output: str) -> None:
+    """Plan rollouts per task and tasks for a CI half-width, or for power to detect a difference."""
+    if (pilot is None) == (not rates):
+        raise InvalidArgumentError("give either --pilot RECORDS or --rate (not both)")
+    if pilot is not None:
+        records = load_foreign(pilot, format=input_format).records
+        models = list(fit_pilot(records))
+    else:
+        records = ()
+        models = _models(rates, spreads, icc)
+    by_name = {m.name: m for m in models}
+    for name in (agent_a, agent_b):
+        if name is not None and name not in by_name:
+            raise InvalidArgumentError(f"no agent {name!r}; known: {', '.join(by_name)}")
+    options = None
+    if rollouts:
+        try:
+            options = [int(x) for x in rollouts.split(",") if x.strip()]
+        except ValueError:
+            raise InvalidArgumentError(f"--rollouts expects integers like 1,2,5, got {rollouts!r}") from None
+    two = len(models) >= 2 and (pilot is None or (agent_a and agent_b))
+    if half_width is not None and difference is not None:
+        raise InvalidArgumentError("give --half-width or --difference, not both")
+    if half_width is not None or (difference is None and not two):
+        if half_width is None:
+            raise InvalidArgumentError("give --half-width (or --difference with two agents)")
+        chosen = [by_name[n] for n in (agent_a, agent_b) if n] or models
+        plan = plan_half_width(chosen, k, half_width, confidence=confidence,
+                               rollout_options=options, max_tasks=max_tasks)
+    else:
+        a = by_name[agent_a] if agent_a else models[0]
+        if agent_b:
+            b = by_name[agent_b]
+        elif len(models) >= 2 and pilot is None:
+            b = models[1]
+        else:
+            if difference is None:
+                raise InvalidArgumentError("give --difference (or two agents' rates)")
+            b = shift_to_difference(a, difference, k, name=f"{a.name} + {difference}")
+        if difference is None:
+            difference = variance_components(b, k, k).value - variance_components(a, k, k).value
+            if abs(difference) < 1e-9:
+                raise InvalidArgumentError("the two rates give the same reliability@k: give --difference")
+        if correlation is None:
+            correlation = pilot_correlation(records, a.name, b.name) if (pilot and agent_b) else 0.5
+        plan = plan_difference(a, b, k, difference, correlation=correlation, alpha=alpha, power=power,
+                               rollout_options=options, max_tasks=max_tasks)
+    if output == "json":
+        click.echo(json.dumps(_plan_dict(plan), indent=2))
+    else:
+        _render(plan, Console())
