@@ -24,6 +24,7 @@ from reliabench.scanners.base import (
     keep_changed,
     prepare_targets,
     register_scanner,
+    silence_parse_warnings,
 )
 from reliabench.scanners.changes import (
     ChangeSet,
@@ -48,5 +49,6 @@ __all__ = [
     "keep_changed",
     "prepare_targets",
     "register_scanner",
+    "silence_parse_warnings",
     "workspace_diff",
 ]

@@ -1,4 +1,4 @@
-"""Bandit, the default scanner: Python only, in-process, offline.
+r"""Bandit, the default scanner: Python only, in-process, offline.
 
 All files of one ``scan`` call go through ONE ``bandit.core.manager.BanditManager`` (no
 subprocess per file). Files are handed to Bandit as absolute paths (a directory part keeps it
@@ -15,22 +15,35 @@ test id (``B602``). ``# nosec`` comments are ignored: the code under scan is the
 an agent must not be able to silence the scanner that grades it.
 
 Thread safety: a ``BanditScanner`` holds only immutable settings and builds a fresh
-manager per ``scan`` call, so one instance may be shared by several threads.
+manager per ``scan`` call, so one instance may be shared by several threads. Bandit's
+parsing runs under ``silence_parse_warnings`` (a process-wide lock: Bandit is pure Python,
+so threads would not have run it in parallel anyway), which keeps a warning raised by
+parsing agent code (an invalid escape such as ``"\d"``) from turning into a bogus
+"syntax error" when warnings are errors.
 """
 
 from __future__ import annotations
 
 import logging
+import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Final
 
-from bandit.core import config as b_config
-from bandit.core import manager as b_manager
-
 from reliabench.errors import InvalidArgumentError
 from reliabench.records import Finding, ScanError
-from reliabench.scanners.base import ScanResult, keep_changed, prepare_targets
+from reliabench.scanners.base import (
+    ScanResult,
+    keep_changed,
+    prepare_targets,
+    silence_parse_warnings,
+)
+
+with warnings.catch_warnings():
+    # stevedore (Bandit's plugin loader) warns about its own deprecated argument on import
+    warnings.simplefilter("ignore", DeprecationWarning)
+    from bandit.core import config as b_config
+    from bandit.core import manager as b_manager
 
 __all__ = ["BANDIT_CONFIDENCE", "BANDIT_SEVERITY", "PYTHON_SUFFIXES", "BanditScanner"]
 
@@ -118,7 +131,8 @@ class BanditScanner:
             b_config.BanditConfig(), "file", quiet=True, profile=profile, ignore_nosec=True
         )
         manager.discover_files(list(by_path))
-        manager.run_tests()
+        with silence_parse_warnings():
+            manager.run_tests()
         for fname, reason in manager.get_skipped():
             errors.append(ScanError(self.name, by_path.get(str(fname), str(fname)), str(reason)))
         analysed = {str(fname) for fname in manager.files_list}

@@ -26,7 +26,9 @@ import importlib.metadata
 import os
 import stat
 import threading
-from collections.abc import Callable, Iterable, Mapping, Sequence
+import warnings
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any, Protocol, runtime_checkable
@@ -47,6 +49,7 @@ __all__ = [
     "keep_changed",
     "prepare_targets",
     "register_scanner",
+    "silence_parse_warnings",
 ]
 
 ENTRY_POINT_GROUP = "reliabench.scanners"
@@ -228,6 +231,26 @@ def keep_changed(
         return False
     span = list(lines)
     return not span or any(line in changed for line in span)
+
+
+_parse_lock = threading.RLock()
+
+
+@contextmanager
+def silence_parse_warnings() -> Iterator[None]:
+    r"""Parse untrusted code without its compile-time warnings turning into failures.
+
+    Agent code is full of invalid escape sequences (``"\d"``): parsing it warns
+    (``DeprecationWarning`` on 3.11, ``SyntaxWarning`` on 3.12+), and under ``-W error`` --
+    or pytest's ``filterwarnings = error`` -- the warning becomes a ``SyntaxError`` and a
+    valid file would be reported as unparsable. ``warnings.catch_warnings`` changes
+    process-wide state, so holders of this context are serialised by a lock; for pure-Python
+    parsers the GIL serialises that work anyway.
+    """
+    with _parse_lock, warnings.catch_warnings():
+        warnings.simplefilter("ignore", SyntaxWarning)
+        warnings.simplefilter("ignore", DeprecationWarning)
+        yield
 
 
 # ------------------------------------------------------------------------------- registry

@@ -204,6 +204,31 @@ def _read(path: Path, limit: int) -> bytes | None:
         os.close(fd)
 
 
+def _same(old_path: Path, new_path: Path, old: bytes, new: bytes, limit: int) -> bool:
+    """Equal contents; ``old``/``new`` are the first ``limit + 1`` bytes already read."""
+    if old != new:
+        return False
+    if len(old) <= limit:
+        return True
+    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+    try:
+        fa, fb = os.open(old_path, flags), os.open(new_path, flags)
+    except OSError:
+        return False
+    try:
+        while True:
+            a, b = os.read(fa, 1 << 20), os.read(fb, 1 << 20)
+            if a != b:
+                return False
+            if not a:
+                return True
+    except OSError:
+        return False
+    finally:
+        os.close(fa)
+        os.close(fb)
+
+
 def _changed(old: bytes, new: bytes) -> frozenset[int]:
     a, b = old.splitlines(), new.splitlines()
     matcher = difflib.SequenceMatcher(None, a, b, autojunk=False)
@@ -296,7 +321,9 @@ def changed_files(
             lines[rel] = frozenset() if new_data is None else _all_lines(new_data)
             continue
         old_data = _read(start / rel, limit)
-        if new_data is not None and old_data is not None and new_data == old_data:
+        if new_data is not None and old_data is not None and _same(
+            start / rel, work / rel, old_data, new_data, limit
+        ):
             continue
         modified.append(rel)
         if new_data is None:

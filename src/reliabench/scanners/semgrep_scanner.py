@@ -39,7 +39,13 @@ from typing import Any, Final
 
 from reliabench.errors import InvalidArgumentError, MissingExtraError
 from reliabench.records import Finding, ScanError
-from reliabench.scanners.base import ScanResult, ScanTarget, keep_changed, prepare_targets
+from reliabench.scanners.base import (
+    ScanResult,
+    ScanTarget,
+    keep_changed,
+    prepare_targets,
+    silence_parse_warnings,
+)
 
 __all__ = [
     "BUNDLED_RULES",
@@ -153,7 +159,8 @@ def _python_syntax_error(path: Path) -> str | None:
     except OSError as exc:
         return f"cannot read file: {exc.strerror or exc}"
     try:
-        compile(source, str(path), "exec", flags=ast.PyCF_ONLY_AST, dont_inherit=True)
+        with silence_parse_warnings():
+            compile(source, str(path), "exec", flags=ast.PyCF_ONLY_AST, dont_inherit=True)
     except SyntaxError as exc:
         return f"Python syntax error at line {exc.lineno}: {exc.msg}"
     except ValueError as exc:  # null bytes
