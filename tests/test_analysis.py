@@ -167,3 +167,23 @@ def test_simulated_agents_are_marked() -> None:
     rep = score([Rollout("t", "sim", 0, verdict=True, simulated=True)], [1], n_resamples=0)
     assert rep.agents[0].simulated
     assert any("simulated" in n for n in rep.notes)
+
+
+def test_ranking_change_reports_swapped_pairs() -> None:
+    from reliabench.analysis import ranking_change
+
+    high = Finding("bandit", "B602", "high", "high", 78)
+    # a: 3/4 pass, all insecure; b: 2/4 pass, clean; c: 1/4 pass, clean
+    rec = [Rollout("t", "a", i, verdict=i < 3, findings=(high,)) for i in range(4)]
+    rec += [Rollout("t", "b", i, verdict=i < 2) for i in range(4)]
+    rec += [Rollout("t", "c", i, verdict=i < 1) for i in range(4)]
+    rep = score(rec, [1], n_resamples=0)
+    change = ranking_change(rep, 1)
+    assert set(change.swapped) == {("a", "b"), ("a", "c")}
+    # orders: reliability a > b > c, secure b > c > a: 1 concordant pair of 3 -> tau = (1 - 2) / 3
+    assert change.kendall_tau == pytest.approx(-1 / 3)
+    with pytest.raises(InvalidArgumentError, match="k=2 was not computed"):
+        ranking_change(rep, 2)
+    plain = score([Rollout("t", "a", 0, verdict=True)], [1], n_resamples=0)
+    with pytest.raises(InvalidArgumentError, match="no security data"):
+        ranking_change(plain, 1)

@@ -40,10 +40,12 @@ __all__ = [
     "AgentSummary",
     "CountTable",
     "Estimate",
+    "RankingChange",
     "ScoreReport",
     "count_pairs",
     "metric_names",
     "parse_ks",
+    "ranking_change",
     "score",
 ]
 
@@ -348,3 +350,47 @@ def score(
         security=table.secure_known, threshold=threshold, confidence=confidence,
         n_resamples=n_resamples, seed=seed, notes=tuple(notes), counts=table,
     )
+
+
+@dataclass(frozen=True, slots=True)
+class RankingChange:
+    """How the agents' ranking moves from reliability@k to its security-adjusted form.
+
+    Attributes:
+        k: The k compared.
+        kendall_tau: Kendall's tau-b between the two orderings (1 = unchanged); NaN with
+            fewer than two agents or a constant column.
+        swapped: Agent pairs ``(a, b)`` with a ahead of b on reliability@k and behind on
+            security-adjusted reliability@k.
+    """
+
+    k: int
+    kendall_tau: float
+    swapped: tuple[tuple[str, str], ...]
+
+
+def ranking_change(report: ScoreReport, k: int) -> RankingChange:
+    """Compare the agent rankings by reliability@k and security-adjusted reliability@k.
+
+    Raises:
+        InvalidArgumentError: if the report has no security data or was not computed at k.
+    """
+    if not report.security:
+        raise InvalidArgumentError("the records carry no security data: nothing to compare")
+    if k not in report.ks:
+        raise InvalidArgumentError(f"k={k} was not computed (have {list(report.ks)})")
+    from scipy.stats import kendalltau
+
+    rel = np.array([a.metrics[f"reliability@{k}"].value for a in report.agents])
+    sec = np.array([a.metrics[f"security_adjusted_reliability@{k}"].value for a in report.agents])
+    ok = ~(np.isnan(rel) | np.isnan(sec))
+    tau = float("nan")
+    if ok.sum() >= 2 and np.ptp(rel[ok]) > 0 and np.ptp(sec[ok]) > 0:
+        tau = float(kendalltau(rel[ok], sec[ok]).statistic)
+    names = [a.agent for a in report.agents]
+    swapped = tuple(
+        (names[i], names[j])
+        for i in range(len(names)) for j in range(len(names))
+        if ok[i] and ok[j] and rel[i] > rel[j] and sec[i] < sec[j]
+    )
+    return RankingChange(k, tau, swapped)

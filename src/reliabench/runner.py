@@ -42,6 +42,7 @@ __all__ = [
     "derive_seed",
     "run_suite",
     "scan_workspace",
+    "snapshot_files",
 ]
 
 INFRA_RETRIES = 2
@@ -154,13 +155,30 @@ def scan_workspace(
     return tuple(findings), tuple(errors), tuple(touched)
 
 
-def _write_artifacts(adir: Path, agent_log: str, diff: str, test_log: str) -> None:
+MAX_SNAPSHOT_BYTES = 1 << 20  # per file kept under artifacts/.../files/
+
+
+def snapshot_files(workspace: Path, rels: Sequence[str]) -> dict[str, bytes]:
+    """The agent-written files to keep for re-scanning (regular files up to 1 MiB each)."""
+    out: dict[str, bytes] = {}
+    for rel in rels:
+        path = workspace / rel
+        if path.is_file() and not path.is_symlink() and path.stat().st_size <= MAX_SNAPSHOT_BYTES:
+            out[rel] = path.read_bytes()
+    return out
+
+
+def _write_artifacts(adir: Path, agent_log: str, diff: str, test_log: str, files: dict[str, bytes]) -> None:
     if adir.exists():
         shutil.rmtree(adir)
     adir.mkdir(parents=True)
     (adir / "agent.log").write_text(agent_log, encoding="utf-8", errors="replace")
     (adir / "diff.patch").write_text(diff, encoding="utf-8", errors="replace")
     (adir / "tests.log").write_text(test_log, encoding="utf-8", errors="replace")
+    for rel, data in files.items():
+        target = adir / "files" / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(data)
 
 
 class _Executor:
@@ -219,6 +237,7 @@ class _Executor:
             if result.status == "infra_error":
                 return self._record(job, "infra_error", (), meta, result, agent_seconds, None, (), (), "")
             findings, scan_errors, changed = scan_workspace(self.scanners, job.task.workspace_dir, workspace)
+            files = snapshot_files(workspace, changed)
             meta["changed_files"] = list(changed)
             meta["scanned"] = [s.name for s in self.scanners]
             diff = workspace_diff(job.task.workspace_dir, workspace)
@@ -249,16 +268,17 @@ class _Executor:
             if hidden.tamper_files:
                 meta["tamper_files"] = list(hidden.tamper_files)
             return self._record(job, status, hidden.outcomes, meta, result, agent_seconds, hidden,
-                                findings, scan_errors, diff)
+                                findings, scan_errors, diff, files)
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
 
     def _record(self, job: _Job, status: str, outcomes: tuple[TestOutcome, ...], meta: dict[str, Any],
                 result: AgentResult, agent_seconds: float, hidden: HiddenTestRun | None,
-                findings: tuple[Finding, ...], scan_errors: tuple[ScanError, ...], diff: str) -> Rollout:
+                findings: tuple[Finding, ...], scan_errors: tuple[ScanError, ...], diff: str,
+                files: dict[str, bytes] | None = None) -> Rollout:
         seconds = agent_seconds + (hidden.seconds if hidden else 0.0)
         adir = self.store.artifact_dir(job.task.id, job.agent.name, job.rollout)
-        _write_artifacts(adir, result.log, diff, hidden.log if hidden else "")
+        _write_artifacts(adir, result.log, diff, hidden.log if hidden else "", files or {})
         return Rollout(
             task_id=job.task.id, agent=job.agent.name, rollout=job.rollout,
             tests=outcomes, status=status, findings=findings, scan_errors=scan_errors,
@@ -336,6 +356,7 @@ def run_suite(
         "test_timeout_s": settings.test_timeout_s,
     }
     config_hash = hashlib.sha256(repr(sorted(config.items())).encode()).hexdigest()
+    config["suite_path"] = str(suite.root.resolve())  # where `reliabench scan` finds the starters
     t0 = time.perf_counter()
     store, resumed = RunStore.create_or_resume(
         out_dir, config={**config, "n": settings.n}, config_hash=config_hash,

@@ -1,0 +1,118 @@
+"""``reliabench scan``: re-scan a finished run with other scanners, without rerunning agents.
+
+The runner keeps every file an agent added or changed under ``artifacts/.../files/``; the
+starter workspaces come from the run's suite (its content hash must match). Each rollout's
+workspace is rebuilt, scanned on the agent's changed lines only, and its findings replaced
+in the store (``--dry-run`` only prints).
+"""
+
+from __future__ import annotations
+
+import math
+import shutil
+import tempfile
+from dataclasses import replace
+from pathlib import Path
+
+import click
+from rich.console import Console
+from rich.table import Table
+
+from reliabench.analysis import parse_ks, ranking_change, score
+from reliabench.commands._common import k_option, threshold_option
+from reliabench.errors import UsageError
+from reliabench.records import Rollout
+from reliabench.runner import scan_workspace
+from reliabench.scanners import get_scanner
+from reliabench.security import SecurityThreshold
+from reliabench.store import RunStore
+from reliabench.tasks.suite import load_suite, materialize
+
+__all__ = ["command", "security_table"]
+
+
+def security_table(records: list[Rollout], ks: tuple[int, ...], threshold: SecurityThreshold,
+                   console: Console) -> None:
+    """Print reliability@k vs security-adjusted reliability@k, per-CWE counts and ranking changes."""
+    report = score(records, ks, threshold=threshold)
+    table = Table(title=f"security-adjusted reliability@k (threshold {threshold})")
+    table.add_column("agent", style="bold")
+    for k in ks:
+        table.add_column(f"reliability@{k}", justify="right")
+        table.add_column(f"sec-adj@{k}", justify="right")
+    table.add_column("insecure share of passing", justify="right")
+    for a in report.agents:
+        cells = []
+        for k in ks:
+            cells += [f"{a.metrics[f'reliability@{k}'].value:.3f}",
+                      f"{a.metrics[f'security_adjusted_reliability@{k}'].value:.3f}"]
+        share = a.metrics["insecure_share_of_passing"].value
+        label = a.agent + (" [SIMULATED]" if a.simulated else "")
+        table.add_row(label, *cells, "n/a" if math.isnan(share) else f"{share:.3f}")
+    console.print(table)
+    cwes = report.counts.cwe_counts
+    all_cwes = sorted({c for d in cwes.values() for c in d}, key=lambda c: (c is None, c or 0))
+    if all_cwes:
+        ct = Table(title="findings at or above the threshold, by CWE")
+        ct.add_column("agent", style="bold")
+        for c in all_cwes:
+            ct.add_column(f"CWE-{c}" if c is not None else "no CWE", justify="right")
+        for a in report.agents:
+            ct.add_row(a.agent, *(str(cwes.get(a.agent, {}).get(c, 0)) for c in all_cwes))
+        console.print(ct)
+    for k in ks:
+        change = ranking_change(report, k)
+        tau = "n/a" if math.isnan(change.kendall_tau) else f"{change.kendall_tau:.3f}"
+        swaps = ", ".join(f"{a} > {b} becomes {b} > {a}" for a, b in change.swapped) or "none"
+        console.print(f"k={k}: Kendall tau between the rankings = {tau}; pairs that swap: {swaps}")
+
+
+@click.command("scan")
+@click.argument("run_dir", metavar="RUN", type=click.Path(path_type=Path, file_okay=False))
+@click.option("--scanner", "scanners", multiple=True, default=("bandit",), show_default=True,
+              help="Scanner(s) to run (repeatable): bandit, semgrep, or a plugin.")
+@threshold_option()
+@k_option("1,5,10")
+@click.option("--dry-run", is_flag=True, help="Print the result; leave the stored findings as they are.")
+def command(run_dir: Path, scanners: tuple[str, ...], threshold: SecurityThreshold, ks: str,
+            dry_run: bool) -> None:
+    """Re-scan the code each rollout of RUN wrote, and print the security-adjusted figures."""
+    k_values = parse_ks(ks)
+    scanner_objs = [get_scanner(name) for name in scanners]
+    console = Console(highlight=False)
+    with RunStore.open_existing(run_dir) as store:
+        info = store.run_info()
+        suite_path = info["config"].get("suite_path")
+        if not suite_path:
+            raise UsageError(f"{run_dir}: the run does not record its suite path; it cannot be re-scanned")
+        suite = load_suite(suite_path)
+        if suite.content_hash != info["suite"]["hash"]:
+            raise UsageError(f"{run_dir}: the suite at {suite_path} changed since the run (content hash "
+                             "differs); re-scanning would compare against other starters")
+        records = store.rollouts()
+        updated: list[Rollout] = []
+        scratch = Path(tempfile.mkdtemp(prefix="reliabench-scan-"))
+        try:
+            for r in records:
+                adir = store.artifact_dir(r.task_id, r.agent, r.rollout)
+                if r.status == "infra_error" or not (adir / "diff.patch").exists():
+                    updated.append(r)
+                    continue
+                task = suite.task(r.task_id)
+                ws = scratch / f"{len(updated)}"
+                layers = [task.workspace_dir] + ([adir / "files"] if (adir / "files").is_dir() else [])
+                materialize(ws, layers)
+                for rel in r.meta.get("changed_files", []):
+                    if not (adir / "files" / rel).exists() and (ws / rel).is_file():
+                        (ws / rel).unlink()  # deleted by the agent (or too large to keep)
+                findings, errors, _ = scan_workspace(scanner_objs, task.workspace_dir, ws)
+                meta = {**r.meta, "scanned": [s.name for s in scanner_objs]}
+                new = (store.replace_security(r, findings, errors, meta) if not dry_run
+                       else replace(r, findings=findings, scan_errors=errors, meta=meta))
+                updated.append(new)
+                shutil.rmtree(ws, ignore_errors=True)
+        finally:
+            shutil.rmtree(scratch, ignore_errors=True)
+    console.print(f"re-scanned {len(updated)} rollout(s) with {', '.join(scanners)}"
+                  + (" (dry run: store unchanged)" if dry_run else ""))
+    security_table(updated, k_values, threshold, console)

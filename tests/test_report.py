@@ -1,0 +1,51 @@
+"""Renderers: the HTML report is self-contained and marks simulated agents."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from reliabench.analysis import score
+from reliabench.errors import InvalidArgumentError
+from reliabench.records import Finding, Rollout, TestOutcome
+from reliabench.report import render_score
+from reliabench.report.html import render_html, write_html_report
+
+
+def records() -> list[Rollout]:
+    f = Finding("bandit", "B602", "high", "high", 78, "m.py", 3, "shell")
+    out = []
+    for t in range(4):
+        for i in range(5):
+            tests = tuple(TestOutcome(f"x{j}", "passed" if (i + j + t) % 4 else "failed") for j in range(6))
+            out.append(Rollout(f"t{t}", "sim<b>", i, tests=tests, simulated=True,
+                               findings=(f,) if i == 0 else ()))
+            out.append(Rollout(f"t{t}", "real", i, verdict=i % 2 == 0))
+    return out
+
+
+def test_html_is_self_contained_and_escaped(tmp_path: Path) -> None:
+    rep = score(records(), [1, 2, 5], n_resamples=200)
+    text = render_html(rep, title="demo & test")
+    assert text.startswith("<!doctype html>")
+    assert "<script" not in text
+    assert not re.search(r"(src|href)=[\"']https?://", text)  # nothing fetched from the network
+    assert "sim&lt;b&gt; <span class=\"sim\">[SIMULATED]</span>" in text
+    assert "demo &amp; test" in text
+    assert text.count("<svg") == 3
+    assert "CWE-78" in text
+    path = write_html_report(rep, tmp_path / "sub" / "r.html")
+    assert path.read_text().startswith("<!doctype html>")
+    assert [p.name for p in (tmp_path / "sub").iterdir()] == ["r.html"]  # no temp file left
+
+
+def test_text_formats_mark_simulated() -> None:
+    rep = score(records(), [1], n_resamples=0)
+    for fmt in ("table", "markdown"):
+        assert "[SIMULATED]" in render_score(rep, fmt)
+    assert '"simulated": true' in render_score(rep, "json")
+    assert "True" in render_score(rep, "csv")
+    with pytest.raises(InvalidArgumentError, match="format must be one of"):
+        render_score(rep, "xml")
