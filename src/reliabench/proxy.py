@@ -1,4 +1,4 @@
-r"""Does a cheap single-rollout proxy substitute for repeated runs? (claim 2 of the paper)
+r"""Whether a cheap single-rollout proxy substitutes for repeated runs (claim 2 of the paper).
 
 For every (task, agent) pair the *target* is reliability@k over its n independent rollouts,
 :math:`1 - \binom{n-c}{k} / \binom{n}{k}` (``estimators.pass_at_k``), and the *proxies* are
@@ -180,35 +180,86 @@ def _point(x: FloatArray, y: FloatArray, statistic: str) -> tuple[float, float]:
     """Statistic and p-value via scipy.stats; NaN for fewer than 2 values or constant input."""
     if _constant(x) or _constant(y):
         return math.nan, math.nan
-    if statistic == "spearman":
-        res = sps.spearmanr(x, y)
-    else:
-        res = sps.kendalltau(x, y)
+    res = sps.spearmanr(x, y) if statistic == "spearman" else sps.kendalltau(x, y)
     return float(res.statistic), float(res.pvalue)
 
 
 def _rowwise_spearman(x: FloatArray, y: FloatArray) -> FloatArray:
-    """Spearman rho per row of (B, m) arrays; NaN marks entries to leave out.
+    """Spearman rho per row of small (B, m) arrays; NaN marks entries to leave out.
 
     rho is the Pearson correlation of the (average) ranks, ``scipy.stats.rankdata``.
     """
     both = ~(np.isnan(x) | np.isnan(y))
-    xm = np.where(both, x, np.nan)
-    ym = np.where(both, y, np.nan)
-    rx = sps.rankdata(xm, axis=1, nan_policy="omit")
-    ry = sps.rankdata(ym, axis=1, nan_policy="omit")
-    cnt = both.sum(axis=1)
+    rx = sps.rankdata(np.where(both, x, np.nan), axis=1, nan_policy="omit")
+    ry = sps.rankdata(np.where(both, y, np.nan), axis=1, nan_policy="omit")
+    w = both.astype(np.float64)
+    return _weighted_pearson(np.where(both, rx, 0.0).T, np.where(both, ry, 0.0).T, w.T)
+
+
+def _weighted_pearson(rx: FloatArray, ry: FloatArray, w: FloatArray) -> FloatArray:
+    """Pearson correlation per column of (m, B) arrays with weights (multiplicities) ``w``.
+
+    Uses ``S_xy = sum w x y - sum w x * sum w y / sum w`` (rank sums stay far below 2**53,
+    so the cancellation is harmless).
+    """
+    total = w.sum(axis=0)
+    wx = np.einsum("mb,mb->b", w, rx)
+    wy = np.einsum("mb,mb->b", w, ry)
     with np.errstate(invalid="ignore", divide="ignore"):
-        mx = np.nansum(rx, axis=1) / cnt
-        my = np.nansum(ry, axis=1) / cnt
-        dx = np.where(both, rx - mx[:, None], 0.0)
-        dy = np.where(both, ry - my[:, None], 0.0)
-        sxy = (dx * dy).sum(axis=1)
-        sxx = (dx * dx).sum(axis=1)
-        syy = (dy * dy).sum(axis=1)
+        sxy = np.einsum("mb,mb,mb->b", w, rx, ry) - wx * wy / total
+        sxx = np.einsum("mb,mb,mb->b", w, rx, rx) - wx * wx / total
+        syy = np.einsum("mb,mb,mb->b", w, ry, ry) - wy * wy / total
         rho = sxy / np.sqrt(sxx * syy)
-    rho[(cnt < 2) | (sxx <= 0) | (syy <= 0)] = np.nan
-    return np.clip(rho, -1.0, 1.0)
+    tol = 1e-9 * np.maximum(1.0, total) ** 3
+    rho[(total < 2) | ~(sxx > tol) | ~(syy > tol)] = np.nan
+    out: FloatArray = np.clip(rho, -1.0, 1.0)
+    return out
+
+
+def _weighted_ranks(v: FloatArray, w: FloatArray) -> FloatArray:
+    """Average ranks of ``v`` (1-D, no NaN) in the data set where value i appears ``w[i, b]`` times.
+
+    Equal to ``rankdata`` of the expanded data, per column b: a value's rank is the weight
+    of the smaller values plus (the weight of its tie group + 1) / 2. Shape (m, B).
+    """
+    order = np.argsort(v, kind="stable")
+    sv = v[order]
+    new_group = np.concatenate(([False], sv[1:] != sv[:-1]))
+    ends = np.concatenate((np.flatnonzero(new_group) - 1, [sv.size - 1]))
+    group = np.empty(sv.size, dtype=np.int64)
+    group[order] = np.cumsum(new_group)
+    upto = np.cumsum(w[order], axis=0)[ends]  # weight of the values <= each group
+    sums = np.diff(upto, axis=0, prepend=0.0)
+    ranks = upto - (sums - 1.0) / 2.0
+    return ranks[group]
+
+
+def _pair_spearman(x: FloatArray, y: FloatArray, w: FloatArray) -> FloatArray:
+    """Spearman rho of pairs (x, y) per resample, pair i weighted by ``w[i, b]`` (m, B)."""
+    if x.size < 2:
+        return np.full(w.shape[1], np.nan)
+    return _weighted_pearson(_weighted_ranks(x, w), _weighted_ranks(y, w), w)
+
+
+def _rowwise_kendall(x: FloatArray, y: FloatArray) -> FloatArray:
+    r"""Kendall tau-b per row of small (B, m) arrays; NaN marks entries to leave out.
+
+    .. math:: \tau_b = \sum_{i<j} s^x_{ij} s^y_{ij} \big/
+              \sqrt{\sum_{i<j} |s^x_{ij}| \sum_{i<j} |s^y_{ij}|},
+              \quad s^x_{ij} = \operatorname{sign}(x_i - x_j)
+
+    (the tau-b of ``scipy.stats.kendalltau``), over pairs where both entries are defined.
+    """
+    both = ~(np.isnan(x) | np.isnan(y))
+    xf = np.where(both, x, 0.0)
+    yf = np.where(both, y, 0.0)
+    keep = both[:, :, None] & both[:, None, :]
+    sx = np.where(keep, np.sign(xf[:, :, None] - xf[:, None, :]), 0.0)
+    sy = np.where(keep, np.sign(yf[:, :, None] - yf[:, None, :]), 0.0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        tau = (sx * sy).sum(axis=(1, 2)) / np.sqrt(np.abs(sx).sum(axis=(1, 2)) * np.abs(sy).sum(axis=(1, 2)))
+    out: FloatArray = np.clip(tau, -1.0, 1.0)
+    return out
 
 
 def _interval(values: FloatArray, confidence: float) -> tuple[float, float]:
@@ -297,31 +348,31 @@ def proxy_study(
                                   float(agent_proxy["first_verdict"][j]), int(ok[:, j].sum())))
     defined_agents = ~np.isnan(agent_target)
 
+    task_of = np.repeat(np.arange(n_tasks), n_agents).reshape(n_tasks, n_agents)
+    pair_sets = {}
+    for name, v in proxies.items():
+        both = ~(np.isnan(v) | np.isnan(target))
+        pair_sets[name] = (v[both], target[both], task_of[both])
     rng = np.random.default_rng(seed)
     boot: dict[tuple[str, str, str], list[FloatArray]] = {}
     for start in range(0, n_resamples, _BATCH):
         b = min(_BATCH, n_resamples - start)
         w = resample_weights(n_tasks, b, rng)
-        idx = np.repeat(np.tile(np.arange(n_tasks), b), w.astype(np.int64).ravel())
-        idx = idx.reshape(b, n_tasks)  # each row: the tasks drawn, sorted by task
-        t_b = target[idx].reshape(b, n_tasks * n_agents)
+        w_t = np.ascontiguousarray(w.T)  # (tasks, B): gathers and cumsums run down columns
         mt = _weighted_means(w, target)
         for name, v in proxies.items():
-            boot.setdefault((name, "pairs", "spearman"), []).append(
-                _rowwise_spearman(v[idx].reshape(b, -1), t_b))
+            px, py, pt = pair_sets[name]
+            boot.setdefault((name, "pairs", "spearman"), []).append(_pair_spearman(px, py, w_t[pt]))
             mp = _weighted_means(w, v)
             boot.setdefault((name, "agents", "spearman"), []).append(_rowwise_spearman(mp, mt))
-            taus = np.array([_point(mp[i][~np.isnan(mp[i]) & ~np.isnan(mt[i])],
-                                    mt[i][~np.isnan(mp[i]) & ~np.isnan(mt[i])], "kendall")[0]
-                             for i in range(b)])
-            boot.setdefault((name, "agents", "kendall"), []).append(taus)
+            boot.setdefault((name, "agents", "kendall"), []).append(_rowwise_kendall(mp, mt))
 
     correlations = []
-    for name, v in proxies.items():
-        both = ~(np.isnan(v) | np.isnan(target))
+    for name in proxies:
+        px, py, _ = pair_sets[name]
         a_both = defined_agents & ~np.isnan(agent_proxy[name])
         for level, statistic, x, y in (
-            ("pairs", "spearman", v[both], target[both]),
+            ("pairs", "spearman", px, py),
             ("agents", "spearman", agent_proxy[name][a_both], agent_target[a_both]),
             ("agents", "kendall", agent_proxy[name][a_both], agent_target[a_both]),
         ):
@@ -371,7 +422,7 @@ def render_proxy(study: ProxyStudy, fmt: str = "table") -> str:
         out = [f"**{title}**", "", *md(head, body), "", *md(agent_head, agent_body)]
     else:
         def plain(h: list[str], b: list[list[str]], left: int) -> list[str]:
-            widths = [max(len(x) for x in col) for col in zip(h, *b)]
+            widths = [max(len(x) for x in col) for col in zip(h, *b, strict=False)]
             fmt_row = "  ".join(f"{{:<{w}}}" if i < left else f"{{:>{w}}}" for i, w in enumerate(widths))
             return [fmt_row.format(*h), "  ".join("-" * w for w in widths)] + [
                 fmt_row.format(*r) for r in b]

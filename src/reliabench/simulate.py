@@ -313,7 +313,8 @@ class SimulatedBenchmark:
     @property
     def passed(self) -> npt.NDArray[np.bool_]:
         """Whether each rollout passed all its tests, shape (N, A, n)."""
-        return self.tests_passed == self.tests_total[:, None, None].astype(np.int32)
+        out: npt.NDArray[np.bool_] = self.tests_passed == self.tests_total[:, None, None]
+        return out
 
 
 def _skills(cfg: SimulationConfig) -> FloatArray:
@@ -630,7 +631,7 @@ def render_sweep(result: SweepResult, fmt: str = "table") -> str:
         lines = ["| " + " | ".join(head) + " |", "|" + "|".join("---" for _ in head) + "|"]
         lines += ["| " + " | ".join(r) + " |" for r in body]
         return f"**{title}**\n\n" + "\n".join(lines) + "\n"
-    widths = [max(len(x) for x in col) for col in zip(head, *body)]
+    widths = [max(len(x) for x in col) for col in zip(head, *body, strict=False)]
     fmt_row = "  ".join(f"{{:<{w}}}" if i == 0 else f"{{:>{w}}}" for i, w in enumerate(widths))
     lines = [fmt_row.format(*head), "  ".join("-" * w for w in widths)]
     lines += [fmt_row.format(*r) for r in body]
