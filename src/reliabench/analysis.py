@@ -47,6 +47,7 @@ __all__ = [
     "parse_ks",
     "ranking_change",
     "score",
+    "score_counts",
 ]
 
 IntArray = npt.NDArray[np.int64]
@@ -296,8 +297,25 @@ def score(
     Returns:
         A ``ScoreReport``.
     """
-    ks_t = parse_ks(list(ks))
     table = count_pairs(records, threshold=threshold, finding_filter=finding_filter)
+    return score_counts(table, ks, threshold=threshold, confidence=confidence,
+                        n_resamples=n_resamples, seed=seed)
+
+
+def score_counts(
+    table: CountTable,
+    ks: Sequence[int] = (1,),
+    *,
+    threshold: SecurityThreshold = DEFAULT_THRESHOLD,
+    confidence: float = 0.95,
+    n_resamples: int = 10_000,
+    seed: int = 0,
+) -> ScoreReport:
+    """``score`` from an already built ``CountTable`` (e.g. made directly by the simulator).
+
+    ``threshold`` is only recorded in the report: the table's ``c_secure`` already applies it.
+    """
+    ks_t = parse_ks(list(ks))
     names = metric_names(ks_t, security=table.secure_known)
     per_task = _per_task_columns(table, ks_t, names)
     n_tasks, n_agents, n_metrics = per_task.shape

@@ -73,6 +73,8 @@ class RunSettings:
         limits: Resource limits of the hidden-test process (wall time comes from the task).
         agents_config_hash: Hash of the agents file (part of the run's identity).
         test_timeout_s: Cap on each task's ``timeout_s`` for the hidden tests (None: no cap).
+        security_policy: A security policy (threshold, allow/deny lists) kept with the run and
+            applied when it is scored; analysis-time only, so not part of the run's identity.
     """
 
     n: int
@@ -83,6 +85,7 @@ class RunSettings:
     limits: Limits = field(default_factory=Limits)
     agents_config_hash: str = ""
     test_timeout_s: float | None = None
+    security_policy: dict[str, Any] | None = None
 
     def __post_init__(self) -> None:
         if isinstance(self.n, bool) or not isinstance(self.n, int) or self.n < 1:
@@ -357,6 +360,8 @@ def run_suite(
     }
     config_hash = hashlib.sha256(repr(sorted(config.items())).encode()).hexdigest()
     config["suite_path"] = str(suite.root.resolve())  # where `reliabench scan` finds the starters
+    if settings.security_policy:
+        config["security_policy"] = settings.security_policy
     t0 = time.perf_counter()
     store, resumed = RunStore.create_or_resume(
         out_dir, config={**config, "n": settings.n}, config_hash=config_hash,

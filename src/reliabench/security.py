@@ -15,13 +15,16 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
 
-from reliabench.errors import InvalidArgumentError
+from reliabench.errors import ConfigError, InvalidArgumentError
 from reliabench.records import CONFIDENCE_LEVELS, SEVERITY_LEVELS, Finding, Rollout
 
 __all__ = [
     "DEFAULT_THRESHOLD",
     "FindingFilter",
+    "SecurityConfig",
     "SecurityThreshold",
     "SecurityVerdict",
     "judge_security",
@@ -149,3 +152,73 @@ def has_security_data(rollouts: Iterable[Rollout]) -> bool:
     """Whether any rollout carries findings, scan errors or security tests, or was scanned."""
     return any(r.findings or r.scan_errors or r.security_tests or r.meta.get("scanned")
                for r in rollouts)
+
+
+@dataclass(frozen=True, slots=True)
+class SecurityConfig:
+    """A security policy file: threshold plus allow/deny lists.
+
+    ::
+
+        threshold = "high:medium"       # optional; SEVERITY[:CONFIDENCE]
+        allow_rules = ["B404"]          # accepted risks: never count
+        deny_rules = ["B301"]           # always count, whatever the severity
+        allow_cwes = []
+        deny_cwes = [502]
+    """
+
+    threshold: SecurityThreshold | None
+    finding_filter: FindingFilter
+
+
+def load_security_config(path: str | Path) -> SecurityConfig:
+    """Read and validate a security policy TOML file.
+
+    Raises:
+        ConfigError: naming the file and key, for anything unexpected.
+    """
+    import sys
+
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover
+        import tomli as tomllib
+
+    p = Path(path)
+    try:
+        with p.open("rb") as fh:
+            doc = tomllib.load(fh)
+    except FileNotFoundError:
+        raise ConfigError(p, "no such file") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(p, f"invalid TOML ({exc})") from None
+    return security_config_from_dict(doc, p)
+
+
+def security_config_from_dict(doc: dict[str, Any], p: str | Path = "<security policy>") -> SecurityConfig:
+    """Validate a decoded security policy (as read from TOML or stored with a run).
+
+    Raises:
+        ConfigError: naming the source and key.
+    """
+    known = {"threshold", "allow_rules", "deny_rules", "allow_cwes", "deny_cwes"}
+    for key in doc:
+        if key not in known:
+            raise ConfigError(p, f"unknown key (expected one of {', '.join(sorted(known))})", field=key)
+    threshold = None
+    if "threshold" in doc:
+        if not isinstance(doc["threshold"], str):
+            raise ConfigError(p, f"expected a string like 'high:medium', got {doc['threshold']!r}",
+                              field="threshold")
+        try:
+            threshold = parse_threshold(doc["threshold"])
+        except InvalidArgumentError as exc:
+            raise ConfigError(p, str(exc), field="threshold") from None
+    lists: dict[str, frozenset[Any]] = {}
+    for key, kind in (("allow_rules", str), ("deny_rules", str), ("allow_cwes", int), ("deny_cwes", int)):
+        value = doc.get(key, [])
+        if not isinstance(value, list) or not all(isinstance(v, kind) and not isinstance(v, bool)
+                                                  for v in value):
+            raise ConfigError(p, f"expected a list of {'strings' if kind is str else 'integers'}", field=key)
+        lists[key] = frozenset(value)
+    return SecurityConfig(threshold, FindingFilter(**lists))

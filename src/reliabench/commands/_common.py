@@ -11,10 +11,12 @@ import click
 
 from reliabench.errors import InvalidArgumentError, UsageError
 from reliabench.records import Rollout, read_jsonl
-from reliabench.security import SecurityThreshold, parse_threshold
+from reliabench.security import FindingFilter, SecurityThreshold, parse_threshold
 
 __all__ = [
     "emit",
+    "resolve_security",
+    "security_config_option",
     "format_option",
     "k_option",
     "load_records",
@@ -73,3 +75,37 @@ def emit(text: str) -> None:
     """Write ``text`` to stdout (no extra newline)."""
     sys.stdout.write(text)
     sys.stdout.flush()
+
+
+def security_config_option() -> Callable[[F], F]:
+    """``--security-config FILE``: threshold and allow/deny lists (see docs/scanners.md)."""
+    return click.option("--security-config", "security_config", default=None,
+                        type=click.Path(path_type=Path, dir_okay=False),
+                        help="Security policy TOML: threshold, allow_rules, deny_rules, allow_cwes, "
+                             "deny_cwes.")
+
+
+def resolve_security(
+    ctx: click.Context, threshold: SecurityThreshold, config: Path | None, source: str | None = None
+) -> tuple[SecurityThreshold, FindingFilter | None]:
+    """Combine ``--security-threshold`` and ``--security-config`` (or a run's stored policy).
+
+    An explicit ``--security-threshold`` wins over the policy's threshold.
+    """
+    from reliabench.security import load_security_config, security_config_from_dict
+
+    policy = None
+    if config is not None:
+        policy = load_security_config(config)
+    elif source is not None and source != "-" and Path(source).is_dir():
+        from reliabench.store import RunStore
+
+        with RunStore.open_existing(source) as store:
+            stored = store.run_info()["config"].get("security_policy")
+        if stored:
+            policy = security_config_from_dict(stored, f"{source} (stored security policy)")
+    if policy is None:
+        return threshold, None
+    explicit = ctx.get_parameter_source("threshold") is click.core.ParameterSource.COMMANDLINE
+    chosen = threshold if explicit or policy.threshold is None else policy.threshold
+    return chosen, policy.finding_filter

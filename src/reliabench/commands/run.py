@@ -19,6 +19,7 @@ from rich.progress import (
 )
 
 from reliabench.agents.config import load_agents
+from reliabench.commands._common import security_config_option
 from reliabench.runner import ProgressEvent, RunSettings, RunSummary, run_suite
 from reliabench.tasks.suite import resolve_suite
 
@@ -27,7 +28,8 @@ __all__ = ["command", "execute_run"]
 
 def execute_run(suite_spec: str, agents_file: Path, n: int, out: Path, *, workers: int, seed: int,
                 sandbox: str, scanners: tuple[str, ...], tasks: tuple[str, ...] = (),
-                test_timeout: float | None = None, quiet: bool = False) -> RunSummary:
+                test_timeout: float | None = None, security_config: Path | None = None,
+                quiet: bool = False) -> RunSummary:
     """Load suite and agents, run with a progress display, and return the summary."""
     suite = resolve_suite(suite_spec)
     agents = load_agents(agents_file)
@@ -35,6 +37,7 @@ def execute_run(suite_spec: str, agents_file: Path, n: int, out: Path, *, worker
         n=n, seed=seed, workers=workers, sandbox=sandbox, scanners=scanners,
         agents_config_hash=hashlib.sha256(agents_file.read_bytes()).hexdigest(),
         test_timeout_s=test_timeout,
+        security_policy=_policy(security_config),
     )
     err = Console(stderr=True, highlight=False)
     simulated = [a.name for a in agents if a.simulated]
@@ -72,6 +75,22 @@ def execute_run(suite_spec: str, agents_file: Path, n: int, out: Path, *, worker
     return summary
 
 
+def _policy(path: Path | None) -> dict[str, object] | None:
+    """Read a security policy file (validated) to keep with the run."""
+    if path is None:
+        return None
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover
+        import tomli as tomllib
+
+    from reliabench.security import load_security_config
+
+    load_security_config(path)  # validates, with file:field messages
+    with path.open("rb") as fh:
+        return dict(tomllib.load(fh))
+
+
 @click.command("run")
 @click.argument("suite", metavar="SUITE")
 @click.option("--agents", "agents_file", required=True, type=click.Path(path_type=Path, dir_okay=False),
@@ -90,11 +109,13 @@ def execute_run(suite_spec: str, agents_file: Path, n: int, out: Path, *, worker
 @click.option("--task", "tasks", multiple=True, help="Only this task id (repeatable).")
 @click.option("--test-timeout", type=click.FloatRange(min=0.5), default=None,
               help="Cap on each task's timeout_s (seconds) for the hidden tests.")
+@security_config_option()
 def command(suite: str, agents_file: Path, n: int, out: Path, workers: int, seed: int, sandbox: str,
-            scanners: tuple[str, ...], tasks: tuple[str, ...], test_timeout: float | None) -> None:
+            scanners: tuple[str, ...], tasks: tuple[str, ...], test_timeout: float | None,
+            security_config: Path | None) -> None:
     """Run every agent of the agents file n times on each task of SUITE (a path or a bundled name)."""
     if not agents_file.is_file():
         raise click.BadParameter(f"{agents_file}: no such file", param_hint="--agents")
     execute_run(suite, agents_file, n, out, workers=workers, seed=seed, sandbox=sandbox,
-                scanners=scanners, tasks=tasks, test_timeout=test_timeout)
+                scanners=scanners, tasks=tasks, test_timeout=test_timeout, security_config=security_config)
     click.echo(f"run directory: {out}  (score it with: reliabench score {out})")
