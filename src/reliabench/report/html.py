@@ -29,7 +29,7 @@ body{font:15px/1.45 system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:2r
 color:#222;padding:0 1rem}
 h1{font-size:1.6rem;margin-bottom:.2rem}h2{font-size:1.2rem;margin-top:2rem;border-bottom:1px solid #ddd}
 table{border-collapse:collapse;margin:.6rem 0;font-size:.9rem}
-th,td{padding:.25rem .6rem;border-bottom:1px solid #eee;text-align:right}
+th,td{padding:.25rem .6rem;border-bottom:1px solid #eee;text-align:right;white-space:nowrap}
 th:first-child,td:first-child{text-align:left}th{background:#f6f6f6}
 .sim{color:#a36a00;font-weight:600}.note{color:#666;font-size:.85rem}.ci{color:#777;font-size:.8rem}
 .fig{display:inline-block;margin:.5rem 1rem .5rem 0;vertical-align:top}
@@ -59,7 +59,7 @@ def _line_chart(
     height: int = 300,
 ) -> str:
     """An SVG line chart with CI bands; x = k, y in [0, 1]."""
-    left, right, top, bottom = 52, 150, 30, 40
+    left, right, top, bottom = 52, 190, 30, 40
     pw, ph = width - left - right, height - top - bottom
     x_of = {k: left + (pw * (i / max(1, len(xs) - 1)) if len(xs) > 1 else pw / 2) for i, k in enumerate(xs)}
 
@@ -118,7 +118,7 @@ def _bar_chart(
     height: int = 300,
 ) -> str:
     """Grouped bars per agent (one bar per (label, color, estimates)), with CI whiskers."""
-    left, right, top, bottom = 52, 150, 30, 60
+    left, right, top, bottom = 52, 170, 30, 60
     pw, ph = width - left - right, height - top - bottom
     slot = pw / max(1, len(agents))
     bw = slot * 0.7 / max(1, len(groups))
