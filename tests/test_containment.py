@@ -119,7 +119,8 @@ def test_infinite_loop(backend: SandboxBackend, base: Path) -> None:
 def test_sleep_1000(backend: SandboxBackend, base: Path) -> None:
     result = backend.run(["sleep", "1000"], workdir=_ws(base), limits=Limits(wall_s=1.0),
                          slot=SLOT)
-    assert result.timed_out and result.killed_reason == "wall time limit"
+    assert result.timed_out
+    assert result.killed_reason == "wall time limit"
     assert result.wall_s < 4
     _no_procs_left()
 

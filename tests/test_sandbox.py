@@ -156,7 +156,8 @@ def test_runs_in_workdir_with_clean_env(backend: SandboxBackend, base: Path) -> 
     assert isinstance(result, SandboxResult)
     assert result.returncode == 3
     assert result.isolation == backend.name
-    assert not result.timed_out and result.killed_reason is None
+    assert not result.timed_out
+    assert result.killed_reason is None
     import json
 
     seen = json.loads(result.stdout)

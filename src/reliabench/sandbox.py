@@ -35,6 +35,7 @@ See ``docs/threat-model.md`` for what each level does and does not stop.
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import functools
 import logging
 import math
@@ -51,7 +52,7 @@ import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import ClassVar, Protocol
+from typing import Protocol
 
 from reliabench.errors import SandboxError
 
@@ -167,7 +168,7 @@ class SandboxBackend(Protocol):
         workdir: Path,
         readonly: Sequence[Path] = (),
         env: Mapping[str, str] | None = None,
-        limits: Limits = Limits(),  # noqa: B008 - Limits is frozen
+        limits: Limits = Limits(),
         network: bool = False,
         slot: int = 0,
         pass_fds: Sequence[int] = (),
@@ -351,6 +352,35 @@ def _chown_tree(root: Path, uid: int, gid: int) -> None:
                     os.chmod(path, stat.S_IMODE(st.st_mode) & ~0o6000)
             except FileNotFoundError:
                 continue
+
+
+def _lock_dir() -> Path:
+    """A root-only directory for the slot locks (an agent must not be able to hold one)."""
+    for candidate in (Path("/run/reliabench"), Path(tempfile.gettempdir()) / "reliabench-root"):
+        with contextlib.suppress(OSError):
+            candidate.mkdir(mode=0o700, exist_ok=True)
+            st = os.lstat(candidate)
+            if stat.S_ISDIR(st.st_mode) and st.st_uid == 0 and not st.st_mode & 0o077:
+                return candidate
+    raise SandboxError("cannot create a private directory for the sandbox slot locks")
+
+
+@contextlib.contextmanager
+def _hold_slot(uid: int | None) -> Iterator[None]:
+    """Hold the host-wide lock of a slot uid while it runs.
+
+    Runs of one uid never overlap, even across processes: the final sweep kills every process
+    of the uid, so a second run of the same slot would be killed by the first one's sweep.
+    """
+    if uid is None:
+        yield
+        return
+    fd = os.open(_lock_dir() / f"slot-{uid}.lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
 
 
 @contextlib.contextmanager
@@ -570,7 +600,7 @@ class BubblewrapBackend:
     needs a host that allows unprivileged user namespaces.
     """
 
-    name: ClassVar[str] = "bubblewrap"
+    name: str = "bubblewrap"
 
     def __init__(self, bwrap: str | None = None) -> None:
         found = bwrap or shutil.which("bwrap")
@@ -653,7 +683,8 @@ class BubblewrapBackend:
             cmd.extend(["--setenv", key, value])
         cmd.extend(["--chdir", workdir, "--"])
         if uid is not None:
-            assert self.prlimit is not None and self.setpriv is not None  # checked in __init__
+            if self.prlimit is None or self.setpriv is None:  # pragma: no cover - __init__
+                raise SandboxError("bubblewrap backend as root needs prlimit and setpriv")
             cmd += [self.prlimit, *_rlimit_args(limits, limits.max_procs), "--"]
             cmd += [
                 self.setpriv,
@@ -677,7 +708,7 @@ class BubblewrapBackend:
         workdir: Path,
         readonly: Sequence[Path] = (),
         env: Mapping[str, str] | None = None,
-        limits: Limits = Limits(),  # noqa: B008 - Limits is frozen
+        limits: Limits = Limits(),
         network: bool = False,
         slot: int = 0,
         pass_fds: Sequence[int] = (),
@@ -709,7 +740,7 @@ class BubblewrapBackend:
             if uid is not None:
                 _kill_uid(uid)
 
-        with _lend_workdir(Path(work), uid):
+        with _hold_slot(uid), _lend_workdir(Path(work), uid):
             return _run_supervised(
                 cmd,
                 cwd=Path(work),
@@ -739,7 +770,7 @@ class NamespacesBackend:
     ``/var/tmp`` and ``/dev/shm`` are removed.
     """
 
-    name: ClassVar[str] = "namespaces"
+    name: str = "namespaces"
 
     def __init__(self) -> None:
         if not _is_root():
@@ -757,13 +788,14 @@ class NamespacesBackend:
         workdir: Path,
         readonly: Sequence[Path] = (),
         env: Mapping[str, str] | None = None,
-        limits: Limits = Limits(),  # noqa: B008 - Limits is frozen
+        limits: Limits = Limits(),
         network: bool = False,
         slot: int = 0,
         pass_fds: Sequence[int] = (),
     ) -> SandboxResult:
         """Run ``argv`` in new namespaces as the slot uid; see :class:`SandboxBackend`."""
-        assert self.unshare and self.prlimit and self.setpriv  # checked in __init__
+        if self.unshare is None or self.prlimit is None or self.setpriv is None:  # pragma: no cover
+            raise SandboxError("namespaces backend needs unshare, prlimit and setpriv")
         full_env = _base_env(env)
         prog = _resolve_argv0(argv, full_env)
         uid = slot_uid(slot)
@@ -810,21 +842,22 @@ class NamespacesBackend:
         def cleanup(proc: subprocess.Popen[bytes]) -> None:
             _kill_uid(uid)
 
-        try:
-            with _lend_workdir(Path(work), uid):
-                return _run_supervised(
-                    cmd,
-                    cwd=Path(work),
-                    env=full_env,
-                    limits=limits,
-                    isolation=self.name,
-                    pass_fds=pass_fds,
-                    preexec_fn=None,
-                    user=None,
-                    cleanup=cleanup,
-                )
-        finally:
-            _remove_files_of(uid)  # after the workdir was handed back
+        with _hold_slot(uid):
+            try:
+                with _lend_workdir(Path(work), uid):
+                    return _run_supervised(
+                        cmd,
+                        cwd=Path(work),
+                        env=full_env,
+                        limits=limits,
+                        isolation=self.name,
+                        pass_fds=pass_fds,
+                        preexec_fn=None,
+                        user=None,
+                        cleanup=cleanup,
+                    )
+            finally:
+                _remove_files_of(uid)  # after the workdir was handed back
 
 
 def _remove_files_of(uid: int) -> None:
@@ -854,7 +887,7 @@ class NoSandboxBackend:
     works; records say ``isolation = "none"``.
     """
 
-    name: ClassVar[str] = "none"
+    name: str = "none"
 
     def run(
         self,
@@ -863,7 +896,7 @@ class NoSandboxBackend:
         workdir: Path,
         readonly: Sequence[Path] = (),
         env: Mapping[str, str] | None = None,
-        limits: Limits = Limits(),  # noqa: B008 - Limits is frozen
+        limits: Limits = Limits(),
         network: bool = False,
         slot: int = 0,
         pass_fds: Sequence[int] = (),
@@ -919,7 +952,7 @@ _NONE_WARNING = (
 )
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _probe(name: str) -> str | None:
     """Try ``name`` once on a trivial command; return why it does not work, or None."""
     try:
