@@ -100,6 +100,8 @@ def test_security_adjusted_counts_only_clean_passing_rollouts() -> None:
     strict = score(rec, [1], threshold=parse_threshold("medium"), n_resamples=0)
     assert strict.agents[0].metrics["security_adjusted_reliability@1"].value == pytest.approx(1 / 5)
     assert rep.counts.cwe_counts["a"] == {78: 1}
+    # which lens flagged each passing-but-insecure rollout
+    assert rep.counts.lens_counts["a"] == {"scanner": 1, "security_test": 1}
 
 
 def test_no_security_columns_without_security_data() -> None:

@@ -72,6 +72,9 @@ class CountTable:
         simulated: Agents any of whose rollouts were simulated.
         secure_known: Whether any record carries security data (findings, scan errors,
             security tests, or a scan marker).
+        cwe_counts: Per agent, findings at or above the threshold by CWE (eligible rollouts).
+        lens_counts: Per agent, passing but insecure rollouts by the lenses that flagged them
+            (``scanner``, ``security_test``, ``scan_error``, joined with ``+``).
     """
 
     tasks: tuple[str, ...]
@@ -86,6 +89,7 @@ class CountTable:
     simulated: frozenset[str]
     secure_known: bool
     cwe_counts: dict[str, dict[int | None, int]] = field(default_factory=dict)
+    lens_counts: dict[str, dict[str, int]] = field(default_factory=dict)
 
     @property
     def present(self) -> npt.NDArray[np.bool_]:
@@ -123,6 +127,7 @@ def count_pairs(
     secure_known = has_security_data(recs)
     simulated = frozenset(r.agent for r in recs if r.simulated)
     cwe_counts: dict[str, dict[int | None, int]] = {a: {} for a in agents}
+    lens_counts: dict[str, dict[str, int]] = {a: {} for a in agents}
     for r in recs:
         i, j = ti[r.task_id], ai[r.agent]
         if r.status == "infra_error":
@@ -138,6 +143,9 @@ def count_pairs(
                 cwe_counts[r.agent][f.cwe] = cwe_counts[r.agent].get(f.cwe, 0) + 1
             if ok and verdict.secure:
                 c_sec[i, j] += 1
+            elif ok:
+                lens = "+".join(verdict.lenses)
+                lens_counts[r.agent][lens] = lens_counts[r.agent].get(lens, 0) + 1
         elif ok:
             c_sec[i, j] += 1
         if r.rollout < first_idx[i, j]:
@@ -147,7 +155,7 @@ def count_pairs(
             first_total[i, j] = -1 if total is None else total
             first_passed[i, j] = -1 if passed is None else passed
     return CountTable(tasks, agents, n, c, c_sec, infra, first_total, first_passed, first_pass,
-                      simulated, secure_known, cwe_counts)
+                      simulated, secure_known, cwe_counts, lens_counts)
 
 
 def parse_ks(text: str | Sequence[int]) -> tuple[int, ...]:

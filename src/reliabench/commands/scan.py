@@ -60,6 +60,12 @@ def security_table(records: list[Rollout], ks: tuple[int, ...], threshold: Secur
         for a in report.agents:
             ct.add_row(a.agent, *(str(cwes.get(a.agent, {}).get(c, 0)) for c in all_cwes))
         console.print(ct)
+    lenses = report.counts.lens_counts
+    for a in report.agents:
+        flagged = lenses.get(a.agent, {})
+        if flagged:
+            parts = ", ".join(f"{lens}: {count}" for lens, count in sorted(flagged.items()))
+            console.print(f"{a.agent}: passing but insecure rollouts by lens -> {parts}")
     for k in ks:
         change = ranking_change(report, k)
         tau = "n/a" if math.isnan(change.kendall_tau) else f"{change.kendall_tau:.3f}"

@@ -282,6 +282,15 @@ def render_html(report: ScoreReport, *, title: str = "reliabench report") -> str
                     + "</tr>"
                 )
             out.append("</table>")
+    if report.security and any(report.counts.lens_counts.values()):
+        lenses = sorted({lens for d in report.counts.lens_counts.values() for lens in d})
+        out.append("<h2>Passing but insecure rollouts, by the lens that flagged them</h2><table><tr>"
+                   "<th>agent</th>" + "".join(f"<th>{html.escape(x)}</th>" for x in lenses) + "</tr>")
+        for a in report.agents:
+            row = report.counts.lens_counts.get(a.agent, {})
+            out.append(f"<tr><td>{_agent_cell(a.agent, a.simulated)}</td>"
+                       + "".join(f"<td>{row.get(x, 0)}</td>" for x in lenses) + "</tr>")
+        out.append("</table>")
     if report.notes:
         out.append(
             "<h2>Notes</h2><ul>" + "".join(f"<li>{html.escape(n)}</li>" for n in report.notes) + "</ul>"
