@@ -52,7 +52,8 @@ def main() -> None:
     t_at = best_of(lambda: pass_at_k(n, c, k))
     t_hat = best_of(lambda: pass_hat_k(n, c, k))
     print(f"rows: {args.rows:,} (n in [10, 200], k in {{1, 5, 10}})")
-    print(f"reference per-row loop : {t_ref:8.3f} s" + ("" if args.full else f"  (timed on {sample:,} rows, scaled)"))
+    scaled = "" if args.full else f"  (timed on {sample:,} rows, scaled)"
+    print(f"reference per-row loop : {t_ref:8.3f} s{scaled}")
     print(f"pass_at_k (vectorized) : {t_at:8.3f} s   speed-up x{t_ref / t_at:,.0f}")
     print(f"pass_hat_k (vectorized): {t_hat:8.3f} s   speed-up x{t_ref / t_hat:,.0f}")
     print(f"max |difference| vs reference: {err:.2e}")

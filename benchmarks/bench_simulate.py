@@ -3,7 +3,7 @@
 Run: ``PYTHONPATH=src python3 benchmarks/bench_simulate.py [--repeat 3]``. Prints one line per
 stage with the best wall time of ``--repeat`` runs and the peak of traced allocations
 (numpy's arrays are traced by ``tracemalloc``). Numbers are recorded in
-``docs/benchmarks-simulate.md``.
+``docs/benchmarks.md``.
 """
 
 from __future__ import annotations
@@ -19,9 +19,9 @@ from typing import Any
 
 import numpy as np
 
-from reliabench.analysis import count_pairs, score
+from reliabench.analysis import count_pairs, score, score_counts
 from reliabench.proxy import proxy_study
-from reliabench.simulate import default_config, generate, to_records
+from reliabench.simulate import count_table, default_config, generate, to_records
 
 
 def measure(fn: Callable[[], Any], repeat: int, *, trace: bool = True) -> tuple[float, float, Any]:
@@ -66,12 +66,19 @@ def main() -> None:
     t, mem, bench = measure(lambda: generate(cfg, seed=0), args.repeat)
     rate = n_roll / t / 1e6
     print(f"generate (arrays)          {t:8.3f} s   peak {mem:8.1f} MiB   {rate:6.2f} M rollouts/s")
+    t_ct, mem, fast_table = measure(lambda: count_table(bench), args.repeat)
+    print(f"count_table (from arrays)  {t_ct:8.3f} s   peak {mem:8.1f} MiB")
+    t_sc, mem, _ = measure(lambda: score_counts(fast_table, (1, 5, 10), n_resamples=1000), 1)
+    print(f"analysis.score_counts (k=1,5,10, 1000 resamples) {t_sc:8.3f} s   peak {mem:8.1f} MiB")
     t, mem, records = measure(lambda: list(to_records(bench)), 1, trace=False)
+    t_rec = t
     print(f"to_records (Rollout objs)  {t:8.3f} s   peak {mem:8.1f} MiB")
     t, mem, table = measure(lambda: count_pairs(records), 1, trace=False)
     print(f"analysis.count_pairs       {t:8.3f} s   peak {mem:8.1f} MiB")
     t, mem, _ = measure(lambda: score(records, (1, 5, 10), n_resamples=1000), 1, trace=False)
     print(f"analysis.score (k=1,5,10, 1000 resamples) {t:8.3f} s   peak {mem:8.1f} MiB")
+    print(f"scoring path used by `simulate` (count_table + score_counts) vs records + score: "
+          f"{t_ct + t_sc:.2f} s vs {t_rec + t:.2f} s (x{(t_rec + t) / (t_ct + t_sc):.0f})")
     t, mem, _ = measure(lambda: proxy_study(table, k=1, n_resamples=1000), 1)
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(f"process peak RSS so far    {rss:8.1f} MiB (1,000,000 Rollout records held in memory)")

@@ -347,3 +347,18 @@ def test_cli_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["simulate", "--sweep", "nonsense"]) == 2
     assert "--sweep" in capsys.readouterr().err
     assert main(["simulate", "-k", "0"]) == 2
+
+
+def test_count_table_equals_count_pairs_of_the_records() -> None:
+    import numpy as np
+
+    from reliabench.analysis import count_pairs
+    from reliabench.simulate import count_table, default_config, generate, to_records
+
+    bench = generate(default_config().replace(tasks=7, agents=3, rollouts=4), seed=3)
+    fast = count_table(bench)
+    slow = count_pairs(to_records(bench))
+    assert fast.tasks == slow.tasks and fast.agents == slow.agents
+    for name in ("n", "c", "c_secure", "infra_errors", "first_total", "first_passed", "first_pass"):
+        assert np.array_equal(getattr(fast, name), getattr(slow, name)), name
+    assert fast.simulated == slow.simulated and fast.secure_known == slow.secure_known
