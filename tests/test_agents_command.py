@@ -2,17 +2,17 @@
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 import warnings
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from reliabench.agents import AgentRequest, CommandAgent, load_agents
 from reliabench.agents import command as command_mod
-from reliabench.errors import SandboxError
+from reliabench.errors import ConfigError, SandboxError
 
 pytestmark = pytest.mark.sandbox
 
@@ -23,7 +23,7 @@ def isolation() -> str:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         try:
-            backend = command_mod._backend("auto")
+            backend = command_mod.sandbox_backend("auto")
         except SandboxError as exc:  # pragma: no cover - depends on the host
             pytest.skip(f"no sandbox: {exc}")
     return backend.name
@@ -45,9 +45,15 @@ def make(tmp_path: Path, body: str) -> CommandAgent:
     return agent
 
 
+# Worker slots are machine-wide uids (61000 + slot) and runs of one slot must not overlap:
+# other processes testing the sandbox at the same time use the low slots, so pick our own.
+SLOT = 2000 + os.getpid() % 1000
+
+
 def req(ws: Path, **kw: object) -> AgentRequest:
     base: dict[str, object] = {"task_id": "t1", "prompt": "Write the solution.", "workspace": ws,
-                               "seed": 42, "rollout": 3, "timeout_s": 20.0}
+                               "seed": 42, "rollout": 3, "timeout_s": 20.0,
+                               "slot": SLOT}
     base.update(kw)
     return AgentRequest(**base)  # type: ignore[arg-type]
 
@@ -130,10 +136,22 @@ def test_request_budget_used_without_timeout_key(tmp_path: Path, ws: Path, isola
     assert res.status == "timeout"
 
 
-def test_command_not_found_is_infra_error(tmp_path: Path, ws: Path, isolation: str) -> None:
-    res = make(tmp_path, 'command = "no-such-agent-cli-rb --go"').run(req(ws))
+def test_command_not_found_at_load(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError,
+                       match=r"agents\[1\]\.command: 'no-such-agent-cli-rb' not found"):
+        make(tmp_path, 'command = "no-such-agent-cli-rb --go"')
+
+
+def test_command_gone_at_run_time_is_infra_error(tmp_path: Path, ws: Path, isolation: str) -> None:
+    tool = tmp_path / "bin" / "my-agent-rb"
+    tool.parent.mkdir()
+    tool.write_text("#!/bin/sh\n")
+    tool.chmod(0o755)
+    agent = make(tmp_path, f'command = "my-agent-rb"\nenv = {{ PATH = "{tool.parent}" }}')
+    tool.unlink()
+    res = agent.run(req(ws))
     assert res.status == "infra_error"
-    assert "no-such-agent-cli-rb" in res.log
+    assert "my-agent-rb" in res.log
 
 
 def test_sandbox_error_is_infra_error(tmp_path: Path, ws: Path,
@@ -141,7 +159,7 @@ def test_sandbox_error_is_infra_error(tmp_path: Path, ws: Path,
     def broken(name: str) -> object:
         raise SandboxError("bwrap: cannot create namespace")
 
-    monkeypatch.setattr(command_mod, "_backend", broken)
+    monkeypatch.setattr(command_mod, "sandbox_backend", broken)
     res = make(tmp_path, 'command = "true"').run(req(ws))
     assert res.status == "infra_error"
     assert "cannot create namespace" in res.log
@@ -215,13 +233,8 @@ def test_thread_safe_distinct_slots(tmp_path: Path, isolation: str) -> None:
         wss.append(w)
 
     def one(i: int) -> str:
-        return agent.run(req(wss[i], rollout=i, slot=i)).status
+        return agent.run(req(wss[i], rollout=i, slot=SLOT + i)).status
 
     with ThreadPoolExecutor(4) as pool:
         assert list(pool.map(one, range(4))) == ["completed"] * 4
     assert [(w / "r.txt").read_text().strip() for w in wss] == ["0", "1", "2", "3"]
-
-
-@pytest.fixture(autouse=True)
-def _no_leftover_backends() -> Iterator[None]:
-    yield

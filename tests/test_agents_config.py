@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import os
 import re
 from pathlib import Path
 
@@ -194,7 +195,8 @@ def test_command_relative_program_resolved(tmp_path: Path) -> None:
     script.write_text("#!/bin/sh\n")
     sub = tmp_path / "conf"
     sub.mkdir()
-    p = write(sub, '[[agents]]\nname = "a"\nkind = "command"\ncommand = "../bin/agent.sh {workspace}"\n')
+    p = write(sub, '[[agents]]\nname = "a"\nkind = "command"\n'
+                   'command = "../bin/agent.sh {workspace}"\n')
     msg = error_of(p)
     assert "not executable" in msg
     script.chmod(0o755)
@@ -219,7 +221,8 @@ def test_command_relative_program_resolved(tmp_path: Path) -> None:
     ],
 )
 def test_openai_field_errors(tmp_path: Path, line: str, expected: str) -> None:
-    msg = error_of(write(tmp_path, f'[[agents]]\nname = "a"\nkind = "openai"\nmodel = "m"\n{line}\n'))
+    msg = error_of(write(tmp_path,
+                         f'[[agents]]\nname = "a"\nkind = "openai"\nmodel = "m"\n{line}\n'))
     assert expected in msg
 
 
@@ -250,9 +253,33 @@ kind = "replay"
 
 
 def test_examples_load(monkeypatch: pytest.MonkeyPatch) -> None:
+    import shutil
+
+    real_which = shutil.which
+
+    def which(cmd: str, mode: int = os.F_OK | os.X_OK, path: str | None = None) -> str | None:
+        # the aider example needs aider installed; pretend it is
+        return f"/opt/aider/bin/{cmd}" if cmd == "aider" else real_which(cmd, mode, path)
+
+    monkeypatch.setattr(shutil, "which", which)
     files = sorted(EXAMPLES.glob("*.toml"))
-    assert files, "examples/agents/*.toml exist"
+    assert {f.name for f in files} >= {"cli.toml", "openai.toml", "python.toml", "replay.toml"}
+    kinds = set()
     for f in files:
         agents = load_agents(f)
         assert agents, f
+        kinds |= {a.kind for a in agents}
+    assert kinds >= {"command", "openai", "python", "replay"}
+
+
+def test_python_example_runs(tmp_path: Path) -> None:
+    from reliabench.agents import AgentRequest
+
+    (agent,) = load_agents(EXAMPLES / "python.toml")
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "a.py").write_text("x = 1\n")
+    res = agent.run(AgentRequest("t", "p", ws, seed=1, rollout=0, timeout_s=10.0))
+    assert res.status == "completed", res.log
+    assert (ws / "a.py").read_text().startswith("# written by the example python agent\n")
 

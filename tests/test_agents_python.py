@@ -143,7 +143,8 @@ def test_dotted_attribute(setup: tuple[Path, str]) -> None:
         ('callable = "MOD"\npath = "src"', "agents[1].callable: expected 'module:function'"),
         ('callable = "MOD:write"\npath = "nope"', "agents[1].path: no such file or directory"),
         ('callable = "MOD:write"\npath = 3', "agents[1].path: expected an array of strings"),
-        ('callable = "MOD:write"\noptions = 3\npath = "src"', "agents[1].options: expected a table"),
+        ('callable = "MOD:write"\noptions = 3\npath = "src"',
+         "agents[1].options: expected a table"),
     ],
 )
 def test_load_errors(setup: tuple[Path, str], body: str, expected: str) -> None:

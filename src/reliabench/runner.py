@@ -200,13 +200,15 @@ class _Executor:
         for slot in range(settings.workers):
             self.slots.put(slot)
 
-    def _call_agent(self, job: _Job, workspace: Path, prompt_file: Path) -> tuple[AgentResult, float]:
+    def _call_agent(self, job: _Job, workspace: Path, prompt_file: Path,
+                    slot: int) -> tuple[AgentResult, float]:
         request = AgentRequest(
             task_id=job.task.id, prompt=job.task.prompt, workspace=workspace, seed=job.seed,
             rollout=job.rollout, timeout_s=job.task.timeout_s * 10, feedback_dir=job.task.feedback_dir,
             solution_dir=job.task.solution_dir if job.agent.simulated else None,
             variants=tuple((v.name, v.dir) for v in job.task.variants) if job.agent.simulated else (),
             prompt_file=prompt_file,
+            slot=slot,
         )
         t0 = time.perf_counter()
         try:
@@ -235,7 +237,7 @@ class _Executor:
             prompt_file = tmp / "prompt.md"
             prompt_file.write_text(job.task.prompt, encoding="utf-8")
             os.chmod(prompt_file, 0o644)
-            result, agent_seconds = self._call_agent(job, workspace, prompt_file)
+            result, agent_seconds = self._call_agent(job, workspace, prompt_file, slot)
             meta: dict[str, Any] = {"seed": job.seed, "agent_kind": job.agent.kind, **result.meta}
             if result.status == "infra_error":
                 return self._record(job, "infra_error", (), meta, result, agent_seconds, None, (), (), "")

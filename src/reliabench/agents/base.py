@@ -246,4 +246,5 @@ def write_prompt_file(request: AgentRequest, directory: Path) -> AgentRequest:
     d.mkdir(parents=True, exist_ok=True)
     path = d / "prompt.md"
     path.write_text(request.prompt, encoding="utf-8")
+    path.chmod(0o644)  # sandboxed agents run as another uid
     return replace(request, prompt_file=path)

@@ -42,7 +42,6 @@ import os
 import re
 import shutil
 import stat
-import sys
 import tempfile
 import threading
 from collections.abc import Mapping, Sequence
@@ -66,8 +65,8 @@ __all__ = [
     "CommandAgent",
     "expand_env",
     "format_argv",
+    "sandbox_backend",
     "sandbox_name",
-    "sandbox_python",
     "sandboxed_run",
 ]
 
@@ -80,7 +79,7 @@ _BACKENDS: dict[str, SandboxBackend] = {}
 _BACKENDS_LOCK = threading.Lock()
 
 
-def _backend(name: str) -> SandboxBackend:
+def sandbox_backend(name: str) -> SandboxBackend:
     """The sandbox backend ``name``, created once per process (thread-safe).
 
     Raises:
@@ -94,11 +93,6 @@ def _backend(name: str) -> SandboxBackend:
             backend = get_backend(name)
             _BACKENDS[name] = backend
         return backend
-
-
-def sandbox_python() -> str:
-    """The interpreter to start inside the sandbox (the running one; backends bind it)."""
-    return sys.executable
 
 
 def sandboxed_run(
@@ -125,7 +119,7 @@ def sandboxed_run(
         kw["memory_bytes"] = memory_bytes
     if max_procs is not None:
         kw["max_procs"] = max_procs
-    return _backend(sandbox).run(
+    return sandbox_backend(sandbox).run(
         list(argv),
         workdir=request.workspace,
         readonly=tuple(readonly),
@@ -342,6 +336,11 @@ def _make_command(table: Mapping[str, Any], ctx: AgentContext) -> CommandAgent:
         if "${" in _ENV_REF.sub("", value):
             raise ctx.error(f"env.{key}", f"malformed ${{...}} reference in {value!r} "
                                           "(expected ${NAME})")
+    path_var = env.get("PATH", _BASE_PATH)
+    if ("/" not in prog and "{" not in prog and "${" not in path_var
+            and shutil.which(prog, path=path_var) is None):
+        raise ctx.error("command", f"{prog!r} not found on the sandbox PATH {path_var} "
+                                   "(give its full path, or set env.PATH)")
     sandbox = sandbox_name(r)
     memory_mb = r.integer("memory_mb", minimum=1)
     return CommandAgent(

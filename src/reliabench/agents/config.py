@@ -158,7 +158,8 @@ class FieldReader:
         value = self._get(key, False)
         if value is None:
             return default
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        if (isinstance(value, bool) or not isinstance(value, (int, float))
+                or not math.isfinite(value)):
             raise self.ctx.error(key, f"expected a number, got {value!r}")
         if positive and value <= 0:
             raise self.ctx.error(key, f"expected a positive number, got {value!r}")

@@ -17,8 +17,10 @@
 
 Other optional keys: ``system_prompt`` (replaces the default one; the reply-format rules are
 always sent in the user message, so they cannot be lost), ``max_retries`` (SDK retries of
-transient errors: connection errors, 408/409/429/5xx; default 2), ``request_timeout_s``
-(per call, default 300), ``timeout_s`` (whole rollout; overrides the request's budget),
+transient errors: connection errors, timeouts, 408/409/429/5xx; default 2),
+``request_timeout_s`` (per call, default 300; a call never gets more than the budget left
+divided by ``max_retries + 1``, so retries cannot overrun the rollout's budget),
+``timeout_s`` (whole rollout; overrides the request's budget),
 ``sandbox`` (backend for the visible tests, default ``"auto"``), ``extra_body`` (a table
 merged into each request body, for provider-specific parameters).
 
@@ -38,11 +40,11 @@ ignored. Paths must be relative to the workspace: absolute paths, ``..`` and sym
 out are refused, reported in the log and told to the model.
 
 Turns. When the task has visible tests (``request.feedback_dir``), the files are written and
-the tests run in the sandbox (``python -m pytest`` with the workspace first on
-``PYTHONPATH``); while they fail and turns remain, their output goes back to the model for
-another reply. Without visible tests the rollout ends after the first reply that writes files
-(or after a reply whose paths were all refused, when no turns remain). A reply with no file
-blocks ends the rollout.
+the tests run in the sandbox with the same harness as the hidden tests
+(:func:`reliabench.testing.run_hidden_tests`); while they fail and turns remain, their
+output goes back to the model for another reply. Without visible tests the rollout ends after
+the first reply whose files were all written; refused paths are told to the model and cost a
+turn. A reply with no file blocks ends the rollout.
 
 The result: status ``completed`` (the hidden tests decide success), ``agent_error`` for
 API errors, a missing API key or an invalid response, ``timeout`` when the rollout's budget
@@ -73,7 +75,7 @@ from reliabench.agents.base import (
 )
 from reliabench.agents.command import sandbox_name
 from reliabench.agents.config import FieldReader
-from reliabench.errors import MissingExtraError, SandboxError
+from reliabench.errors import InvalidArgumentError, MissingExtraError, SandboxError
 
 __all__ = [
     "DEFAULT_SYSTEM_PROMPT",
@@ -236,11 +238,13 @@ class FeedbackRun:
     """The outcome of running the visible tests once.
 
     Attributes:
-        passed: Every visible test passed (pytest exit code 0).
-        returncode: pytest's exit code (``None`` when killed).
-        output: pytest's output (bounded).
+        passed: At least one visible test ran and none failed or errored.
+        returncode: 0 when passed, 1 when not, ``None`` on a timeout.
+        output: The failing tests, then pytest's output (bounded).
         timed_out: The run hit its time limit.
         isolation: The sandbox's isolation level.
+        tests: How many tests had an outcome.
+        failed: How many of them failed or errored.
     """
 
     passed: bool
@@ -248,45 +252,52 @@ class FeedbackRun:
     output: str
     timed_out: bool
     isolation: str
+    tests: int = 0
+    failed: int = 0
 
 
 def run_feedback_tests(request: AgentRequest, *, sandbox: str = "auto",
                        timeout_s: float = 60.0) -> FeedbackRun:
     """Run the task's visible tests on the workspace, in the sandbox.
 
-    ``python -m pytest -q`` on ``request.feedback_dir`` (read-only), with the workspace as the
-    working and only writable directory and first on ``PYTHONPATH``; no network.
+    Uses :func:`reliabench.testing.run_hidden_tests` (the same trustworthy harness as the
+    hidden tests: tests staged read-only outside the workspace, one outcome per test) on
+    ``request.feedback_dir``, as the request's worker slot, without network.
 
     Raises:
         SandboxError: the sandbox could not start.
         InvalidArgumentError: the request has no ``feedback_dir``.
     """
-    from reliabench.agents.command import sandbox_python, sandboxed_run
+    from reliabench.agents.command import sandbox_backend
+    from reliabench.sandbox import Limits
+    from reliabench.testing import run_hidden_tests
 
     if request.feedback_dir is None:
-        from reliabench.errors import InvalidArgumentError
-
         raise InvalidArgumentError("request.feedback_dir: the task has no visible tests")
-    python = sandbox_python()
-    argv = [python, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-c", os.devnull,
-            "--rootdir", str(request.workspace), "--color=no", str(request.feedback_dir)]
-    env = {
-        "PYTHONPATH": str(request.workspace),
-        "PYTHONDONTWRITEBYTECODE": "1",
-        "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1",
-        "HOME": "/tmp",
-    }
-    res = sandboxed_run(argv, request=request, sandbox=sandbox, env=env,
-                        readonly=(request.feedback_dir,), timeout_s=timeout_s, network=False)
-    out = (res.stdout + ("\n" + res.stderr if res.stderr.strip() else "")).strip()
+    run = run_hidden_tests(
+        request.workspace, request.feedback_dir, expected=None,
+        backend=sandbox_backend(sandbox), limits=Limits(wall_s=timeout_s, cpu_s=timeout_s),
+        slot=request.slot,
+    )
+    bad = [o for o in run.outcomes if o.outcome in ("failed", "error")]
+    passed = run.status == "completed" and bool(run.outcomes) and not bad
+    lines = [f"{o.outcome.upper()} {o.name}" for o in bad]
+    if not run.outcomes:
+        lines.append("no test ran (collection failed?)")
+    if run.reason:
+        lines.append(f"note: {run.reason}")
+    out = "\n".join(lines) + ("\n\n" if lines else "") + run.log.strip()
     if len(out) > _MAX_FEEDBACK_CHARS:
-        out = "... (output truncated)\n" + out[-_MAX_FEEDBACK_CHARS:]
+        out = out[: _MAX_FEEDBACK_CHARS // 4] + "\n... (output cut) ...\n" + out[
+            -(_MAX_FEEDBACK_CHARS * 3 // 4):]
     return FeedbackRun(
-        passed=res.returncode == 0 and not res.timed_out,
-        returncode=res.returncode,
-        output=out,
-        timed_out=res.timed_out,
-        isolation=res.isolation,
+        passed=passed,
+        returncode=None if run.status == "timeout" else (0 if passed else 1),
+        output=out.strip(),
+        timed_out=run.status == "timeout",
+        isolation=run.isolation,
+        tests=len(run.outcomes),
+        failed=len(bad),
     )
 
 
@@ -351,7 +362,8 @@ class OpenAIAgent:
         self.settings = settings
 
     def _first_message(self, request: AgentRequest) -> str:
-        parts = [request.prompt.rstrip(), "", "## Workspace", "", workspace_snapshot(request.workspace)]
+        snapshot = workspace_snapshot(request.workspace)
+        parts = [request.prompt.rstrip(), "", "## Workspace", "", snapshot]
         if request.feedback_dir is not None:
             parts += ["", "After your reply the task's visible tests are run on the workspace; if "
                       "they fail you get their output and may send corrected files."]
@@ -372,7 +384,8 @@ class OpenAIAgent:
         s = self.settings
         usd: float | None = None
         if usage.known and s.usd_per_1k_input is not None and s.usd_per_1k_output is not None:
-            usd = usage.prompt / 1000 * s.usd_per_1k_input + usage.completion / 1000 * s.usd_per_1k_output
+            usd = (usage.prompt / 1000 * s.usd_per_1k_input
+                   + usage.completion / 1000 * s.usd_per_1k_output)
         if usage.known:
             meta.update(prompt_tokens=usage.prompt, completion_tokens=usage.completion)
         meta["calls"] = usage.calls
@@ -415,8 +428,10 @@ class OpenAIAgent:
                 if remaining <= 0:
                     log.append(f"turn {turn}: budget of {budget:g} s used up")
                     return "timeout"
+                # the SDK retries timed-out calls too: share what is left between the tries
+                call_timeout = min(s.request_timeout_s, remaining / (s.max_retries + 1))
                 kwargs: dict[str, Any] = {"model": s.model, "messages": messages,
-                                          "timeout": min(remaining, s.request_timeout_s)}
+                                          "timeout": call_timeout}
                 if s.temperature is not None:
                     kwargs["temperature"] = s.temperature
                 if s.max_tokens is not None:
@@ -483,8 +498,8 @@ class OpenAIAgent:
                     transcript.append({"role": "tool", "name": "visible_tests",
                                        "passed": fb.passed, "returncode": fb.returncode,
                                        "content": fb.output})
-                    log.append(f"turn {turn}: visible tests "
-                               + ("passed" if fb.passed else f"failed (exit {fb.returncode})"))
+                    log.append(f"turn {turn}: visible tests: {fb.tests - fb.failed} of "
+                               f"{fb.tests} passed" + (" (time limit)" if fb.timed_out else ""))
                     if not fb.passed:
                         feedback = ("The visible tests failed" + (" (time limit)" if fb.timed_out
                                                                    else "") + ":\n\n"

@@ -79,7 +79,8 @@ def _check_options(fn: Callable[..., Any], options: Mapping[str, Any]) -> str | 
     try:
         sig.bind(object(), **options)
     except TypeError as exc:
-        return f"the function does not accept these arguments (request, {', '.join(options)}): {exc}"
+        names = ", ".join(options)
+        return f"the function does not accept these arguments (request, {names}): {exc}"
     return None
 
 
@@ -97,8 +98,9 @@ class PythonAgent:
     kind = "python"
     simulated = False
 
-    def __init__(self, name: str, function: Callable[..., Any], options: Mapping[str, Any] | None = None,
-                 timeout_s: float | None = None, spec: str = "") -> None:
+    def __init__(self, name: str, function: Callable[..., Any],
+                 options: Mapping[str, Any] | None = None, timeout_s: float | None = None,
+                 spec: str = "") -> None:
         self.name = name
         self.function = function
         self.options = dict(options or {})
