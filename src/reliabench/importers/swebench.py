@@ -138,6 +138,9 @@ def _load_dir(root: Path, agent: str | None) -> ImportResult:
         rel = f.relative_to(root).parts[:-1]  # folders between root and report.json
         if len(rel) >= 3:
             run_id, model = rel[-3], rel[-2]
+        elif len(rel) == 2 and rel[0] == "logs":
+            # SUBMISSION/logs/<instance>/report.json: the flattened layout one level up
+            run_id, model = "run-0", root.resolve().name
         elif len(rel) == 2:
             run_id, model = root.resolve().name, rel[0]
         else:
