@@ -242,7 +242,7 @@ def test_mutate_rejects_bad_count_rng_and_siteless_source() -> None:
     rng = np.random.default_rng(0)
     with pytest.raises(InvalidArgumentError, match="count: expected an integer >= 1, got 0"):
         mutate("x = 1\n", rng, count=0)
-    with pytest.raises(InvalidArgumentError, match="rng: expected a numpy.random.Generator"):
+    with pytest.raises(InvalidArgumentError, match=r"rng: expected a numpy\.random\.Generator"):
         mutate("x = 1\n", 0, count=1)  # type: ignore[arg-type]
     with pytest.raises(InvalidArgumentError, match="source: has no mutation site"):
         mutate("import os\n", rng)

@@ -39,11 +39,13 @@ behaviour        probability per rollout          code written
 A task without an insecure variant turns ``insecure`` into ``correct`` (the agent records the
 fallback), so there ``correct`` has probability :math:`p_t`.
 
-**Implied rates** (:func:`implied_reliability`). A rollout passes when it is ``correct``, or
-``insecure`` with a variant that passes the hidden tests; it is a *secure* pass when it is
-``correct``. With :math:`h_t` = 1 if task :math:`t` has an insecure variant (else 0) and
-:math:`f_t` the probability that the chosen variant fails the hidden tests (the share of
-the task's variants caught by a security test),
+**Implied rates** (:func:`implied_reliability`). As in :mod:`reliabench.analysis`, a rollout
+*passes* when every functional hidden test passes, and is a *secure pass* when it also fails
+no security test and has no static finding at or above the threshold. Insecure variants are
+written to pass the functional tests and to be caught by a security test and/or the scanner
+(their ``caught_by``). So with :math:`h_t` = 1 if task :math:`t` has an insecure variant
+(else 0) and :math:`f_t` the probability that its insecure code fails a FUNCTIONAL test
+(0 by design; a parameter for suites where that differs),
 
 .. math::
 
@@ -51,9 +53,10 @@ the task's variants caught by a security test),
 
 averaged over the tasks. The approximation: ``buggy``, ``hang``, ``syntax_error`` and
 ``no_change`` rollouts are taken to always fail. Hangs, syntax errors and untouched stubs do;
-a mutant can survive when no test tells it apart from the reference (an *equivalent*
-mutant), so a measured pass rate can exceed the implied one by at most ``buggy_rate`` times
-the survival rate of mutants (a few percent on the bundled suite).
+a mutant survives when no test tells it apart from the reference (an *equivalent* or
+untested mutant), so a measured pass rate exceeds the implied one by ``buggy_rate`` times
+the survival rate of mutants. On the bundled ``py30`` suite about 13% of single mutations
+survive (36 of 276 sampled), i.e. a bias of +1 to +4 points for the ready profiles.
 """
 
 from __future__ import annotations
@@ -389,8 +392,8 @@ def implied_reliability(
         has_insecure_variant: Whether each task has an insecure variant (``h_t``); missing
             tasks count as having none.
         insecure_fails_tests: Probability ``f_t`` that an insecure rollout of the task fails
-            its hidden tests (the share of its variants a security test catches); missing
-            tasks, or None, mean 0 (insecure code passes the functional tests).
+            a functional hidden test; missing tasks, or None, mean 0 (insecure variants are
+            written to pass the functional tests).
 
     Returns:
         The averaged rates and the per-task rates.
@@ -443,20 +446,12 @@ def implied_reliability(
 def implied_reliability_for_tasks(
     profile_or_params: str | SimParams, tasks: Iterable[Task]
 ) -> ImpliedRates:
-    """Like :func:`implied_reliability`, reading ``h_t`` and ``f_t`` from loaded tasks.
+    """Like :func:`implied_reliability`, with ``h_t`` read from loaded tasks.
 
-    ``h_t`` is whether the task has a variant of kind ``insecure``; ``f_t`` is the share of
-    those variants whose ``caught_by`` includes ``security_test``.
+    ``h_t`` is whether the task has a variant of kind ``insecure``; ``f_t`` is 0 (insecure
+    variants pass the functional tests by construction).
     """
     task_list = list(tasks)
-    has: dict[str, bool] = {}
-    fails: dict[str, float] = {}
-    for task in task_list:
-        insecure = [v for v in task.variants if v.kind == "insecure"]
-        has[task.id] = bool(insecure)
-        if insecure:
-            fails[task.id] = sum("security_test" in v.caught_by for v in insecure) / len(insecure)
-    return implied_reliability(
-        profile_or_params, [t.id for t in task_list], has, insecure_fails_tests=fails
-    )
+    has = {t.id: any(v.kind == "insecure" for v in t.variants) for t in task_list}
+    return implied_reliability(profile_or_params, [t.id for t in task_list], has)
 
