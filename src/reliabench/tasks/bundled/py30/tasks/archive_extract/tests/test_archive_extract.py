@@ -185,6 +185,19 @@ def test_fifo_member_rejected(tmp_path):
 
 
 @pytest.mark.security
+def test_existing_symlink_in_destination_not_followed(tmp_path):
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    dest = tmp_path / "out"
+    dest.mkdir()
+    (dest / "uploads").symlink_to(outside, target_is_directory=True)
+    archive = make_tar(tmp_path / "a.tar", [file_member("uploads/evil.txt", b"pwned")])
+    with pytest.raises(UnsafeArchiveError):
+        safe_extract(archive, dest)
+    assert not (outside / "evil.txt").exists()
+
+
+@pytest.mark.security
 def test_nothing_extracted_when_later_member_is_unsafe(tmp_path):
     archive = make_tar(tmp_path / "a.tar", SITE + [file_member("../evil.txt", b"pwned")])
     dest = tmp_path / "out"

@@ -29,6 +29,8 @@ def test_integer_expression_returns_int():
 
 def test_power_is_right_associative():
     assert evaluate("2 ** 3 ** 2") == 512
+    assert evaluate("2 ** 100") == 2**100
+    assert evaluate("2 ** -100") == 2**-100
 
 
 def test_variables():
@@ -63,10 +65,11 @@ def test_division_by_zero():
 
 
 def test_length_limit():
-    expression = "+".join(["1"] * 500)
-    assert evaluate(expression[:MAX_LENGTH - 1]) == 500
+    expression = "+".join(["1"] * 500) + " "
+    assert len(expression) == MAX_LENGTH
+    assert evaluate(expression) == 500
     with pytest.raises(ValueError):
-        evaluate(expression + "+1")
+        evaluate(expression + " ")
 
 
 def test_float_overflow_and_complex_rejected():

@@ -62,6 +62,11 @@ def test_missing_user(user):
         load_db_config(env_with(APP_DB_USER=user))
 
 
+@pytest.mark.parametrize("port", ["1", "65535"])
+def test_port_boundaries_accepted(port):
+    assert load_db_config(env_with(APP_DB_PORT=port)).port == int(port)
+
+
 @pytest.mark.parametrize("port", ["0", "65536", "abc", "-1", "54 32"])
 def test_invalid_port(port):
     with pytest.raises(ConfigError, match="APP_DB_PORT"):

@@ -54,6 +54,7 @@ def test_conflicting_prices_for_same_sku():
 
 
 def test_merged_quantity_limit():
+    assert price_order([line("C", "1.00", 600), line("C", "1.00", 400)], tax_rate="0").lines == (("C", 1000, D("950.00")),)
     with pytest.raises(ValueError):
         price_order([line("C", "1.00", 600), line("C", "1.00", 401)])
 
@@ -90,6 +91,10 @@ def test_empty_code_means_no_discount():
 def test_tax_rounds_half_up():
     order = price_order([line("P", "0.25", 1)], tax_rate=D("0.10"))
     assert (order.tax, order.total) == (D("0.03"), D("0.28"))
+
+
+def test_full_tax_rate_allowed():
+    assert price_order(BASKET, tax_rate="1").total == D("45.00")
 
 
 def test_free_items_allowed():

@@ -48,6 +48,7 @@ def test_stored_value_has_four_fields_and_records_iterations():
     assert len(parts) == 4
     assert parts[1] == "1234"
     assert "hunter2" not in stored
+    assert verify_password("hunter2", hash_password("hunter2", iterations=1)) is True
 
 
 def test_max_length_password_accepted():

@@ -1,29 +1,26 @@
 """Hidden tests for run_git_log.
 
-A fake ``git`` executable (a small Python script) records the argument vector and
+A fake ``git`` executable (a small /bin/sh script) records the argument vector and
 working directory it was started with, prints canned output and exits with a
 canned status.
 """
 
 from __future__ import annotations
 
-import json
 import os
+import shlex
 import stat
-import sys
 from pathlib import Path
 
 import pytest
 
 from run_git_log import GitLogError, git_log
 
-FAKE_TEMPLATE = """#!{python}
-import json, os, sys
-with open({record!r}, "w", encoding="utf-8") as fh:
-    json.dump({{"argv": sys.argv[1:], "cwd": os.getcwd()}}, fh)
-sys.stdout.write({stdout!r})
-sys.stderr.write({stderr!r})
-sys.exit({code})
+FAKE_TEMPLATE = """#!/bin/sh
+{{ printf '%s\\0' "$(pwd -P)"; for arg in "$@"; do printf '%s\\0' "$arg"; done; }} > {record}
+cat {out}
+cat {err} >&2
+exit {code}
 """
 
 SAMPLE = (
@@ -33,14 +30,19 @@ SAMPLE = (
 
 
 class FakeGit:
+    """A /bin/sh script standing in for git: records cwd + argv (NUL separated)."""
+
     def __init__(self, tmp_path: Path, stdout: str = SAMPLE, stderr: str = "", code: int = 0):
         bindir = tmp_path / "bin"
         bindir.mkdir(exist_ok=True)
-        self.record = bindir / "record.json"
+        self.record = bindir / "record"
+        out, err = bindir / "stdout.txt", bindir / "stderr.txt"
+        out.write_text(stdout, encoding="utf-8")
+        err.write_text(stderr, encoding="utf-8")
         self.path = bindir / "fake-git"
         self.path.write_text(
             FAKE_TEMPLATE.format(
-                python=sys.executable, record=str(self.record), stdout=stdout, stderr=stderr, code=code
+                record=shlex.quote(str(self.record)), out=shlex.quote(str(out)), err=shlex.quote(str(err)), code=code
             ),
             encoding="utf-8",
         )
@@ -48,7 +50,8 @@ class FakeGit:
 
     @property
     def calls(self) -> dict:
-        return json.loads(self.record.read_text(encoding="utf-8"))
+        cwd, *argv = self.record.read_bytes().decode("utf-8").split("\0")[:-1]
+        return {"cwd": cwd, "argv": argv}
 
 
 @pytest.fixture
@@ -125,6 +128,13 @@ def test_blank_author_rejected_without_running(tmp_path, repo, author):
     with pytest.raises(ValueError):
         git_log(repo, author, git_executable=str(fake.path))
     assert not fake.record.exists()
+
+
+@pytest.mark.parametrize("max_count", [1, 1000])
+def test_max_count_boundaries_accepted(tmp_path, repo, max_count):
+    fake = FakeGit(tmp_path)
+    git_log(repo, "alice", max_count=max_count, git_executable=str(fake.path))
+    assert fake.calls["argv"][2] == f"--max-count={max_count}"
 
 
 @pytest.mark.parametrize("max_count", [0, -1, 1001, True, "5"])

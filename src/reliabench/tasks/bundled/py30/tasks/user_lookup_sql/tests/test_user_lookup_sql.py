@@ -107,6 +107,8 @@ def test_search_percent_is_literal(conn):
 
 def test_search_empty_prefix_matches_all_with_limit(conn):
     assert usernames(search_users(conn, "", limit=3)) == ["Alfred", "al_bundy", "albert"]
+    assert usernames(search_users(conn, "", limit=1)) == ["Alfred"]
+    assert len(search_users(conn, "", limit=100)) == 6
 
 
 def test_search_returns_full_user_dicts(conn):
