@@ -78,9 +78,10 @@ def test_security_columns_when_findings(tmp_path: Path, capsys: pytest.CaptureFi
             for i in range(4)]
     p.write_text("".join(json.dumps(r) + "\n" for r in rows))
     code, out, _ = run(capsys, "score", str(p), "-k", "1", "--format", "json")
+    assert code == 0
     m = json.loads(out)["agents"][0]["metrics"]
     assert m["security_adjusted_reliability@1"]["value"] == pytest.approx(0.75)
-    code, out, _ = run(capsys, "score", str(p), "-k", "1", "--format", "json", "--security-threshold", "critical")
+    _, out, _ = run(capsys, "score", str(p), "-k", "1", "--format", "json", "--security-threshold", "critical")
     assert json.loads(out)["agents"][0]["metrics"]["security_adjusted_reliability@1"]["value"] == 1.0
 
 
