@@ -10,7 +10,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 PIP    := $(BIN)/python -m pip --disable-pip-version-check -q
 
-.PHONY: demo test install install-test lint typecheck bench clean
+.PHONY: demo test install install-test lint typecheck bench clean sandbox-deps
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -27,10 +27,23 @@ $(VENV)/.installed-test: $(BIN)/python pyproject.toml
 install: $(VENV)/.installed
 install-test: $(VENV)/.installed-test
 
-demo: $(VENV)/.installed
+# bubblewrap gives the strongest sandbox; without it reliabench falls back (and says so).
+sandbox-deps:
+	@if ! command -v bwrap >/dev/null 2>&1; then \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    echo "installing bubblewrap (the strongest sandbox backend)"; \
+	    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bubblewrap >/dev/null) \
+	      || echo "could not install bubblewrap: reliabench will use a weaker sandbox and say so"; \
+	  else \
+	    echo "note: bubblewrap (bwrap) is not installed: reliabench will use a weaker sandbox and say so"; \
+	    echo "      install it for full isolation: sudo apt-get install bubblewrap"; \
+	  fi; \
+	fi
+
+demo: $(VENV)/.installed sandbox-deps
 	$(BIN)/reliabench demo
 
-test: $(VENV)/.installed-test
+test: $(VENV)/.installed-test sandbox-deps
 	$(BIN)/python -m pytest
 	$(BIN)/ruff check src tests benchmarks
 	$(BIN)/mypy
