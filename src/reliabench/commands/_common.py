@@ -8,12 +8,14 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import click
+from rich.console import Console
 
 from reliabench.errors import InvalidArgumentError, UsageError
 from reliabench.records import Rollout, read_jsonl
 from reliabench.security import FindingFilter, SecurityThreshold, parse_threshold
 
 __all__ = [
+    "console",
     "emit",
     "resolve_security",
     "security_config_option",
@@ -109,3 +111,9 @@ def resolve_security(
     explicit = ctx.get_parameter_source("threshold") is click.core.ParameterSource.COMMANDLINE
     chosen = threshold if explicit or policy.threshold is None else policy.threshold
     return chosen, policy.finding_filter
+
+
+def console(*, stderr: bool = False) -> Console:
+    """A rich console: the terminal's width on a terminal, 150 columns in a pipe or file."""
+    probe = Console(stderr=stderr)
+    return Console(stderr=stderr, highlight=False, width=None if probe.is_terminal else 150)

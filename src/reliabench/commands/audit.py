@@ -12,6 +12,7 @@ from rich.table import Table
 
 from reliabench.analysis import parse_ks
 from reliabench.audit import AuditFailed, AuditReport, audit_path, report_to_dict
+from reliabench.commands._common import console
 from reliabench.importers import FORMATS
 
 __all__ = ["command", "render"]
@@ -97,6 +98,6 @@ def command(path: Path, input_format: str, ks: str | None, agent: str | None, sc
     if output == "json":
         click.echo(json.dumps(report_to_dict(report), indent=2))
     else:
-        render(report, Console())
+        render(report, console())
     if strict and report.findings:
         raise AuditFailed(f"{len(report.findings)} finding(s) (--strict)")

@@ -7,10 +7,10 @@ from dataclasses import asdict
 from pathlib import Path
 
 import click
-from rich.console import Console
 from rich.table import Table
 
 from reliabench.analysis import count_pairs
+from reliabench.commands._common import console as make_console
 from reliabench.compare import compare_agents, rank_first
 from reliabench.errors import InvalidArgumentError
 from reliabench.importers import FORMATS, load_foreign
@@ -42,7 +42,7 @@ def command(records: Path, agent_a: str | None, agent_b: str | None, k: int, res
     if (agent_a is None) != (agent_b is None):
         raise InvalidArgumentError("give both --a and --b, or neither (to rank all agents)")
     table = count_pairs(load_foreign(records, format=input_format).records)
-    console = Console()
+    console = make_console()
     if agent_a is not None and agent_b is not None:
         r = compare_agents(table, agent_a, agent_b, k, n_resamples=resamples,
                            confidence=confidence, seed=seed)

@@ -13,9 +13,9 @@ from importlib.resources import files
 from pathlib import Path
 
 import click
-from rich.console import Console
 
 from reliabench.analysis import score
+from reliabench.commands._common import console as make_console
 from reliabench.commands.run import execute_run
 from reliabench.report import render_score
 from reliabench.report.html import write_html_report
@@ -40,9 +40,7 @@ DEMO_AGENTS = Path(str(files("reliabench") / "examples" / "demo-agents.toml"))
 def command(out: Path, n: int, workers: int, seed: int, tasks: tuple[str, ...], sandbox: str,
             test_timeout: float) -> None:
     """Run the bundled suite with three simulated agents and print the summary."""
-    console = Console(highlight=False)
-    if not console.is_terminal:
-        console = Console(highlight=False, width=160)
+    console = make_console()
     console.rule("[bold]reliabench demo")
     console.print("Three [yellow]SIMULATED[/] agents (known behaviour, real code, really executed and "
                   f"scanned) x the bundled py30 suite x n={n} rollouts.\n"

@@ -10,6 +10,7 @@ import click
 from rich.console import Console
 from rich.table import Table
 
+from reliabench.commands._common import console
 from reliabench.errors import InvalidArgumentError
 from reliabench.importers import FORMATS, load_foreign
 from reliabench.planning import (
@@ -174,4 +175,4 @@ def command(pilot: Path | None, input_format: str, rates: tuple[str, ...], sprea
     if output == "json":
         click.echo(json.dumps(_plan_dict(plan), indent=2))
     else:
-        _render(plan, Console())
+        _render(plan, console())

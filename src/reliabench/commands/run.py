@@ -8,7 +8,6 @@ import sys
 from pathlib import Path
 
 import click
-from rich.console import Console
 from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
@@ -19,7 +18,7 @@ from rich.progress import (
 )
 
 from reliabench.agents.config import load_agents
-from reliabench.commands._common import security_config_option
+from reliabench.commands._common import console, security_config_option
 from reliabench.runner import ProgressEvent, RunSettings, RunSummary, run_suite
 from reliabench.tasks.suite import resolve_suite
 
@@ -39,7 +38,7 @@ def execute_run(suite_spec: str, agents_file: Path, n: int, out: Path, *, worker
         test_timeout_s=test_timeout,
         security_policy=_policy(security_config),
     )
-    err = Console(stderr=True, highlight=False)
+    err = console(stderr=True)
     simulated = [a.name for a in agents if a.simulated]
     if not quiet:
         err.print(f"suite [bold]{suite.name}[/] {suite.version}: {len(tasks) or len(suite.tasks)} task(s) x "

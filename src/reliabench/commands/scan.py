@@ -19,6 +19,7 @@ from rich.console import Console
 from rich.table import Table
 
 from reliabench.analysis import parse_ks, ranking_change, score
+from reliabench.commands._common import console as make_console
 from reliabench.commands._common import k_option, threshold_option
 from reliabench.errors import UsageError
 from reliabench.records import Rollout
@@ -85,7 +86,7 @@ def command(run_dir: Path, scanners: tuple[str, ...], threshold: SecurityThresho
     """Re-scan the code each rollout of RUN wrote, and print the security-adjusted figures."""
     k_values = parse_ks(ks)
     scanner_objs = [get_scanner(name) for name in scanners]
-    console = Console(highlight=False)
+    console = make_console()
     with RunStore.open_existing(run_dir) as store:
         info = store.run_info()
         suite_path = info["config"].get("suite_path")

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import click
-from rich.console import Console
 from rich.table import Table
 
+from reliabench.commands._common import console
 from reliabench.tasks.suite import bundled_suites, load_suite
 
 __all__ = ["command"]
@@ -19,4 +19,4 @@ def command() -> None:
         suite = load_suite(path)
         sec = sum("security" in t.tags for t in suite.tasks)
         table.add_row(name, suite.version, str(len(suite.tasks)), str(sec), str(path))
-    Console(highlight=False).print(table)
+    console().print(table)

@@ -6,9 +6,9 @@ import os
 import sys
 
 import click
-from rich.console import Console
 from rich.table import Table
 
+from reliabench.commands._common import console
 from reliabench.tasks.suite import resolve_suite
 from reliabench.tasks.validate import TaskCheck, validate_suite
 
@@ -24,7 +24,7 @@ __all__ = ["command"]
 def command(suite: str, workers: int, sandbox: str, tasks: tuple[str, ...]) -> None:
     """Check SUITE (a path or a bundled name): exit 0 when every task is valid, 1 otherwise."""
     loaded = resolve_suite(suite)
-    err = Console(stderr=True, highlight=False)
+    err = console(stderr=True)
 
     def show(check: TaskCheck) -> None:
         mark = "[green]ok[/]" if check.ok else "[red]FAIL[/]"
@@ -38,7 +38,7 @@ def command(suite: str, workers: int, sandbox: str, tasks: tuple[str, ...]) -> N
         table.add_row(c.task_id, str(c.tests), str(c.security_tests),
                       f"{c.reference_passed}/{c.tests + c.security_tests}", str(c.starter_failed), variants,
                       "ok" if c.ok else "FAIL")
-    Console(highlight=False).print(table)
+    console().print(table)
     problems = [p for c in checks for p in c.problems]
     for p in problems:
         err.print(f"[red]problem:[/] {p}")

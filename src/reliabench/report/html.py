@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from reliabench.analysis import Estimate, ScoreReport
-from reliabench.report.score_render import SIM_MARK, score_to_json
+from reliabench.report.score_render import SIM_MARK, _r3, score_to_json
 
 __all__ = ["render_html", "write_html_report"]
 
@@ -40,9 +40,9 @@ th:first-child,td:first-child{text-align:left}th{background:#f6f6f6}
 def _fmt(e: Estimate) -> str:
     if math.isnan(e.value):
         return "n/a"
-    ci = "" if math.isnan(e.ci_low) else f' <span class="ci">[{e.ci_low:.3f}, {e.ci_high:.3f}]</span>'
+    ci = "" if math.isnan(e.ci_low) else f' <span class="ci">[{_r3(e.ci_low)}, {_r3(e.ci_high)}]</span>'
     excl = f' <span class="ci">({e.excluded} excl.)</span>' if e.excluded else ""
-    return f"{e.value:.3f}{ci}{excl}"
+    return f"{_r3(e.value)}{ci}{excl}"
 
 
 def _agent_cell(name: str, simulated: bool) -> str:

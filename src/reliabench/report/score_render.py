@@ -61,12 +61,18 @@ def score_to_json(report: ScoreReport) -> dict[str, Any]:
     }
 
 
+def _r3(x: float) -> str:
+    """Three decimals, never ``-0.000``."""
+    text = f"{x:.3f}"
+    return "0.000" if text == "-0.000" else text
+
+
 def _fmt(e: Estimate, ci: bool) -> str:
     if math.isnan(e.value):
         return "n/a"
-    text = f"{e.value:.3f}"
+    text = _r3(e.value)
     if ci and not math.isnan(e.ci_low):
-        text += f" [{e.ci_low:.3f}, {e.ci_high:.3f}]"
+        text += f" [{_r3(e.ci_low)}, {_r3(e.ci_high)}]"
     if e.excluded:
         text += f" ({e.excluded} excl.)"
     return text
