@@ -148,6 +148,12 @@ def test_run_resume_score_export(setup: tuple[Path, Path], tmp_path: Path,
     # only "good" is secure too: 1/4
     assert rec["metrics"]["security_adjusted_reliability@1"]["value"] == pytest.approx(0.25)
 
+    # every analysis command reads a run directory too
+    for extra in (["compare", str(out), "--a", "recorded", "--b", "py", "-k", "1"],
+                  ["audit", str(out), "-k", "1"], ["proxy", str(out)]):
+        assert main(extra) == 0, extra
+    capsys.readouterr()
+
     # export writes every record with its isolation
     exported = tmp_path / "export.jsonl"
     assert main(["export", str(out), "-o", str(exported)]) == 0

@@ -47,9 +47,8 @@ import numpy.typing as npt
 from reliabench.analysis import CountTable, Estimate, ScoreReport, count_pairs, parse_ks, score
 from reliabench.errors import InvalidArgumentError, ReliabenchError
 from reliabench.estimators import misapplied_pass_at_k, pass_at_k, pass_hat_k
-from reliabench.importers import ImportResult, ReportedFigure, load_foreign
+from reliabench.importers import ReportedFigure, load_foreign
 from reliabench.records import Rollout
-from reliabench.store import RunStore, read_records
 
 __all__ = [
     "TOLERANCE",
@@ -361,10 +360,7 @@ def audit_path(
         InputError: when the path cannot be read.
     """
     p = Path(path)
-    if format == "auto" and p.is_dir() and (p / RunStore.FILENAME).is_file():
-        result = ImportResult(tuple(read_records(p)), "run")
-    else:
-        result = load_foreign(p, format=format, **options)
+    result = load_foreign(p, format=format, **options)
     return audit_records(result.records, ks=ks, reported=result.reported, source=str(p),
                          format=result.format, notes=result.notes, n_resamples=n_resamples,
                          confidence=confidence, seed=seed)

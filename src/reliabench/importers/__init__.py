@@ -23,6 +23,7 @@ JSON is recognized by its keys; JSONL by its first line. See ``docs/importers.md
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import zipfile
 from collections.abc import Callable
@@ -132,7 +133,7 @@ def load_foreign(path: str | Path, *, format: str = "auto", agent: str | None = 
     """Read any supported result file or folder into rollout records.
 
     Args:
-        path: A file or a folder.
+        path: A file or a folder (a run directory of ``reliabench run`` too).
         format: ``auto`` (detect) or a key of ``FORMATS``.
         agent: Name to give the agent, overriding the name the format implies.
         **options: Format-specific options (``scorer=`` for inspect, ``variant=`` for evalplus).
@@ -146,6 +147,13 @@ def load_foreign(path: str | Path, *, format: str = "auto", agent: str | None = 
     """
     p = Path(path)
     data: Any = None
+    if format == "auto" and p.is_dir() and (p / "reliabench.sqlite").is_file():
+        from reliabench.store import read_records  # a run directory of `reliabench run`
+
+        records = read_records(p)
+        if agent is not None:
+            records = [dataclasses.replace(r, agent=agent) for r in records]
+        return ImportResult(tuple(records), "run")
     if format == "auto":
         fmt, data = detect_format(p)
     elif format in FORMATS:

@@ -64,6 +64,11 @@ PYTHON_SUFFIXES: Final = frozenset({".py", ".pyw"})
 _bandit_logger = logging.getLogger("bandit")
 if _bandit_logger.level == logging.NOTSET:
     _bandit_logger.setLevel(logging.ERROR)
+# Bandit's extension manager logs an ERROR for optional report formatters whose dependencies
+# are absent (e.g. 'sarif' without sarif_om); reliabench uses none of them.
+_stevedore_logger = logging.getLogger("stevedore.extension")
+if _stevedore_logger.level == logging.NOTSET:
+    _stevedore_logger.setLevel(logging.CRITICAL)
 
 
 class BanditScanner:
