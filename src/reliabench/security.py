@@ -20,6 +20,7 @@ from typing import Any
 
 from reliabench.errors import ConfigError, InvalidArgumentError
 from reliabench.records import CONFIDENCE_LEVELS, SEVERITY_LEVELS, Finding, Rollout
+from reliabench.tomlfile import read_toml
 
 __all__ = [
     "DEFAULT_THRESHOLD",
@@ -177,21 +178,8 @@ def load_security_config(path: str | Path) -> SecurityConfig:
     Raises:
         ConfigError: naming the file and key, for anything unexpected.
     """
-    import sys
-
-    if sys.version_info >= (3, 11):
-        import tomllib
-    else:  # pragma: no cover
-        import tomli as tomllib
-
     p = Path(path)
-    try:
-        with p.open("rb") as fh:
-            doc = tomllib.load(fh)
-    except FileNotFoundError:
-        raise ConfigError(p, "no such file") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(p, f"invalid TOML ({exc})") from None
+    doc = read_toml(p, "a security policy file")
     return security_config_from_dict(doc, p)
 
 

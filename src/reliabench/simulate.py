@@ -56,7 +56,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
-import sys
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from importlib import resources
@@ -72,11 +71,7 @@ from reliabench.analysis import CountTable, ScoreReport, parse_ks, score_counts
 from reliabench.errors import ConfigError, InvalidArgumentError
 from reliabench.proxy import ProxyStudy, proxy_study
 from reliabench.records import Rollout
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib
+from reliabench.tomlfile import read_toml, tomllib
 
 __all__ = [
     "DEFAULT_CONFIG_RESOURCE",
@@ -213,17 +208,7 @@ class SimulationConfig:
 
 
 def _read_toml(path: Path) -> dict[str, Any]:
-    try:
-        with path.open("rb") as fh:
-            return tomllib.load(fh)
-    except FileNotFoundError:
-        raise ConfigError(path, "no such file (expected a simulation config)") from None
-    except IsADirectoryError:
-        raise ConfigError(path, "is a directory (expected a simulation config)") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(path, f"invalid TOML ({exc})") from None
-    except UnicodeDecodeError as exc:
-        raise ConfigError(path, f"not UTF-8 ({exc})") from None
+    return read_toml(path, "a simulation config")
 
 
 def _from_mapping(base: Mapping[str, Any], data: Mapping[str, Any], source: str) -> SimulationConfig:

@@ -24,7 +24,6 @@ from __future__ import annotations
 import importlib
 import math
 import shlex
-import sys
 from collections.abc import Iterable, Mapping
 from importlib.metadata import entry_points
 from pathlib import Path
@@ -32,11 +31,7 @@ from typing import Any
 
 from reliabench.agents.base import AGENT_KINDS, Agent, AgentContext
 from reliabench.errors import ConfigError
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib
+from reliabench.tomlfile import read_toml
 
 __all__ = ["COMMON_KEYS", "FieldReader", "load_agents", "load_builtin_kinds"]
 
@@ -244,17 +239,7 @@ class FieldReader:
 
 
 def _read_toml(path: Path) -> dict[str, Any]:
-    try:
-        with path.open("rb") as fh:
-            return tomllib.load(fh)
-    except FileNotFoundError:
-        raise ConfigError(path, "no such file (expected an agents file)") from None
-    except IsADirectoryError:
-        raise ConfigError(path, "is a directory (expected an agents file)") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(path, f"invalid TOML ({exc})") from None
-    except UnicodeDecodeError as exc:
-        raise ConfigError(path, f"not UTF-8 ({exc})") from None
+    return read_toml(path, "an agents file")
 
 
 def load_agents(path: str | Path) -> list[Agent]:

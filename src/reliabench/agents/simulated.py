@@ -32,7 +32,6 @@ Configuration (one ``[[agents]]`` table)::
 from __future__ import annotations
 
 import shutil
-import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -64,11 +63,7 @@ from reliabench.agents.profiles import (
     task_success_probability,
 )
 from reliabench.errors import InvalidArgumentError
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib
+from reliabench.tomlfile import tomllib
 
 __all__ = [
     "CONFIG_KEYS",

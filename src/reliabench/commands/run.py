@@ -78,16 +78,11 @@ def _policy(path: Path | None) -> dict[str, object] | None:
     """Read a security policy file (validated) to keep with the run."""
     if path is None:
         return None
-    if sys.version_info >= (3, 11):
-        import tomllib
-    else:  # pragma: no cover
-        import tomli as tomllib
-
     from reliabench.security import load_security_config
+    from reliabench.tomlfile import read_toml
 
     load_security_config(path)  # validates, with file:field messages
-    with path.open("rb") as fh:
-        return dict(tomllib.load(fh))
+    return dict(read_toml(path, "a security policy file"))
 
 
 @click.command("run")

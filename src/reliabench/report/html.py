@@ -15,7 +15,7 @@ import math
 import os
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from reliabench.analysis import Estimate, ScoreReport
@@ -50,6 +50,22 @@ def _agent_cell(name: str, simulated: bool) -> str:
     return f'{label} <span class="sim">{SIM_MARK}</span>' if simulated else label
 
 
+def _frame(title: str, width: int, height: int, left: float, pw: float,
+           y: Callable[[float], float]) -> list[str]:
+    """The opening of an SVG figure: title and a y grid over [0, 1]."""
+    parts = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" role="img" '
+        f'aria-label="{html.escape(title)}">',
+        f'<text x="{left}" y="18" font-size="13" font-weight="600">{html.escape(title)}</text>',
+    ]
+    for tick in (0, 0.25, 0.5, 0.75, 1.0):
+        yt = y(tick)
+        parts.append(f'<line x1="{left}" x2="{left + pw}" y1="{yt:.1f}" y2="{yt:.1f}" stroke="#eee"/>')
+        parts.append(f'<text x="{left - 6}" y="{yt + 4:.1f}" font-size="11" '
+                     f'text-anchor="end">{tick:g}</text>')
+    return parts
+
+
 def _line_chart(
     title: str,
     xs: Sequence[int],
@@ -66,18 +82,7 @@ def _line_chart(
     def y(v: float) -> float:
         return top + ph * (1 - v)
 
-    parts = [
-        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" role="img" '
-        f'aria-label="{html.escape(title)}">',
-        f'<text x="{left}" y="18" font-size="13" font-weight="600">{html.escape(title)}</text>',
-    ]
-    for tick in (0, 0.25, 0.5, 0.75, 1.0):
-        parts.append(
-            f'<line x1="{left}" x2="{left + pw}" y1="{y(tick):.1f}" y2="{y(tick):.1f}" stroke="#eee"/>'
-        )
-        parts.append(
-            f'<text x="{left - 6}" y="{y(tick) + 4:.1f}" font-size="11" text-anchor="end">{tick:g}</text>'
-        )
+    parts = _frame(title, width, height, left, pw, y)
     for k in xs:
         parts.append(
             f'<text x="{x_of[k]:.1f}" y="{top + ph + 16}" font-size="11" text-anchor="middle">{k}</text>'
@@ -126,18 +131,7 @@ def _bar_chart(
     def y(v: float) -> float:
         return top + ph * (1 - v)
 
-    parts = [
-        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" role="img" '
-        f'aria-label="{html.escape(title)}">',
-        f'<text x="{left}" y="18" font-size="13" font-weight="600">{html.escape(title)}</text>',
-    ]
-    for tick in (0, 0.25, 0.5, 0.75, 1.0):
-        parts.append(
-            f'<line x1="{left}" x2="{left + pw}" y1="{y(tick):.1f}" y2="{y(tick):.1f}" stroke="#eee"/>'
-        )
-        parts.append(
-            f'<text x="{left - 6}" y="{y(tick) + 4:.1f}" font-size="11" text-anchor="end">{tick:g}</text>'
-        )
+    parts = _frame(title, width, height, left, pw, y)
     for a, agent in enumerate(agents):
         x0 = left + slot * a + slot * 0.15
         for g, (label, color, ests) in enumerate(groups):

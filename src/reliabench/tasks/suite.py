@@ -17,18 +17,13 @@ from __future__ import annotations
 
 import hashlib
 import shutil
-import sys
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from reliabench.errors import SuiteError, UsageError
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib
+from reliabench.tomlfile import tomllib
 
 __all__ = ["Suite", "Task", "Variant", "bundled_suites", "load_suite", "materialize", "resolve_suite"]
 
