@@ -49,3 +49,15 @@ def test_text_formats_mark_simulated() -> None:
     assert "True" in render_score(rep, "csv")
     with pytest.raises(InvalidArgumentError, match="format must be one of"):
         render_score(rep, "xml")
+
+
+def test_simulate_html_with_sweep_figures(tmp_path: Path) -> None:
+    from reliabench.cli import main
+
+    out = tmp_path / "sim.html"
+    code = main(["simulate", "--resamples", "50", "--sweep", "rollouts=5,10", "--html", str(out)])
+    assert code == 0
+    text = out.read_text()
+    assert "<h2>Sweeps</h2>" in text and "sweep of rollouts" in text
+    assert text.count("<svg") == 4  # three standard figures and one sweep
+    assert "[SIMULATED]" in text

@@ -58,8 +58,11 @@ def parse_sweep(specs: tuple[str, ...]) -> dict[str, list[float]]:
 @click.option("--confidence", type=float, default=0.95, show_default=True, help="CI level.")
 @click.option("--resamples", type=int, default=2_000, show_default=True,
               help="Bootstrap resamples over tasks (0: no intervals).")
+@click.option("--html", "html_path", type=click.Path(dir_okay=False), default=None,
+              help="Also write a self-contained HTML report (with a figure per sweep).")
 def command(config_path: str | None, seed: int | None, records_path: str | None, ks: str, fmt: str,
-            proxy_k: int, sweeps: tuple[str, ...], confidence: float, resamples: int) -> None:
+            proxy_k: int, sweeps: tuple[str, ...], confidence: float, resamples: int,
+            html_path: str | None) -> None:
     """Generate a seeded synthetic benchmark, score it, and run the proxy study.
 
     The default configuration reproduces claim (1) of arXiv:2608.14711 at k=1: the
@@ -80,6 +83,12 @@ def command(config_path: str | None, seed: int | None, records_path: str | None,
     if records_path is not None:
         write_jsonl(to_records(result.benchmark), records_path)
     swept = sweep(cfg, sweep_specs, seed=seed, ks=k_values, proxy_k=proxy_k) if sweep_specs else None
+    if html_path is not None:
+        from reliabench.report.html import sweep_figures, write_html_report
+
+        extra = [sweep_figures(swept.to_rows())] if swept is not None else []
+        write_html_report(result.report, html_path, extra_sections=extra,
+                          title="reliabench simulate: synthetic benchmark (SIMULATED agents)")
     if fmt == "json":
         doc: dict[str, object] = {
             "generator": "reliabench.simulate",

@@ -15,15 +15,17 @@ import math
 import os
 import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 from reliabench.analysis import Estimate, ScoreReport
 from reliabench.report.score_render import SIM_MARK, _r3, score_to_json
 
-__all__ = ["render_html", "write_html_report"]
+__all__ = ["figure_block", "render_html", "sweep_figures", "write_html_report"]
 
-_PALETTE = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf")
+_PALETTE = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf",
+            "#bcbd22", "#7f7f7f", "#393b79", "#ad494a")
 _CSS = """
 body{font:15px/1.45 system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:2rem auto;max-width:1100px;
 color:#222;padding:0 1rem}
@@ -68,13 +70,14 @@ def _frame(title: str, width: int, height: int, left: float, pw: float,
 
 def _line_chart(
     title: str,
-    xs: Sequence[int],
+    xs: Sequence[float],
     series: Sequence[tuple[str, list[Estimate]]],
     y_label: str,
     width: int = 520,
     height: int = 300,
+    x_label: str = "k",
 ) -> str:
-    """An SVG line chart with CI bands; x = k, y in [0, 1]."""
+    """An SVG line chart with CI bands; xs evenly spaced (ordinal), y in [0, 1]."""
     left, right, top, bottom = 52, 190, 30, 40
     pw, ph = width - left - right, height - top - bottom
     x_of = {k: left + (pw * (i / max(1, len(xs) - 1)) if len(xs) > 1 else pw / 2) for i, k in enumerate(xs)}
@@ -85,9 +88,12 @@ def _line_chart(
     parts = _frame(title, width, height, left, pw, y)
     for k in xs:
         parts.append(
-            f'<text x="{x_of[k]:.1f}" y="{top + ph + 16}" font-size="11" text-anchor="middle">{k}</text>'
+            f'<text x="{x_of[k]:.1f}" y="{top + ph + 16}" font-size="11" text-anchor="middle">{k:g}</text>'
         )
-    parts.append(f'<text x="{left + pw / 2}" y="{height - 6}" font-size="11" text-anchor="middle">k</text>')
+    parts.append(
+        f'<text x="{left + pw / 2}" y="{height - 6}" font-size="11" '
+        f'text-anchor="middle">{html.escape(x_label)}</text>'
+    )
     parts.append(
         f'<text x="12" y="{top + ph / 2}" font-size="11" transform="rotate(-90 12 {top + ph / 2})" '
         f'text-anchor="middle">{html.escape(y_label)}</text>'
@@ -123,7 +129,7 @@ def _bar_chart(
     height: int = 300,
 ) -> str:
     """Grouped bars per agent (one bar per (label, color, estimates)), with CI whiskers."""
-    left, right, top, bottom = 52, 170, 30, 60
+    left, right, top, bottom = 52, 170, 30, 90
     pw, ph = width - left - right, height - top - bottom
     slot = pw / max(1, len(agents))
     bw = slot * 0.7 / max(1, len(groups))
@@ -150,10 +156,13 @@ def _bar_chart(
                     f'<line x1="{cx:.1f}" x2="{cx:.1f}" y1="{y(e.ci_low):.1f}" y2="{y(e.ci_high):.1f}" '
                     'stroke="#333"/>'
                 )
-        parts.append(
-            f'<text x="{left + slot * (a + 0.5):.1f}" y="{top + ph + 16}" font-size="11" '
-            f'text-anchor="middle">{html.escape(agent[:22])}</text>'
-        )
+        lx, ly = left + slot * (a + 0.5), top + ph + 16
+        if len(agents) > 4:  # many agents: slanted labels so that they do not overlap
+            parts.append(f'<text x="{lx:.1f}" y="{ly}" font-size="10" text-anchor="end" '
+                         f'transform="rotate(-35 {lx:.1f} {ly})">{html.escape(agent[:22])}</text>')
+        else:
+            parts.append(f'<text x="{lx:.1f}" y="{ly}" font-size="11" '
+                         f'text-anchor="middle">{html.escape(agent[:22])}</text>')
     for g, (label, color, _) in enumerate(groups):
         ly = top + 14 + 16 * g
         parts.append(f'<rect x="{left + pw + 12}" y="{ly - 9}" width="10" height="10" fill="{color}"/>')
@@ -162,8 +171,45 @@ def _bar_chart(
     return "".join(parts)
 
 
-def render_html(report: ScoreReport, *, title: str = "reliabench report") -> str:
-    """Render ``report`` as one self-contained HTML document."""
+def figure_block(svg: str, caption: str) -> str:
+    """One figure with its caption, for ``render_html(extra_sections=...)``."""
+    return f'<div class="fig">{svg}<div class="caption">{html.escape(caption)}</div></div>'
+
+
+def sweep_figures(rows: Sequence[Mapping[str, Any]]) -> str:
+    """An HTML section with one figure per swept parameter (rows of ``SweepResult.to_rows()``).
+
+    Each figure shows, at the first k swept, the misapplied pass@k, reliability@k and the
+    inflation (means over agents) and Spearman's rho of the proxy study, against the values.
+    """
+    if not rows:
+        return ""
+    first_k = min(int(r["k"]) for r in rows)
+    params = list(dict.fromkeys(str(r["param"]) for r in rows))
+    nan = float("nan")
+    blocks = ["<h2>Sweeps</h2>"]
+    for param in params:
+        pts = sorted((r for r in rows if r["param"] == param and int(r["k"]) == first_k),
+                     key=lambda r: float(r["value"]))
+        if not pts:
+            continue
+        xs = [float(r["value"]) for r in pts]
+        series = [(label, [Estimate(float(r[key]), nan, nan, 0) for r in pts])
+                  for label, key in (("misapplied pass@k", "misapplied_mean"),
+                                     ("reliability@k", "reliability_mean"),
+                                     ("inflation", "inflation_mean"), ("Spearman rho", "rho_pairs"))]
+        svg = _line_chart(f"sweep of {param} (k={first_k})", xs, series, "mean over agents", x_label=param)
+        blocks.append(figure_block(svg, f"How the figures move with {param}, other parameters fixed."))
+    return "".join(blocks)
+
+
+def render_html(report: ScoreReport, *, title: str = "reliabench report",
+                extra_sections: Sequence[str] = ()) -> str:
+    """Render ``report`` as one self-contained HTML document.
+
+    ``extra_sections`` are trusted HTML fragments (e.g. ``sweep_figures``) placed after the
+    tables.
+    """
     ks = report.ks
     names = [a.agent + (f" {SIM_MARK}" if a.simulated else "") for a in report.agents]
     out = [
@@ -291,6 +337,7 @@ def render_html(report: ScoreReport, *, title: str = "reliabench report") -> str
         )
 
 
+    out.extend(extra_sections)
     out.append(
         "<details><summary>Data (JSON)</summary><pre>"
         + html.escape(json.dumps(score_to_json(report), indent=1))
@@ -300,14 +347,15 @@ def render_html(report: ScoreReport, *, title: str = "reliabench report") -> str
     return "".join(out)
 
 
-def write_html_report(report: ScoreReport, path: str | Path, *, title: str = "reliabench report") -> Path:
+def write_html_report(report: ScoreReport, path: str | Path, *, title: str = "reliabench report",
+                      extra_sections: Sequence[str] = ()) -> Path:
     """Write the report atomically (no half-written file) and return its path."""
     dest = Path(path)
     dest.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{dest.name}.", dir=dest.parent)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(render_html(report, title=title))
+            fh.write(render_html(report, title=title, extra_sections=extra_sections))
         os.replace(tmp, dest)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
