@@ -211,3 +211,35 @@ def test_kill_9_then_resume_loses_and_duplicates_nothing(setup: tuple[Path, Path
     assert {(a, r) for _, a, r in keys} == {(a, r) for a in ("recorded", "py") for r in range(n)}
     # the kills really happened mid-run (otherwise this test proves nothing)
     assert 0 < recorded[0] < 2 * n
+
+
+def test_interrupt_records_finished_rollouts_and_resume_completes(setup: tuple[Path, Path], tmp_path: Path) -> None:
+    import threading
+
+    suite_dir, agents_file = setup
+    suite = load_suite(suite_dir)
+    agents = [a for a in load_agents(agents_file) if a.name == "py"]
+    out = tmp_path / "run"
+    settings = RunSettings(n=6, workers=2)
+    seen: list[int] = []
+
+    def interrupt(ev: object) -> None:
+        seen.append(1)
+        if len(seen) == 2:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        run_suite(suite, agents, out, settings, progress=interrupt)
+    with RunStore.open_existing(out) as store:
+        after_interrupt = len(store.done_keys())
+    assert 2 <= after_interrupt < 6  # the ones finished were recorded; the rest not started
+
+    # a stop event ends the run after the rollouts in flight; a plain resume then completes it
+    stop = threading.Event()
+    summary = run_suite(suite, agents, out, settings, progress=lambda ev: stop.set(), stop=stop)
+    assert summary.resumed and summary.executed >= 1
+    final = run_suite(suite, agents, out, settings)
+    with RunStore.open_existing(out) as store:
+        keys = sorted(store.done_keys())
+    assert keys == [("adder", "py", r) for r in range(6)]
+    assert final.skipped + final.executed == 6

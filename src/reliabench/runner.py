@@ -20,7 +20,7 @@ import tempfile
 import threading
 import time
 import traceback
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -389,29 +389,48 @@ def run_suite(
             os.chmod(scratch, 0o711)
             executor = _Executor(store, settings, backend, scanners, expected, scratch)
             try:
-                with ThreadPoolExecutor(max_workers=settings.workers,
-                                        thread_name_prefix="rollout") as pool:
-                    pending: set[Future[Rollout]] = set()
-                    it = iter(jobs)
+                pool = ThreadPoolExecutor(max_workers=settings.workers, thread_name_prefix="rollout")
+                pending: set[Future[Rollout]] = set()
+
+                def record(rollout: Rollout) -> None:
+                    nonlocal executed, passed, infra
+                    store.add(rollout)
+                    executed += 1
+                    passed += rollout.passes
+                    infra += rollout.status == "infra_error"
+                    if progress is not None:
+                        progress(ProgressEvent(skipped + executed, planned, passed, rollout))
+
+                def refill(it: Iterator[_Job]) -> None:
+                    if stop is not None and stop.is_set():
+                        return
                     for job in it:
                         pending.add(pool.submit(executor.run_one, job))
                         if len(pending) >= settings.workers * 2:
                             break
+
+                try:
+                    jobs_left = iter(jobs)
+                    refill(jobs_left)
                     while pending:
-                        finished, pending = wait(pending, return_when=FIRST_COMPLETED)
+                        finished, _ = wait(pending, return_when=FIRST_COMPLETED)
                         for fut in finished:
-                            rollout = fut.result()
-                            store.add(rollout)
-                            executed += 1
-                            passed += rollout.passes
-                            infra += rollout.status == "infra_error"
-                            if progress is not None:
-                                progress(ProgressEvent(skipped + executed, planned, passed, rollout))
-                        if stop is None or not stop.is_set():
-                            for job in it:
-                                pending.add(pool.submit(executor.run_one, job))
-                                if len(pending) >= settings.workers * 2:
-                                    break
+                            pending.discard(fut)
+                            record(fut.result())
+                        refill(jobs_left)
+                except BaseException:
+                    # Interrupted (Ctrl-C) or failed: drop the rollouts that have not started,
+                    # let the running ones finish, and record every finished one -- then re-raise.
+                    for fut in pending:
+                        fut.cancel()
+                    pool.shutdown(wait=True)
+                    for fut in list(pending):
+                        if fut.done() and not fut.cancelled() and fut.exception() is None:
+                            pending.discard(fut)
+                            record(fut.result())
+                    raise
+                finally:
+                    pool.shutdown(wait=True)
             finally:
                 shutil.rmtree(scratch, ignore_errors=True)
     return RunSummary(Path(out_dir), resumed, planned, skipped, executed, passed, infra, backend.name,
