@@ -393,7 +393,7 @@ def report_to_dict(report: AuditReport) -> dict[str, Any]:
                     "matches": c.matches, "explanation": c.explanation} for c in report.checks],
         "ks": list(report.ks),
         "confidence": s.confidence,
-        "agents": [{"agent": a.agent, "tasks": a.tasks, "rollouts": a.rollouts,
+        "agents": [{"agent": a.agent, "simulated": a.simulated, "tasks": a.tasks, "rollouts": a.rollouts,
                     "infra_errors": a.infra_errors, "min_n": a.min_n, "max_n": a.max_n,
                     "metrics": {k: _estimate_dict(v) for k, v in a.metrics.items()}}
                    for a in s.agents],

@@ -12,7 +12,7 @@ from rich.table import Table
 
 from reliabench.analysis import parse_ks
 from reliabench.audit import AuditFailed, AuditReport, audit_path, report_to_dict
-from reliabench.commands._common import console
+from reliabench.commands._common import agent_label, console
 from reliabench.importers import FORMATS
 
 __all__ = ["command", "render"]
@@ -52,13 +52,15 @@ def render(report: AuditReport, console: Console) -> None:
                       "yes" if c.matches else f"no ({c.explanation})")
         console.print(t)
     s = report.score
+    sim = s.counts.simulated
     pct = round(100 * s.confidence)
     t = Table(title="per agent")
     for col in ("agent", "tasks", "n per task", "strict (1st rollout)", "macro test pass rate"):
         t.add_column(col, overflow="fold")
     for a in s.agents:
         n_text = str(a.min_n) if a.min_n == a.max_n else f"{a.min_n}-{a.max_n}"
-        t.add_row(a.agent, str(a.tasks), n_text, _fmt(a.metrics["strict_resolution_rate"].value),
+        t.add_row(agent_label(a.agent, sim), str(a.tasks), n_text,
+                  _fmt(a.metrics["strict_resolution_rate"].value),
                   _fmt(a.metrics["macro_test_pass_rate"].value))
     console.print(t)
     t = Table(title=f"correct figures: mean over tasks [{pct}% bootstrap CI over tasks]")
@@ -68,7 +70,8 @@ def render(report: AuditReport, console: Console) -> None:
         for k in report.ks:
             rel, hat, mis = (a.metrics[f"{name}{k}"] for name in
                              ("reliability@", "pass^", "misapplied_pass@"))
-            t.add_row(a.agent, str(k), _fmt(rel.value, rel.ci_low, rel.ci_high),
+            t.add_row(agent_label(a.agent, sim) if k == report.ks[0] else "", str(k),
+                      _fmt(rel.value, rel.ci_low, rel.ci_high),
                       _fmt(hat.value, hat.ci_low, hat.ci_high), _fmt(mis.value))
     console.print(t)
     for line in report.missing:

@@ -10,6 +10,7 @@ import click
 from rich.table import Table
 
 from reliabench.analysis import count_pairs
+from reliabench.commands._common import agent_label
 from reliabench.commands._common import console as make_console
 from reliabench.compare import compare_agents, rank_first
 from reliabench.errors import InvalidArgumentError
@@ -47,14 +48,15 @@ def command(records: Path, agent_a: str | None, agent_b: str | None, k: int, res
         r = compare_agents(table, agent_a, agent_b, k, n_resamples=resamples,
                            confidence=confidence, seed=seed)
         if output == "json":
-            click.echo(json.dumps({"comparison": asdict(r)}, indent=2))
+            click.echo(json.dumps({"comparison": asdict(r),
+                                   "simulated_agents": sorted(table.simulated)}, indent=2))
             return
         t = Table(title=f"reliability@{k}: A - B on {r.tasks} shared task(s)")
         t.add_column("figure")
         t.add_column("value", overflow="fold")
         pct = round(100 * confidence)
         for label, value in (
-            ("A", r.agent_a), ("B", r.agent_b),
+            ("A", agent_label(r.agent_a, table.simulated)), ("B", agent_label(r.agent_b, table.simulated)),
             (f"reliability@{k} of A", f"{r.value_a:.4f}"), (f"reliability@{k} of B", f"{r.value_b:.4f}"),
             ("difference A - B", f"{r.difference:+.4f}"),
             (f"{pct}% CI (paired bootstrap over tasks)", f"[{r.ci_low:+.4f}, {r.ci_high:+.4f}]"),
@@ -69,14 +71,15 @@ def command(records: Path, agent_a: str | None, agent_b: str | None, k: int, res
         return
     rf = rank_first(table, k, n_resamples=resamples, seed=seed)
     if output == "json":
-        click.echo(json.dumps({"rank_first": asdict(rf)}, indent=2))
+        click.echo(json.dumps({"rank_first": asdict(rf), "simulated_agents": sorted(table.simulated)},
+                              indent=2))
         return
     t = Table(title=f"who ranks first on reliability@{k} ({rf.tasks} shared task(s), "
                     f"{rf.n_resamples} bootstrap resamples)")
     for col in ("agent", f"reliability@{k}", "P(first)"):
         t.add_column(col)
     for name, mean, share in zip(rf.agents, rf.values, rf.p_first, strict=True):
-        t.add_row(name, f"{mean:.3f}", f"{share:.3f}")
+        t.add_row(agent_label(name, table.simulated), f"{mean:.3f}", f"{share:.3f}")
     console.print(t)
     if rf.excluded:
         console.print(f"note: {rf.excluded} task(s) left out (not run >= {k} times by every agent)")

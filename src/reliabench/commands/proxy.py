@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import click
 
 from reliabench.commands._common import emit, format_option, load_records
@@ -28,4 +30,12 @@ def command(source: str, k: int, fmt: str, confidence: float, resamples: int, se
     """
     records = load_records(source)
     study = proxy_study(records, k=k, confidence=confidence, n_resamples=resamples, seed=seed)
-    emit(render_proxy(study, fmt))
+    simulated = sorted({r.agent for r in records if r.simulated})
+    text = render_proxy(study, fmt)
+    if fmt == "json":
+        doc = json.loads(text)
+        doc["simulated_agents"] = simulated
+        text = json.dumps(doc, indent=2) + "\n"
+    elif simulated and fmt != "csv":
+        text += f"\nnote: SIMULATED agents (not real models): {', '.join(simulated)}\n"
+    emit(text)
