@@ -143,8 +143,10 @@ nck = st.integers(1, 300).flatmap(lambda n: st.tuples(st.just(n), st.integers(0,
 @given(nck)
 def test_pass_at_1_is_c_over_n(v: tuple[int, int, int]) -> None:
     n, c, _ = v
-    assert float(pass_at_k(n, c, 1)) == pytest.approx(c / n, abs=1e-14)
-    assert float(pass_hat_k(n, c, 1)) == pytest.approx(c / n, abs=1e-14)
+    # exactly the correctly rounded quotient, not merely close to it
+    assert float(pass_at_k(n, c, 1)) == c / n
+    assert float(pass_hat_k(n, c, 1)) == c / n
+    assert float(misapplied_pass_at_k(n, c, 1)) == c / n
 
 
 @settings(max_examples=300, deadline=None)

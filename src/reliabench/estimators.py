@@ -181,6 +181,19 @@ def _suffix_table(
     return table.ravel(), index[key]
 
 
+def _exact_at_1(values: FloatArray, n: npt.NDArray[np.int64], c: npt.NDArray[np.int64],
+                k: npt.NDArray[np.int64]) -> FloatArray:
+    """At k = 1 both estimators are exactly c / n: put that correctly rounded quotient in place.
+
+    (Rows with n = 0 are undefined there and become NaN in ``_finish``.)
+    """
+    one = k == 1
+    if one.any():
+        with np.errstate(invalid="ignore", divide="ignore"):
+            np.divide(c, n, out=values, where=one)
+    return values
+
+
 def _finish(values: FloatArray, shape: tuple[int, ...], nan_mask: npt.NDArray[np.bool_]) -> FloatArray:
     res = values.reshape(shape)
     if nan_mask.any():
@@ -240,7 +253,7 @@ def pass_at_k(
             m = np.minimum(c_f[live], k_f[live])
             log_ratio[live] = _log_product(a, n_f[live], m)
     values = np.where(certain, 1.0, -np.expm1(log_ratio)) + 0.0  # + 0.0: no -0.0
-    return _finish(values, shape, bad)
+    return _finish(_exact_at_1(values, n_f, c_f, k_f), shape, bad)
 
 
 def pass_hat_k(
@@ -293,7 +306,7 @@ def pass_hat_k(
             m = np.minimum(fails, k_f[live])
             log_ratio[live] = _log_product(a, n_f[live], m)
     values = np.where(impossible, 0.0, np.exp(log_ratio))
-    return _finish(values, shape, bad)
+    return _finish(_exact_at_1(values, n_f, c_f, k_f), shape, bad)
 
 
 def misapplied_pass_at_k(

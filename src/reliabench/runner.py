@@ -2,10 +2,12 @@
 
 Each rollout is independent: a fresh copy of the task's starter workspace, a seed derived
 from (run seed, task, agent, rollout), the agent's edit, a scan of what the agent changed, and
-the hidden tests in a fresh sandboxed process. Workers (threads, each with its own sandbox
-slot and uid) do the work; the calling thread is the store's single writer and records each
-rollout in one transaction as soon as it is done, so an interruption loses nothing that was
-recorded and a re-run with the same arguments does only the missing rollouts.
+the hidden tests in a fresh sandboxed process. Workers do the work, each with its own sandbox
+slot and uid: threads of this process (``executor="local"``) or Ray actors on a local or
+remote cluster (``executor="ray"``, the ``ray`` extra). The calling thread is the store's
+single writer: it writes each rollout's artifacts and records it in one transaction as soon
+as it is done, so an interruption loses nothing that was recorded and a re-run with the same
+arguments does only the missing rollouts.
 """
 
 from __future__ import annotations
@@ -20,14 +22,14 @@ import tempfile
 import threading
 import time
 import traceback
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from reliabench.agents.base import Agent, AgentRequest, AgentResult
-from reliabench.errors import InvalidArgumentError, SandboxError
+from reliabench.errors import InvalidArgumentError, MissingExtraError, SandboxError
 from reliabench.records import Cost, Finding, Rollout, ScanError, TestOutcome
 from reliabench.sandbox import Limits, SandboxBackend, get_backend
 from reliabench.scanners import Scanner, changed_files, get_scanner, workspace_diff
@@ -37,12 +39,15 @@ from reliabench.testing import HiddenTestRun, collect_hidden_tests, run_hidden_t
 
 __all__ = [
     "ProgressEvent",
+    "RayRolloutWorker",
+    "RolloutArtifacts",
     "RunSettings",
     "RunSummary",
     "derive_seed",
     "run_suite",
     "scan_workspace",
     "snapshot_files",
+    "write_artifacts",
 ]
 
 INFRA_RETRIES = 2
@@ -75,6 +80,9 @@ class RunSettings:
         test_timeout_s: Cap on each task's ``timeout_s`` for the hidden tests (None: no cap).
         security_policy: A security policy (threshold, allow/deny lists) kept with the run and
             applied when it is scored; analysis-time only, so not part of the run's identity.
+        executor: ``local`` (a thread pool on this machine) or ``ray`` (Ray actors, one per
+            worker slot, on a local or remote cluster); not part of the run's identity.
+        ray_address: Address of an existing Ray cluster (None: start a local one).
     """
 
     n: int
@@ -86,8 +94,12 @@ class RunSettings:
     agents_config_hash: str = ""
     test_timeout_s: float | None = None
     security_policy: dict[str, Any] | None = None
+    executor: str = "local"
+    ray_address: str | None = None
 
     def __post_init__(self) -> None:
+        if self.executor not in ("local", "ray"):
+            raise InvalidArgumentError(f"executor must be 'local' or 'ray', got {self.executor!r}")
         if isinstance(self.n, bool) or not isinstance(self.n, int) or self.n < 1:
             raise InvalidArgumentError(f"n must be an integer >= 1, got {self.n!r}")
         if self.workers < 1:
@@ -171,34 +183,48 @@ def snapshot_files(workspace: Path, rels: Sequence[str]) -> dict[str, bytes]:
     return out
 
 
-def _write_artifacts(adir: Path, agent_log: str, diff: str, test_log: str, files: dict[str, bytes]) -> None:
+@dataclass(frozen=True, slots=True)
+class RolloutArtifacts:
+    """What is kept beside a rollout's record under ``RUN/artifacts/<task>/<agent>/<rollout>/``.
+
+    Built by the worker and written by the driver (the store's single writer), so workers
+    on other machines need no access to the run directory.
+    """
+
+    agent_log: str
+    diff: str
+    test_log: str
+    files: dict[str, bytes]
+
+
+def write_artifacts(adir: Path, art: RolloutArtifacts) -> None:
+    """Write (replace) one rollout's artifacts."""
     if adir.exists():
         shutil.rmtree(adir)
     adir.mkdir(parents=True)
-    (adir / "agent.log").write_text(agent_log, encoding="utf-8", errors="replace")
-    (adir / "diff.patch").write_text(diff, encoding="utf-8", errors="replace")
-    (adir / "tests.log").write_text(test_log, encoding="utf-8", errors="replace")
-    for rel, data in files.items():
+    (adir / "agent.log").write_text(art.agent_log, encoding="utf-8", errors="replace")
+    (adir / "diff.patch").write_text(art.diff, encoding="utf-8", errors="replace")
+    (adir / "tests.log").write_text(art.test_log, encoding="utf-8", errors="replace")
+    for rel, data in art.files.items():
         target = adir / "files" / rel
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_bytes(data)
 
 
-class _Executor:
-    """Runs single rollouts; shared, read-only state plus a pool of sandbox slots."""
+_Outcome = tuple[Rollout, RolloutArtifacts]
 
-    def __init__(self, store: RunStore, settings: RunSettings, backend: SandboxBackend,
+
+class _Executor:
+    """Runs single rollouts from shared, read-only state; the caller chooses the sandbox slot."""
+
+    def __init__(self, settings: RunSettings, backend: SandboxBackend,
                  scanners: Sequence[Scanner], expected: dict[str, tuple[TestOutcome, ...]],
                  scratch: Path) -> None:
-        self.store = store
         self.settings = settings
         self.backend = backend
         self.scanners = scanners
         self.expected = expected
         self.scratch = scratch
-        self.slots: queue.Queue[int] = queue.Queue()
-        for slot in range(settings.workers):
-            self.slots.put(slot)
 
     def _call_agent(self, job: _Job, workspace: Path, prompt_file: Path,
                     slot: int) -> tuple[AgentResult, float]:
@@ -217,18 +243,15 @@ class _Executor:
             result = AgentResult(status="agent_error", log="agent raised:\n" + traceback.format_exc())
         return result, time.perf_counter() - t0
 
-    def run_one(self, job: _Job) -> Rollout:
-        slot = self.slots.get()
-        try:
-            for _ in range(INFRA_RETRIES + 1):
-                rollout = self._attempt(job, slot)
-                if rollout.status != "infra_error":
-                    return rollout
-            return replace(rollout, meta={**rollout.meta, "infra_attempts": INFRA_RETRIES + 1})
-        finally:
-            self.slots.put(slot)
+    def run_one(self, job: _Job, slot: int) -> _Outcome:
+        """One rollout, retried up to ``INFRA_RETRIES`` times on infrastructure failures."""
+        for _ in range(INFRA_RETRIES + 1):
+            rollout, art = self._attempt(job, slot)
+            if rollout.status != "infra_error":
+                return rollout, art
+        return replace(rollout, meta={**rollout.meta, "infra_attempts": INFRA_RETRIES + 1}), art
 
-    def _attempt(self, job: _Job, slot: int) -> Rollout:
+    def _attempt(self, job: _Job, slot: int) -> _Outcome:
         tmp = Path(tempfile.mkdtemp(prefix="rollout-", dir=self.scratch))
         try:
             os.chmod(tmp, 0o711)
@@ -280,10 +303,9 @@ class _Executor:
     def _record(self, job: _Job, status: str, outcomes: tuple[TestOutcome, ...], meta: dict[str, Any],
                 result: AgentResult, agent_seconds: float, hidden: HiddenTestRun | None,
                 findings: tuple[Finding, ...], scan_errors: tuple[ScanError, ...], diff: str,
-                files: dict[str, bytes] | None = None) -> Rollout:
+                files: dict[str, bytes] | None = None) -> _Outcome:
         seconds = agent_seconds + (hidden.seconds if hidden else 0.0)
-        adir = self.store.artifact_dir(job.task.id, job.agent.name, job.rollout)
-        _write_artifacts(adir, result.log, diff, hidden.log if hidden else "", files or {})
+        art = RolloutArtifacts(result.log, diff, hidden.log if hidden else "", files or {})
         return Rollout(
             task_id=job.task.id, agent=job.agent.name, rollout=job.rollout,
             tests=outcomes, status=status, findings=findings, scan_errors=scan_errors,
@@ -291,7 +313,7 @@ class _Executor:
             isolation=hidden.isolation if hidden else self.backend.name,
             tamper_suspected=bool(hidden and hidden.tamper_suspected),
             simulated=job.agent.simulated, meta=meta,
-        )
+        ), art
 
 
 def _collect_expected(suite: Suite, backend: SandboxBackend, workers: int,
@@ -315,6 +337,149 @@ def _collect_expected(suite: Suite, backend: SandboxBackend, workers: int,
         shutil.rmtree(scratch, ignore_errors=True)
 
 
+def _run_local(jobs: Sequence[_Job], workers: int, executor: _Executor,
+               record: Callable[[_Outcome], None], stop: threading.Event | None) -> None:
+    """Run ``jobs`` on a thread pool; each thread borrows a sandbox slot per rollout."""
+    slots: queue.Queue[int] = queue.Queue()
+    for slot in range(workers):
+        slots.put(slot)
+
+    def work(job: _Job) -> _Outcome:
+        slot = slots.get()
+        try:
+            return executor.run_one(job, slot)
+        finally:
+            slots.put(slot)
+
+    pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="rollout")
+    pending: set[Future[_Outcome]] = set()
+    jobs_left = iter(jobs)
+
+    def refill() -> None:
+        if stop is not None and stop.is_set():
+            return
+        for job in jobs_left:
+            pending.add(pool.submit(work, job))
+            if len(pending) >= workers * 2:
+                break
+
+    try:
+        refill()
+        while pending:
+            finished, _ = wait(pending, return_when=FIRST_COMPLETED)
+            for fut in finished:
+                pending.discard(fut)
+                record(fut.result())
+            refill()
+    except BaseException:
+        # Interrupted (Ctrl-C) or failed: drop the rollouts that have not started, let the
+        # running ones finish, and record every finished one -- then re-raise.
+        for fut in pending:
+            fut.cancel()
+        pool.shutdown(wait=True)
+        for fut in list(pending):
+            if fut.done() and not fut.cancelled() and fut.exception() is None:
+                pending.discard(fut)
+                record(fut.result())
+        raise
+    finally:
+        pool.shutdown(wait=True)
+
+
+@dataclass(frozen=True, slots=True)
+class _WorkerSpec:
+    """What a Ray worker needs to rebuild the run's state on its node (all picklable)."""
+
+    suite_root: str
+    suite_hash: str
+    agents_file: str
+    settings: RunSettings
+    expected: dict[str, tuple[TestOutcome, ...]]
+
+
+class RayRolloutWorker:
+    """A Ray actor body: one sandbox slot, the suite and agents loaded on its node.
+
+    The suite and the agents file must be at the same paths on every node (a shared file
+    system or an identical checkout), with reliabench installed; the suite's content hash is
+    checked. Results (record + artifacts) go back to the driver, the store's only writer.
+    """
+
+    def __init__(self, spec: _WorkerSpec, slot: int) -> None:
+        from reliabench.agents.config import load_agents
+        from reliabench.tasks.suite import load_suite
+
+        self.suite = load_suite(spec.suite_root)
+        if self.suite.content_hash != spec.suite_hash:
+            raise SandboxError(f"the suite at {spec.suite_root} differs on this node "
+                               "(content hash): give every node the same suite")
+        self.agents = {a.name: a for a in load_agents(spec.agents_file)}
+        scratch = Path(tempfile.mkdtemp(prefix="reliabench-ray-"))
+        os.chmod(scratch, 0o711)
+        self.executor = _Executor(spec.settings, get_backend(spec.settings.sandbox),
+                                  [get_scanner(n) for n in spec.settings.scanners], spec.expected, scratch)
+        self.slot = slot
+
+    def run(self, task_id: str, agent: str, rollout: int, seed: int) -> _Outcome:
+        """Run one rollout on this worker's slot."""
+        job = _Job(self.suite.task(task_id), self.agents[agent], rollout, seed)
+        return self.executor.run_one(job, self.slot)
+
+
+def _run_ray(jobs: Sequence[_Job], settings: RunSettings, spec: _WorkerSpec,
+             record: Callable[[_Outcome], None], stop: threading.Event | None) -> None:
+    """Run ``jobs`` on Ray actors (one per worker slot), two rollouts in flight per actor."""
+    try:
+        import ray
+    except ImportError:
+        raise MissingExtraError("ray", "the Ray executor (--executor ray)") from None
+    os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+    os.environ.setdefault("RAY_AUTH_MODE", "disabled")
+    started = not ray.is_initialized()
+    if started:
+        ray.init(address=settings.ray_address,
+                 num_cpus=None if settings.ray_address else settings.workers,
+                 include_dashboard=False, log_to_driver=False)
+    actor_cls = ray.remote(num_cpus=1)(RayRolloutWorker)
+    actors = [actor_cls.remote(spec, slot) for slot in range(settings.workers)]
+    inflight: dict[Any, int] = {}
+    jobs_left = iter(jobs)
+
+    def submit(i: int) -> None:
+        if stop is not None and stop.is_set():
+            return
+        job = next(jobs_left, None)
+        if job is not None:
+            ref = actors[i].run.remote(job.task.id, job.agent.name, job.rollout, job.seed)
+            inflight[ref] = i
+
+    try:
+        for i in range(len(actors)):
+            submit(i)
+            submit(i)
+        while inflight:
+            ready, _ = ray.wait(list(inflight), num_returns=1)
+            i = inflight.pop(ready[0])
+            record(ray.get(ready[0]))
+            submit(i)
+    except BaseException:
+        # record what already finished; the rest is abandoned (resume reruns it)
+        done, _ = ray.wait(list(inflight), num_returns=len(inflight), timeout=0) if inflight else ([], [])
+        for ref in done:
+            inflight.pop(ref, None)
+            try:
+                outcome = ray.get(ref)
+            except Exception:
+                continue
+            record(outcome)
+        raise
+    finally:
+        for actor in actors:
+            ray.kill(actor)
+        if started:
+            ray.shutdown()
+
+
 def run_suite(
     suite: Suite,
     agents: Sequence[Agent],
@@ -324,6 +489,7 @@ def run_suite(
     tasks: Sequence[str] | None = None,
     progress: Callable[[ProgressEvent], None] | None = None,
     stop: threading.Event | None = None,
+    agents_file: str | Path | None = None,
 ) -> RunSummary:
     """Run every missing rollout of ``suite`` x ``agents`` x ``settings.n`` into ``out_dir``.
 
@@ -338,6 +504,8 @@ def run_suite(
         tasks: Restrict to these task ids (part of the run's identity).
         progress: Called after each recorded rollout, from the calling thread.
         stop: Set it to stop after the rollouts in flight (they are recorded).
+        agents_file: The agents file ``agents`` came from; the Ray executor needs it (its
+            workers load the agents on their own nodes).
 
     Returns:
         A ``RunSummary``.
@@ -385,54 +553,34 @@ def run_suite(
             needed = sorted({j.task.id for j in jobs})
             expected = _collect_expected(suite, backend, settings.workers,
                                          [suite.task(t) for t in needed])
-            scratch = Path(tempfile.mkdtemp(prefix="reliabench-run-"))
-            os.chmod(scratch, 0o711)
-            executor = _Executor(store, settings, backend, scanners, expected, scratch)
-            try:
-                pool = ThreadPoolExecutor(max_workers=settings.workers, thread_name_prefix="rollout")
-                pending: set[Future[Rollout]] = set()
 
-                def record(rollout: Rollout) -> None:
-                    nonlocal executed, passed, infra
-                    store.add(rollout)
-                    executed += 1
-                    passed += rollout.passes
-                    infra += rollout.status == "infra_error"
-                    if progress is not None:
-                        progress(ProgressEvent(skipped + executed, planned, passed, rollout))
+            def record(outcome: _Outcome) -> None:
+                nonlocal executed, passed, infra
+                rollout, art = outcome
+                # artifacts first, then the one-transaction commit: a recorded rollout always
+                # has its artifacts; artifacts without a record are replaced when it reruns
+                write_artifacts(store.artifact_dir(rollout.task_id, rollout.agent, rollout.rollout), art)
+                store.add(rollout)
+                executed += 1
+                passed += rollout.passes
+                infra += rollout.status == "infra_error"
+                if progress is not None:
+                    progress(ProgressEvent(skipped + executed, planned, passed, rollout))
 
-                def refill(it: Iterator[_Job]) -> None:
-                    if stop is not None and stop.is_set():
-                        return
-                    for job in it:
-                        pending.add(pool.submit(executor.run_one, job))
-                        if len(pending) >= settings.workers * 2:
-                            break
-
+            if settings.executor == "ray":
+                if agents_file is None:
+                    raise InvalidArgumentError("executor='ray' needs agents_file (workers load the agents)")
+                spec = _WorkerSpec(str(suite.root.resolve()), suite.content_hash,
+                                   str(Path(agents_file).resolve()), settings, expected)
+                _run_ray(jobs, settings, spec, record, stop)
+            else:
+                scratch = Path(tempfile.mkdtemp(prefix="reliabench-run-"))
+                os.chmod(scratch, 0o711)
                 try:
-                    jobs_left = iter(jobs)
-                    refill(jobs_left)
-                    while pending:
-                        finished, _ = wait(pending, return_when=FIRST_COMPLETED)
-                        for fut in finished:
-                            pending.discard(fut)
-                            record(fut.result())
-                        refill(jobs_left)
-                except BaseException:
-                    # Interrupted (Ctrl-C) or failed: drop the rollouts that have not started,
-                    # let the running ones finish, and record every finished one -- then re-raise.
-                    for fut in pending:
-                        fut.cancel()
-                    pool.shutdown(wait=True)
-                    for fut in list(pending):
-                        if fut.done() and not fut.cancelled() and fut.exception() is None:
-                            pending.discard(fut)
-                            record(fut.result())
-                    raise
+                    executor = _Executor(settings, backend, scanners, expected, scratch)
+                    _run_local(jobs, settings.workers, executor, record, stop)
                 finally:
-                    pool.shutdown(wait=True)
-            finally:
-                shutil.rmtree(scratch, ignore_errors=True)
+                    shutil.rmtree(scratch, ignore_errors=True)
     return RunSummary(Path(out_dir), resumed, planned, skipped, executed, passed, infra, backend.name,
                       time.perf_counter() - t0)
 

@@ -28,6 +28,7 @@ __all__ = ["command", "execute_run"]
 def execute_run(suite_spec: str, agents_file: Path, n: int, out: Path, *, workers: int, seed: int,
                 sandbox: str, scanners: tuple[str, ...], tasks: tuple[str, ...] = (),
                 test_timeout: float | None = None, security_config: Path | None = None,
+                executor: str = "local", ray_address: str | None = None,
                 quiet: bool = False) -> RunSummary:
     """Load suite and agents, run with a progress display, and return the summary."""
     suite = resolve_suite(suite_spec)
@@ -37,6 +38,8 @@ def execute_run(suite_spec: str, agents_file: Path, n: int, out: Path, *, worker
         agents_config_hash=hashlib.sha256(agents_file.read_bytes()).hexdigest(),
         test_timeout_s=test_timeout,
         security_policy=_policy(security_config),
+        executor=executor,
+        ray_address=ray_address,
     )
     err = console(stderr=True)
     simulated = [a.name for a in agents if a.simulated]
@@ -46,7 +49,7 @@ def execute_run(suite_spec: str, agents_file: Path, n: int, out: Path, *, worker
         if simulated:
             err.print(f"[yellow]SIMULATED agents (not real models): {', '.join(simulated)}[/]")
     if quiet:
-        return run_suite(suite, agents, out, settings, tasks=tasks or None)
+        return run_suite(suite, agents, out, settings, tasks=tasks or None, agents_file=agents_file)
     if err.is_terminal:
         with Progress(TextColumn("[bold]rollouts"), BarColumn(), MofNCompleteColumn(),
                       TextColumn("passed {task.fields[passed]}"), TimeElapsedColumn(),
@@ -56,7 +59,8 @@ def execute_run(suite_spec: str, agents_file: Path, n: int, out: Path, *, worker
             def show(ev: ProgressEvent) -> None:
                 bar.update(handle, completed=ev.done, total=ev.total, passed=ev.passed)
 
-            summary = run_suite(suite, agents, out, settings, tasks=tasks or None, progress=show)
+            summary = run_suite(suite, agents, out, settings, tasks=tasks or None, progress=show,
+                                agents_file=agents_file)
     else:
         step = max(1, (len(tasks) or len(suite.tasks)) * len(agents) * n // 20)
 
@@ -64,7 +68,8 @@ def execute_run(suite_spec: str, agents_file: Path, n: int, out: Path, *, worker
             if ev.done % step == 0 or ev.done == ev.total:
                 print(f"rollouts {ev.done}/{ev.total} passed {ev.passed}", file=sys.stderr, flush=True)
 
-        summary = run_suite(suite, agents, out, settings, tasks=tasks or None, progress=plain)
+        summary = run_suite(suite, agents, out, settings, tasks=tasks or None, progress=plain,
+                            agents_file=agents_file)
     verb = "resumed" if summary.resumed else "ran"
     err.print(f"{verb}: {summary.executed} rollout(s) executed, {summary.skipped} already recorded, "
               f"{summary.infra_errors} infra error(s); isolation: {summary.isolation}; "
@@ -104,12 +109,17 @@ def _policy(path: Path | None) -> dict[str, object] | None:
 @click.option("--test-timeout", type=click.FloatRange(min=0.5), default=None,
               help="Cap on each task's timeout_s (seconds) for the hidden tests.")
 @security_config_option()
+@click.option("--executor", type=click.Choice(["local", "ray"]), default="local", show_default=True,
+              help="Where rollouts run: threads here, or Ray actors (pip install 'reliabench[ray]').")
+@click.option("--ray-address", default=None,
+              help="Address of a running Ray cluster (default: start a local one with --workers CPUs).")
 def command(suite: str, agents_file: Path, n: int, out: Path, workers: int, seed: int, sandbox: str,
             scanners: tuple[str, ...], tasks: tuple[str, ...], test_timeout: float | None,
-            security_config: Path | None) -> None:
+            security_config: Path | None, executor: str, ray_address: str | None) -> None:
     """Run every agent of the agents file n times on each task of SUITE (a path or a bundled name)."""
     if not agents_file.is_file():
         raise click.BadParameter(f"{agents_file}: no such file", param_hint="--agents")
     execute_run(suite, agents_file, n, out, workers=workers, seed=seed, sandbox=sandbox,
-                scanners=scanners, tasks=tasks, test_timeout=test_timeout, security_config=security_config)
+                scanners=scanners, tasks=tasks, test_timeout=test_timeout, security_config=security_config,
+                executor=executor, ray_address=ray_address)
     click.echo(f"run directory: {out}  (score it with: reliabench score {out})")
