@@ -147,13 +147,16 @@ _TABLE_MAX_CELLS = 1 << 22  # cells of the lookup table
 
 def _suffix_table(
     n: npt.NDArray[np.int64], k: npt.NDArray[np.int64]
-) -> tuple[FloatArray, npt.NDArray[np.int64]] | None:
+) -> tuple[FloatArray, FloatArray, npt.NDArray[np.int64]] | None:
     """Suffix sums ``S[d, j] = sum_{i=j}^{n_d} log1p(-k_d / i)`` over ``k_d < i``, per distinct (n, k).
 
     Both estimators are one entry of this table (see ``pass_at_k``), so when the rows hold
     few distinct (n, k) pairs -- the usual case: n rollouts per task, a handful of k -- the
     work is one small table plus two gathers instead of ``min(c, k)`` passes over the rows.
-    Returns ``(table, row_index_into_table)``, or None when the table would be too large.
+    Returns ``(table, below, row_offset)``: the (pairs, n_max + 2) table, a same-shape mask
+    (1.0 where the column j <= k, i.e. where the estimate is certain: pass@k = 1, pass^k = 0)
+    and, per row, the offset of its pair's table row in the flattened table; None when the
+    table would be too large.
     """
     if n.size == 0:
         return None
@@ -176,9 +179,10 @@ def _suffix_table(
     with np.errstate(divide="ignore", invalid="ignore"):
         terms = np.where(live, np.log1p(-pk[:, None] / i[None, :]), 0.0)
     table = np.cumsum(terms[:, ::-1], axis=1)[:, ::-1]
+    below = (i[None, :] <= pk[:, None]).astype(np.float64)
     index = np.zeros(keyspace, dtype=np.int64)
     index[pairs] = np.arange(pairs.size) * width
-    return table.ravel(), index[key]
+    return table, below, index[key]
 
 
 def _exact_at_1(values: FloatArray, n: npt.NDArray[np.int64], c: npt.NDArray[np.int64],
@@ -239,20 +243,22 @@ def pass_at_k(
     n_b, c_b, k_b, bad = _check(n, c, k, ("n", "c"), k_exceeds_n)
     shape = n_b.shape
     n_f, c_f, k_f = n_b.ravel(), c_b.ravel(), k_b.ravel()
-    certain = (n_f - c_f < k_f) | bad.ravel()  # some draw must succeed (or undefined)
     looked_up = _suffix_table(n_f, k_f)
     if looked_up is not None:
-        # log ratio = sum_{i=n-c+1}^{n} log1p(-k/i) = S[n-c+1]
-        table, base = looked_up
-        log_ratio = table[base + np.where(certain, n_f + 1, n_f - c_f + 1)]
+        # 1 - ratio, ratio = exp(S[n-c+1]); column n-c+1 <= k means n - c < k: certain, 1.0.
+        # The transcendental runs once per table cell, then one gather per row.
+        table, below, base = looked_up
+        final = np.where(below > 0, 1.0, -np.expm1(table)) + 0.0  # + 0.0: no -0.0
+        values = final.ravel()[base + (n_f - c_f + 1)]
     else:
+        certain = (n_f - c_f < k_f) | bad.ravel()  # some draw must succeed (or undefined)
         log_ratio = np.zeros(n_f.shape, dtype=np.float64)
         live = np.flatnonzero(~certain)
         if live.size:
             a = np.maximum(c_f[live], k_f[live])
             m = np.minimum(c_f[live], k_f[live])
             log_ratio[live] = _log_product(a, n_f[live], m)
-    values = np.where(certain, 1.0, -np.expm1(log_ratio)) + 0.0  # + 0.0: no -0.0
+        values = np.where(certain, 1.0, -np.expm1(log_ratio)) + 0.0
     return _finish(_exact_at_1(values, n_f, c_f, k_f), shape, bad)
 
 
@@ -291,13 +297,14 @@ def pass_hat_k(
     n_b, c_b, k_b, bad = _check(n, c, k, ("n", "c"), k_exceeds_n)
     shape = n_b.shape
     n_f, c_f, k_f = n_b.ravel(), c_b.ravel(), k_b.ravel()
-    impossible = (c_f < k_f) | bad.ravel()
     looked_up = _suffix_table(n_f, k_f)
     if looked_up is not None:
-        # log ratio = sum_{i=c+1}^{n} log1p(-k/i) = S[c+1]
-        table, base = looked_up
-        log_ratio = table[base + np.where(impossible, n_f + 1, c_f + 1)]
+        # ratio = exp(S[c+1]); column c+1 <= k means c < k: impossible, 0.0
+        table, below, base = looked_up
+        final = np.where(below > 0, 0.0, np.exp(table))
+        values = final.ravel()[base + (c_f + 1)]
     else:
+        impossible = (c_f < k_f) | bad.ravel()
         log_ratio = np.zeros(n_f.shape, dtype=np.float64)
         live = np.flatnonzero(~impossible)
         if live.size:
@@ -305,7 +312,7 @@ def pass_hat_k(
             a = np.maximum(fails, k_f[live])
             m = np.minimum(fails, k_f[live])
             log_ratio[live] = _log_product(a, n_f[live], m)
-    values = np.where(impossible, 0.0, np.exp(log_ratio))
+        values = np.where(impossible, 0.0, np.exp(log_ratio))
     return _finish(_exact_at_1(values, n_f, c_f, k_f), shape, bad)
 
 

@@ -440,8 +440,8 @@ def _run_ray(jobs: Sequence[_Job], settings: RunSettings, spec: _WorkerSpec,
         ray.init(address=settings.ray_address,
                  num_cpus=None if settings.ray_address else settings.workers,
                  include_dashboard=False, log_to_driver=False)
-    actor_cls = ray.remote(num_cpus=1)(RayRolloutWorker)
-    actors = [actor_cls.remote(spec, slot) for slot in range(settings.workers)]
+    actor_cls: Any = ray.remote(num_cpus=1)(RayRolloutWorker)
+    actors: list[Any] = [actor_cls.remote(spec, slot) for slot in range(settings.workers)]
     inflight: dict[Any, int] = {}
     jobs_left = iter(jobs)
 
