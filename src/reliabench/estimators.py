@@ -3,13 +3,21 @@
 Pure numpy, no I/O. Every function broadcasts its arguments and returns a float64 array
 (a 0-d array for scalar input; ``float(x)`` turns it into a Python float).
 
-The kernel: both estimators reduce to a product of ``m`` factors ``1 - a / (b - t)`` for
-``t = 0 .. m-1``, summed in log space with ``log1p`` and turned back with ``exp``/``expm1``.
-Each factor is exact to one rounding, so the result has relative error of about
-``m * 2**-53`` -- below 1e-12 in absolute terms for every ``n <= 2000`` (checked against
-``fractions.Fraction`` in the tests). Rows with ``m > 2**16`` factors use the log-gamma form
-(``scipy.special.gammaln``), whose absolute error grows to about ``1e-16 * n log n``: still
-finite and free of overflow for ``n`` up to ``10**7`` and beyond.
+How they are computed. Both ratios are products of factors ``1 - k / i`` over a range of i:
+
+* pass@k:  ``C(n-c, k) / C(n, k) = prod_{i=n-c+1}^{n} (1 - k/i)``,
+* pass^k:  ``C(c, k) / C(n, k)   = prod_{i=c+1}^{n}   (1 - k/i)``,
+
+so both are ``exp(S[j])`` for the suffix sums ``S[j] = sum_{i=j}^{n} log1p(-k/i)`` of one
+(n, k) pair. When the rows hold few distinct (n, k) pairs (the usual case: n rollouts per
+task, a handful of k) one small table of S per pair, with the final values in its cells,
+serves every row by a gather. Otherwise a vectorized product of ``m = min(c, k)`` (pass@k)
+or ``min(n-c, k)`` (pass^k) factors ``1 - a / (b - t)`` is summed in log space; rows with
+more than 2**16 factors use the log-gamma form (``scipy.special.gammaln``). At k = 1 both
+return the correctly rounded ``c / n``. Each factor is exact to one rounding, so results have
+relative error of about ``m * 2**-53``: below 1e-12 in absolute terms for every ``n <= 2000``
+on both paths (checked against ``fractions.Fraction`` in the tests), and finite, without
+overflow, for ``n`` up to ``10**7`` and beyond.
 """
 
 from __future__ import annotations
