@@ -118,3 +118,15 @@ def test_usage_errors_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str])
     assert code == 2 and "not a run directory" in err
     code, _, err = run(capsys, "nonsense")
     assert code == 2
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("\n")
+    code, _, err = run(capsys, "score", str(empty))
+    assert code == 2 and f"{empty}: no rollout records" in err
+
+
+def test_stdin(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    import io
+
+    monkeypatch.setattr("sys.stdin", io.StringIO(EXAMPLE.read_text()))
+    code, out, _ = run(capsys, "score", "-", "-k", "1", "--format", "json", "--resamples", "0")
+    assert code == 0 and len(json.loads(out)["agents"]) == 3

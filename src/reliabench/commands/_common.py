@@ -10,7 +10,7 @@ from typing import Any, TypeVar
 import click
 from rich.console import Console
 
-from reliabench.errors import InvalidArgumentError, UsageError
+from reliabench.errors import InputError, InvalidArgumentError, UsageError
 from reliabench.records import Rollout, read_jsonl
 from reliabench.security import FindingFilter, SecurityThreshold, parse_threshold
 
@@ -39,8 +39,13 @@ def load_records(path: str) -> list[Rollout]:
 
         if not (p / RunStore.FILENAME).is_file():
             raise UsageError(f"{p}: a directory but not a run directory (no {RunStore.FILENAME})")
-        return read_records(p)
-    return read_jsonl(path)
+        records = read_records(p)
+    else:
+        records = read_jsonl(path)
+    if not records:
+        raise InputError("<stdin>" if path == "-" else p,
+                         "no rollout records (expected one JSON object per line)")
+    return records
 
 
 def _parse_threshold_cb(ctx: click.Context, param: click.Parameter, value: str) -> SecurityThreshold:
