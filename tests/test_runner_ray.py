@@ -4,20 +4,17 @@ from __future__ import annotations
 
 import builtins
 import os
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
+from test_run_e2e import make_agents, make_suite  # tests/ is on sys.path (pytest's rootdir insertion)
 
 from reliabench.agents.config import load_agents
 from reliabench.errors import MissingExtraError
 from reliabench.runner import RunSettings, run_suite
 from reliabench.store import RunStore, read_records
 from reliabench.tasks.suite import load_suite
-
-sys.path.insert(0, str(Path(__file__).parent))
-from test_run_e2e import make_agents, make_suite  # noqa: E402
 
 
 @pytest.fixture
