@@ -61,3 +61,18 @@ def test_simulate_html_with_sweep_figures(tmp_path: Path) -> None:
     assert "<h2>Sweeps</h2>" in text and "sweep of rollouts" in text
     assert text.count("<svg") == 4  # three standard figures and one sweep
     assert "[SIMULATED]" in text
+
+
+def test_score_html_option_writes_per_task_counts(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from reliabench.cli import main
+    from reliabench.records import write_jsonl
+
+    src = tmp_path / "r.jsonl"
+    write_jsonl(records(), src)
+    out = tmp_path / "r.html"
+    assert main(["score", str(src), "-k", "1,2", "--resamples", "50", "--html", str(out)]) == 0
+    text = out.read_text()
+    assert "Per task: passing rollouts / rollouts" in text
+    # t0 of the real agent: rollouts 0, 2, 4 pass (verdict i % 2 == 0) -> 3/5
+    assert "<td>t0</td>" in text and "3/5" in text
+    assert f"HTML report: {out}" in capsys.readouterr().err

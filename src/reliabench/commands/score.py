@@ -34,9 +34,12 @@ __all__ = ["command"]
 @click.option("--resamples", type=int, default=10_000, show_default=True,
               help="Bootstrap resamples over tasks (0: no intervals).")
 @click.option("--seed", type=int, default=0, show_default=True, help="Bootstrap seed.")
+@click.option("--html", "html_path", type=click.Path(path_type=Path, dir_okay=False), default=None,
+              help="Also write a self-contained HTML report (figures, tables, per-task counts).")
 @click.pass_context
 def command(ctx: click.Context, source: str, ks: str, fmt: str, threshold: SecurityThreshold,
-            security_config: Path | None, confidence: float, resamples: int, seed: int) -> None:
+            security_config: Path | None, confidence: float, resamples: int, seed: int,
+            html_path: Path | None) -> None:
     """Score ROLLOUTS (a JSONL file of rollout records, - for stdin, or a run directory)."""
     try:
         k_values = parse_ks(ks)
@@ -47,3 +50,8 @@ def command(ctx: click.Context, source: str, ks: str, fmt: str, threshold: Secur
     report = score(records, k_values, threshold=threshold, finding_filter=finding_filter,
                    confidence=confidence, n_resamples=resamples, seed=seed)
     emit(render_score(report, fmt, color=fmt == "table" and sys.stdout.isatty()))
+    if html_path is not None:
+        from reliabench.report.html import write_html_report
+
+        write_html_report(report, html_path, title=f"reliabench: {source}")
+        click.echo(f"HTML report: {html_path}", err=True)

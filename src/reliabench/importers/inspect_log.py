@@ -22,6 +22,8 @@ Inspect releases): the last needs the ``zstandard`` module or the ``zstd`` progr
 
 from __future__ import annotations
 
+import importlib
+import importlib.util
 import json
 import re
 import shutil
@@ -57,12 +59,11 @@ def detect_zip(zf: zipfile.ZipFile) -> bool:
 
 
 def _zstd_decompress(raw: bytes, path: Path, member: str) -> bytes:
-    try:
-        import zstandard  # type: ignore[import-not-found, unused-ignore]
-    except ImportError:
-        zstandard = None
-    if zstandard is not None:
-        out: bytes = zstandard.ZstdDecompressor().decompressobj().decompress(raw)
+    zstd_module: Any = None
+    if importlib.util.find_spec("zstandard") is not None:
+        zstd_module = importlib.import_module("zstandard")
+    if zstd_module is not None:
+        out: bytes = zstd_module.ZstdDecompressor().decompressobj().decompress(raw)
         return out
     exe = shutil.which("zstd")
     if exe is None:

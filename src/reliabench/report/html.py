@@ -203,6 +203,28 @@ def sweep_figures(rows: Sequence[Mapping[str, Any]]) -> str:
     return "".join(blocks)
 
 
+def _per_task_section(report: ScoreReport) -> str:
+    """Per (task, agent) counts: n, c, c_secure and the first rollout's tests, collapsed."""
+    t = report.counts
+    head = "".join(f"<th>{_agent_cell(a, a in t.simulated)}</th>" for a in t.agents)
+    rows = []
+    for i, task in enumerate(t.tasks):
+        cells = []
+        for j in range(len(t.agents)):
+            if t.n[i, j] == 0:
+                cells.append("<td>-</td>")
+                continue
+            text = f"{t.c[i, j]}/{t.n[i, j]}"
+            if report.security:
+                text += f" ({t.c_secure[i, j]} secure)"
+            if t.first_total[i, j] >= 0:
+                text += f' <span class="ci">1st: {t.first_passed[i, j]}/{t.first_total[i, j]} tests</span>'
+            cells.append(f"<td>{text}</td>")
+        rows.append(f"<tr><td>{html.escape(task)}</td>{''.join(cells)}</tr>")
+    return ("<details><summary>Per task: passing rollouts / rollouts (and the first rollout's tests)"
+            f"</summary><table><tr><th>task</th>{head}</tr>{''.join(rows)}</table></details>")
+
+
 def render_html(report: ScoreReport, *, title: str = "reliabench report",
                 extra_sections: Sequence[str] = ()) -> str:
     """Render ``report`` as one self-contained HTML document.
@@ -337,6 +359,7 @@ def render_html(report: ScoreReport, *, title: str = "reliabench report",
         )
 
 
+    out.append(_per_task_section(report))
     out.extend(extra_sections)
     out.append(
         "<details><summary>Data (JSON)</summary><pre>"
