@@ -247,6 +247,17 @@ def _base_env(env: Mapping[str, str] | None) -> dict[str, str]:
     return out
 
 
+def _prepare(argv: Sequence[str], workdir: Path,
+             env: Mapping[str, str] | None) -> tuple[dict[str, str], str, str]:
+    """What every backend does first: the cleared environment, the resolved program, the workdir."""
+    full_env = _base_env(env)
+    prog = _resolve_argv0(argv, full_env)
+    work = os.path.realpath(workdir)
+    if not os.path.isdir(work):
+        raise SandboxError(f"workdir is not a directory: {workdir}")
+    return full_env, prog, work
+
+
 def _rlimit_args(limits: Limits, nproc: int) -> list[str]:
     """``prlimit`` options; soft CPU limit sends SIGXCPU, the hard one a second later SIGKILL."""
     cpu = max(1, math.ceil(limits.cpu_s))
@@ -714,11 +725,7 @@ class BubblewrapBackend:
         pass_fds: Sequence[int] = (),
     ) -> SandboxResult:
         """Run ``argv`` under bubblewrap; see :class:`SandboxBackend`."""
-        full_env = _base_env(env)
-        prog = _resolve_argv0(argv, full_env)
-        work = os.path.realpath(workdir)
-        if not os.path.isdir(work):
-            raise SandboxError(f"workdir is not a directory: {workdir}")
+        full_env, prog, work = _prepare(argv, workdir, env)
         ro = [os.path.realpath(p) for p in readonly]
         uid = slot_uid(slot) if _is_root() else None
         cmd = self._command(
@@ -796,12 +803,8 @@ class NamespacesBackend:
         """Run ``argv`` in new namespaces as the slot uid; see :class:`SandboxBackend`."""
         if self.unshare is None or self.prlimit is None or self.setpriv is None:  # pragma: no cover
             raise SandboxError("namespaces backend needs unshare, prlimit and setpriv")
-        full_env = _base_env(env)
-        prog = _resolve_argv0(argv, full_env)
+        full_env, prog, work = _prepare(argv, workdir, env)
         uid = slot_uid(slot)
-        work = os.path.realpath(workdir)
-        if not os.path.isdir(work):
-            raise SandboxError(f"workdir is not a directory: {workdir}")
         for path, need, what in [(prog, 5, "the program")] + [
             (os.path.realpath(p), 4, "a read-only path") for p in readonly
         ]:
@@ -902,11 +905,7 @@ class NoSandboxBackend:
         pass_fds: Sequence[int] = (),
     ) -> SandboxResult:
         """Run ``argv`` with rlimits only; see :class:`SandboxBackend`."""
-        full_env = _base_env(env)
-        prog = _resolve_argv0(argv, full_env)
-        work = os.path.realpath(workdir)
-        if not os.path.isdir(work):
-            raise SandboxError(f"workdir is not a directory: {workdir}")
+        full_env, prog, work = _prepare(argv, workdir, env)
         nproc = limits.max_procs if _is_root() else _nproc_for_current_user(limits)
         prlimit = shutil.which("prlimit")
         preexec = None
