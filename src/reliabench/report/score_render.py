@@ -144,12 +144,17 @@ def _rich_table(report: ScoreReport, console: Console) -> None:
         table = Table(title=title, box=box.SIMPLE_HEAVY, title_justify="left",
                       caption=f"value [{pct}% bootstrap CI over tasks]" if report.n_resamples else None,
                       caption_justify="left")
+        narrow = console.width < 150
         for i, h in enumerate(header):
-            table.add_column(h, justify="left" if i == 0 else "right", no_wrap=i == 0)
+            # in a narrow terminal, long headers break where they can instead of being cut
+            text = h.replace("@", "\n@", 1) if narrow and "@" in h else h
+            table.add_column(text, justify="left" if i == 0 else "right", no_wrap=i == 0 and not narrow)
         for row in rows:
             label = Text(row[0])
             if row[0].endswith(SIM_MARK):
                 label = Text(row[0][: -len(SIM_MARK)])
+                if narrow:
+                    label.append("\n")
                 label.append(SIM_MARK, style="yellow")
             table.add_row(label, *row[1:])
         console.print(table)
