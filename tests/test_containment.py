@@ -10,19 +10,17 @@ import os
 import select
 import shutil
 import socket
-import sys
 import tempfile
 import time
-import warnings
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from sandbox_helpers import backend_or_skip, python_for
 
 from reliabench import sandbox
-from reliabench.errors import SandboxError
 from reliabench.records import TestOutcome
-from reliabench.sandbox import Limits, SandboxBackend, get_backend, slot_uid
+from reliabench.sandbox import Limits, SandboxBackend, slot_uid
 from reliabench.testing import run_hidden_tests
 
 IS_ROOT = os.geteuid() == 0
@@ -31,22 +29,8 @@ SMALL = Limits(wall_s=5.0, cpu_s=5.0, memory_bytes=512 * 1024**2, max_procs=32,
 SLOT = 5
 
 
-def _backend_or_skip(name: str) -> SandboxBackend:
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", RuntimeWarning)
-            return get_backend(name)
-    except SandboxError as exc:
-        pytest.skip(f"{name} backend unavailable here: {exc}")
 
 
-def _python_for(backend: SandboxBackend) -> str:
-    if backend.name != "namespaces":
-        return sys.executable
-    for cand in (sys.executable, "/usr/bin/python3"):
-        if sandbox._uid_can_reach(cand, slot_uid(SLOT), slot_uid(SLOT), need=5) is None:
-            return cand
-    pytest.skip("no interpreter reachable by the slot uid")
 
 
 @pytest.fixture
@@ -59,13 +43,13 @@ def base() -> Iterator[Path]:
 
 @pytest.fixture(params=["bubblewrap", "namespaces", "none"])
 def backend(request: pytest.FixtureRequest) -> SandboxBackend:
-    return _backend_or_skip(request.param)
+    return backend_or_skip(request.param)
 
 
 @pytest.fixture(params=["bubblewrap", "namespaces"])
 def strong(request: pytest.FixtureRequest) -> SandboxBackend:
     """The backends that isolate (none does not)."""
-    return _backend_or_skip(request.param)
+    return backend_or_skip(request.param)
 
 
 def _ws(base: Path, name: str = "ws") -> Path:
@@ -83,7 +67,7 @@ def _run(backend: SandboxBackend, base: Path, code: str, limits: Limits = SMALL,
          **kw: object) -> sandbox.SandboxResult:
     ws = base / "ws"
     ws.mkdir(exist_ok=True)
-    return backend.run([_python_for(backend), "-c", code], workdir=ws, limits=limits,
+    return backend.run([python_for(backend, SLOT), "-c", code], workdir=ws, limits=limits,
                        slot=SLOT, **kw)  # type: ignore[arg-type]
 
 
@@ -223,7 +207,7 @@ def test_setsid_grandchild_is_gone(strong: SandboxBackend, base: Path) -> None:
 
 
 def test_none_kills_its_process_group(base: Path) -> None:
-    backend = _backend_or_skip("none")
+    backend = backend_or_skip("none")
     code = (
         "import subprocess, sys\n"
         "loop = 'import time\\nwhile True:\\n    open(\"marker\", \"a\").write(\"x\")\\n"
@@ -274,7 +258,7 @@ EXPECTED = (TestOutcome("test_solution.py::test_one", "skipped"),
     ids=["infinite-loop", "fork-bomb", "10gb"],
 )
 def test_hostile_solution_fails_the_rollout(base: Path, body: str, status: str) -> None:
-    backend = _backend_or_skip("bubblewrap")
+    backend = backend_or_skip("bubblewrap")
     ws, tests = _suite(base, body)
     limits = Limits(wall_s=3.0, cpu_s=10.0, memory_bytes=1024**3, max_procs=24)
     run = run_hidden_tests(ws, tests, expected=EXPECTED, backend=backend, limits=limits,

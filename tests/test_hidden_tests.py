@@ -10,7 +10,6 @@ import shutil
 import sys
 import tempfile
 import textwrap
-import warnings
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -87,16 +86,13 @@ NAMES = [
     "test_suite.py::test_error",
     "test_suite.py::test_xfail",
 ]
+from sandbox_helpers import backend_or_skip  # noqa: E402
+
 GOOD_OUTCOMES = ["passed", "passed", "passed", "skipped", "error", "skipped"]
 
 
 def _backend_or_skip(name: str) -> SandboxBackend:
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", RuntimeWarning)
-            backend = get_backend(name)
-    except SandboxError as exc:
-        pytest.skip(f"{name} backend unavailable here: {exc}")
+    backend = backend_or_skip(name)
     if name == "namespaces" and sandbox._uid_can_reach(
         sys.executable, slot_uid(SLOT), slot_uid(SLOT), need=5
     ):

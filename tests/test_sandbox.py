@@ -6,13 +6,13 @@ import logging
 import os
 import shutil
 import stat
-import sys
 import tempfile
 import warnings
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from sandbox_helpers import backend_or_skip, python_for
 
 from reliabench import sandbox
 from reliabench.errors import SandboxError
@@ -29,23 +29,8 @@ IS_ROOT = os.geteuid() == 0
 FAST = Limits(wall_s=10.0, cpu_s=10.0, memory_bytes=1024**3, max_procs=32)
 
 
-def _backend_or_skip(name: str) -> SandboxBackend:
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", RuntimeWarning)
-            return get_backend(name)
-    except SandboxError as exc:
-        pytest.skip(f"{name} backend unavailable here: {exc}")
 
 
-def _python_for(backend: SandboxBackend) -> str:
-    """An interpreter the backend can run: namespaces needs one the slot uid can reach."""
-    if backend.name != "namespaces":
-        return sys.executable
-    for cand in (sys.executable, "/usr/bin/python3"):
-        if sandbox._uid_can_reach(cand, slot_uid(0), slot_uid(0), need=5) is None:
-            return cand
-    pytest.skip("no interpreter reachable by the slot uid")
 
 
 @pytest.fixture
@@ -59,7 +44,7 @@ def base() -> Iterator[Path]:
 
 @pytest.fixture(params=["bubblewrap", "namespaces", "none"])
 def backend(request: pytest.FixtureRequest) -> SandboxBackend:
-    return _backend_or_skip(request.param)
+    return backend_or_skip(request.param)
 
 
 def _workspace(base: Path, name: str = "ws") -> Path:
@@ -128,7 +113,7 @@ def test_slot_uid_range() -> None:
 
 
 def test_empty_argv_and_missing_workdir(base: Path) -> None:
-    backend = _backend_or_skip("none")
+    backend = backend_or_skip("none")
     with pytest.raises(SandboxError, match="argv must not be empty"):
         backend.run([], workdir=base)
     with pytest.raises(SandboxError, match="workdir is not a directory"):
@@ -142,7 +127,7 @@ def test_empty_argv_and_missing_workdir(base: Path) -> None:
 
 def test_runs_in_workdir_with_clean_env(backend: SandboxBackend, base: Path) -> None:
     ws = _workspace(base)
-    py = _python_for(backend)
+    py = python_for(backend, 0)
     code = (
         "import os, sys, json; open('out.txt', 'w').write('hi'); "
         "print(json.dumps({'cwd': os.getcwd(), 'env': dict(os.environ)})); "
@@ -173,7 +158,7 @@ def test_runs_in_workdir_with_clean_env(backend: SandboxBackend, base: Path) -> 
 
 def test_output_is_truncated_with_marker(backend: SandboxBackend, base: Path) -> None:
     ws = _workspace(base)
-    py = _python_for(backend)
+    py = python_for(backend, 0)
     limits = Limits(wall_s=10.0, output_bytes=1000)
     result = backend.run([py, "-c", "print('A' * 5000 + 'END')"], workdir=ws, limits=limits)
     assert result.returncode == 0
@@ -185,7 +170,7 @@ def test_output_is_truncated_with_marker(backend: SandboxBackend, base: Path) ->
 
 def test_output_flood_is_killed(backend: SandboxBackend, base: Path) -> None:
     ws = _workspace(base)
-    py = _python_for(backend)
+    py = python_for(backend, 0)
     limits = Limits(wall_s=10.0, output_bytes=10_000)
     code = "import sys\nwhile True: sys.stdout.write('x' * 65536)"
     result = backend.run([py, "-c", code], workdir=ws, limits=limits)
@@ -196,7 +181,7 @@ def test_output_flood_is_killed(backend: SandboxBackend, base: Path) -> None:
 
 def test_pass_fds_reach_the_command(backend: SandboxBackend, base: Path) -> None:
     ws = _workspace(base)
-    py = _python_for(backend)
+    py = python_for(backend, 0)
     r, w = os.pipe()
     try:
         result = backend.run(
@@ -217,11 +202,11 @@ def test_pass_fds_reach_the_command(backend: SandboxBackend, base: Path) -> None
 
 @pytest.mark.parametrize("name", ["bubblewrap", "namespaces"])
 def test_readonly_paths_are_readable_not_writable(name: str, base: Path) -> None:
-    backend = _backend_or_skip(name)
+    backend = backend_or_skip(name)
     ws = _workspace(base)
     ro = _workspace(base, "ro")
     (ro / "data.txt").write_text("shared", encoding="utf-8")
-    py = _python_for(backend)
+    py = python_for(backend, 0)
     code = (
         f"print(open({str(ro / 'data.txt')!r}).read())\n"
         f"try:\n    open({str(ro / 'new.txt')!r}, 'w')\nexcept OSError as e:\n"
@@ -236,9 +221,9 @@ def test_readonly_paths_are_readable_not_writable(name: str, base: Path) -> None
 @pytest.mark.skipif(not IS_ROOT, reason="uid switching needs root")
 @pytest.mark.parametrize("name", ["bubblewrap", "namespaces"])
 def test_runs_as_the_slot_uid(name: str, base: Path) -> None:
-    backend = _backend_or_skip(name)
+    backend = backend_or_skip(name)
     ws = _workspace(base)
-    py = _python_for(backend)
+    py = python_for(backend, 0)
     code = "import os; print(os.getuid(), os.getgid(), os.getgroups())"
     result = backend.run([py, "-c", code], workdir=ws, limits=FAST, slot=2)
     assert result.stdout.split() == [str(slot_uid(2)), str(slot_uid(2)), "[]"]
@@ -246,7 +231,7 @@ def test_runs_as_the_slot_uid(name: str, base: Path) -> None:
 
 @pytest.mark.skipif(not IS_ROOT, reason="uid switching needs root")
 def test_namespaces_explains_an_unreachable_interpreter(base: Path) -> None:
-    backend = _backend_or_skip("namespaces")
+    backend = backend_or_skip("namespaces")
     hidden = base / "private"
     hidden.mkdir(mode=0o700)
     exe = hidden / "python3"
@@ -257,7 +242,7 @@ def test_namespaces_explains_an_unreachable_interpreter(base: Path) -> None:
 
 @pytest.mark.skipif(not IS_ROOT, reason="the case only arises as root")
 def test_bubblewrap_runs_an_interpreter_the_slot_uid_cannot_reach(base: Path) -> None:
-    backend = _backend_or_skip("bubblewrap")
+    backend = backend_or_skip("bubblewrap")
     hidden = base / "private"
     hidden.mkdir(mode=0o700)
     exe = hidden / "mytrue"
@@ -268,7 +253,7 @@ def test_bubblewrap_runs_an_interpreter_the_slot_uid_cannot_reach(base: Path) ->
 
 def test_cpu_limit_is_reported(backend: SandboxBackend, base: Path) -> None:
     ws = _workspace(base)
-    py = _python_for(backend)
+    py = python_for(backend, 0)
     limits = Limits(wall_s=10.0, cpu_s=1.0)
     result = backend.run([py, "-c", "while True: pass"], workdir=ws, limits=limits)
     assert not result.timed_out
