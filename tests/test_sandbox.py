@@ -259,3 +259,15 @@ def test_cpu_limit_is_reported(backend: SandboxBackend, base: Path) -> None:
     assert not result.timed_out
     assert result.killed_reason == "cpu time limit"
     assert result.wall_s < 5
+
+
+@pytest.mark.skipif(not IS_ROOT, reason="permission checks for another uid need root to set up")
+def test_reach_check_walks_the_literal_path_of_a_symlink(base: Path) -> None:
+    # a venv's bin/python is a symlink to a reachable interpreter, but the venv may sit in a
+    # directory the slot uid cannot traverse: the check must name that directory
+    private = base / "private"
+    private.mkdir(mode=0o700)
+    (private / "python").symlink_to("/usr/bin/python3")
+    uid = slot_uid(0)
+    assert sandbox._uid_can_reach("/usr/bin/python3", uid, uid, need=5) is None
+    assert sandbox._uid_can_reach(str(private / "python"), uid, uid, need=5) == str(private)

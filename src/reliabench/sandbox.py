@@ -572,7 +572,10 @@ def _uid_can_reach(path: str, uid: int, gid: int, *, need: int) -> str | None:
         return mode & bits == bits
 
     real = os.path.realpath(path)
-    for anc in ["/", *_ancestors(real)]:
+    # The kernel walks the path as written (a symlink such as a venv's bin/python sits in a
+    # directory that must be traversable too) and then the target it resolves to.
+    literal = os.path.abspath(path)
+    for anc in dict.fromkeys(["/", *_ancestors(literal), *_ancestors(real)]):
         try:
             if not allowed(os.stat(anc), 1):
                 return anc
@@ -805,9 +808,13 @@ class NamespacesBackend:
             raise SandboxError("namespaces backend needs unshare, prlimit and setpriv")
         full_env, prog, work = _prepare(argv, workdir, env)
         uid = slot_uid(slot)
-        for path, need, what in [(prog, 5, "the program")] + [
+        checks = [(prog, 5, "the program")] + [
             (os.path.realpath(p), 4, "a read-only path") for p in readonly
-        ]:
+        ]
+        if os.path.realpath(prog) == os.path.realpath(sys.executable):
+            # this interpreter: its prefixes (a venv's site-packages) must be reachable too
+            checks += [(p, 5, "the interpreter's prefix") for p in _python_prefixes()]
+        for path, need, what in checks:
             blocked = _uid_can_reach(path, uid, uid, need=need)
             if blocked is not None:
                 raise SandboxError(
