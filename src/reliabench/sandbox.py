@@ -811,9 +811,10 @@ class NamespacesBackend:
         checks = [(prog, 5, "the program")] + [
             (os.path.realpath(p), 4, "a read-only path") for p in readonly
         ]
-        if os.path.realpath(prog) == os.path.realpath(sys.executable):
-            # this interpreter: its prefixes (a venv's site-packages) must be reachable too
-            checks += [(p, 5, "the interpreter's prefix") for p in _python_prefixes()]
+        venv = Path(os.path.abspath(prog)).parent.parent
+        if (venv / "pyvenv.cfg").is_file():
+            # a venv's interpreter also reads its site-packages: the venv must be reachable
+            checks.append((str(venv), 5, "the interpreter's virtual environment"))
         for path, need, what in checks:
             blocked = _uid_can_reach(path, uid, uid, need=need)
             if blocked is not None:
