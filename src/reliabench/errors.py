@@ -10,6 +10,8 @@
      |    |    +-- SuiteError                      a task suite with problems (lists them all)
      |    |    +-- ConfigError                     an agents / run / simulation config file
      |    +-- RunMismatchError                     resuming a run with a different configuration
+     |    +-- OutputError                          the run directory cannot be written or read
+     |                                             (disk full, read-only, no permission)
      |    +-- MissingExtraError                    an optional extra is not installed
      +-- SandboxError                    exit 3   the sandbox could not start (infrastructure)
      +-- AgentError                      exit 1   an agent adapter failed in a way it cannot record
@@ -30,6 +32,7 @@ __all__ = [
     "InputError",
     "InvalidArgumentError",
     "MissingExtraError",
+    "OutputError",
     "RecordError",
     "ReliabenchError",
     "RunMismatchError",
@@ -112,6 +115,14 @@ class SuiteError(UsageError):
 
 class RunMismatchError(UsageError):
     """An existing run directory was made with a different configuration."""
+
+
+class OutputError(UsageError):
+    """A run directory that cannot be written or read: full, read-only, no permission.
+
+    Raised before anything half-written is recorded, so a run stopped by it resumes once the
+    cause is fixed (free space, permissions).
+    """
 
 
 class MissingExtraError(UsageError):

@@ -17,7 +17,6 @@ import importlib.metadata
 import os
 import platform
 import queue
-import shutil
 import tempfile
 import threading
 import time
@@ -29,13 +28,28 @@ from pathlib import Path
 from typing import Any
 
 from reliabench.agents.base import Agent, AgentRequest, AgentResult
-from reliabench.errors import InvalidArgumentError, MissingExtraError, SandboxError
+from reliabench.artifacts import (
+    DEFAULT_BUDGET,
+    RolloutArtifacts,
+    cap_record,
+    cap_text,
+    take_snapshot,
+    write_artifacts,
+)
+from reliabench.errors import (
+    InvalidArgumentError,
+    MissingExtraError,
+    OutputError,
+    SandboxError,
+    StoreError,
+)
 from reliabench.records import Cost, Finding, Rollout, ScanError, TestOutcome
 from reliabench.sandbox import Limits, SandboxBackend, get_backend
-from reliabench.scanners import Scanner, changed_files, get_scanner, workspace_diff
+from reliabench.scanners import ChangeSet, Scanner, changed_files, get_scanner, workspace_diff
 from reliabench.store import RunStore
 from reliabench.tasks.suite import Suite, Task, materialize
 from reliabench.testing import HiddenTestRun, collect_hidden_tests, run_hidden_tests
+from reliabench.untrusted_files import remove_tree
 
 __all__ = [
     "ProgressEvent",
@@ -154,61 +168,44 @@ def scan_workspace(
 ) -> tuple[tuple[Finding, ...], tuple[ScanError, ...], tuple[str, ...]]:
     """Scan what the agent changed in ``workspace`` relative to ``starter``.
 
+    Paths that could not be examined (nested too deep, a path too long, no permission)
+    become scan errors: never treated as clean.
+
     Returns:
         ``(findings, scan_errors, changed_files)``; findings only on changed lines.
     """
+    findings, errors, changes = _scan(scanners, starter, workspace)
+    touched = sorted({*changes.added, *changes.modified, *changes.deleted})
+    return findings, errors, tuple(touched)
+
+
+def _scan(scanners: Sequence[Scanner], starter: Path,
+          workspace: Path) -> tuple[tuple[Finding, ...], tuple[ScanError, ...], ChangeSet]:
     changes = changed_files(starter, workspace)
     files = list(changes.files)
     findings: list[Finding] = []
-    errors: list[ScanError] = []
+    errors: list[ScanError] = [
+        ScanError("reliabench", rel, "not examined (nested too deep, path too long or not "
+                                     "readable): its content was not scanned")
+        for rel in changes.unreadable
+    ]
     if files:
         for scanner in scanners:
             result = scanner.scan(workspace, files, changes.changed_lines)
             findings += result.findings
             errors += result.errors
-    touched = sorted({*changes.added, *changes.modified, *changes.deleted})
-    return tuple(findings), tuple(errors), tuple(touched)
+    return tuple(findings), tuple(errors), changes
 
 
-MAX_SNAPSHOT_BYTES = 1 << 20  # per file kept under artifacts/.../files/
+MAX_SNAPSHOT_BYTES = DEFAULT_BUDGET.max_bytes  # all agent files kept under artifacts/.../files/
 
 
 def snapshot_files(workspace: Path, rels: Sequence[str]) -> dict[str, bytes]:
-    """The agent-written files to keep for re-scanning (regular files up to 1 MiB each)."""
-    out: dict[str, bytes] = {}
-    for rel in rels:
-        path = workspace / rel
-        if path.is_file() and not path.is_symlink() and path.stat().st_size <= MAX_SNAPSHOT_BYTES:
-            out[rel] = path.read_bytes()
-    return out
+    """The agent-written regular files to keep for re-scanning, within the per-rollout budget.
 
-
-@dataclass(frozen=True, slots=True)
-class RolloutArtifacts:
-    """What is kept beside a rollout's record under ``RUN/artifacts/<task>/<agent>/<rollout>/``.
-
-    Built by the worker and written by the driver (the store's single writer), so workers
-    on other machines need no access to the run directory.
+    See :func:`reliabench.artifacts.take_snapshot`, which also says what it left out.
     """
-
-    agent_log: str
-    diff: str
-    test_log: str
-    files: dict[str, bytes]
-
-
-def write_artifacts(adir: Path, art: RolloutArtifacts) -> None:
-    """Write (replace) one rollout's artifacts."""
-    if adir.exists():
-        shutil.rmtree(adir)
-    adir.mkdir(parents=True)
-    (adir / "agent.log").write_text(art.agent_log, encoding="utf-8", errors="replace")
-    (adir / "diff.patch").write_text(art.diff, encoding="utf-8", errors="replace")
-    (adir / "tests.log").write_text(art.test_log, encoding="utf-8", errors="replace")
-    for rel, data in art.files.items():
-        target = adir / "files" / rel
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_bytes(data)
+    return take_snapshot(workspace, rels).files
 
 
 _Outcome = tuple[Rollout, RolloutArtifacts]
@@ -244,15 +241,44 @@ class _Executor:
         return result, time.perf_counter() - t0
 
     def run_one(self, job: _Job, slot: int) -> _Outcome:
-        """One rollout, retried up to ``INFRA_RETRIES`` times on infrastructure failures."""
+        """One rollout, retried up to ``INFRA_RETRIES`` times on infrastructure failures.
+
+        Never raises (``Exception``): whatever escapes an attempt becomes that rollout's
+        record, so one rollout can neither abort the run nor make a resume loop on it.
+        """
         for _ in range(INFRA_RETRIES + 1):
-            rollout, art = self._attempt(job, slot)
+            try:
+                rollout, art = self._attempt(job, slot)
+            except Exception as exc:
+                return self._harness_failure(job, "running the rollout", exc)
             if rollout.status != "infra_error":
                 return rollout, art
         return replace(rollout, meta={**rollout.meta, "infra_attempts": INFRA_RETRIES + 1}), art
 
+    def _harness_failure(self, job: _Job, stage: str, exc: BaseException,
+                         meta: dict[str, Any] | None = None, result: AgentResult | None = None,
+                         agent_seconds: float = 0.0, diff: str = "") -> _Outcome:
+        """The rollout's own failure (``test_error``): something raised after the agent ran."""
+        detail = f"{type(exc).__name__}: {exc}"
+        meta = {**(meta or {"seed": job.seed, "agent_kind": job.agent.kind}),
+                "reason": f"harness error while {stage}: {detail[:500]}"}
+        return self._record(job, "test_error", (), meta, result or AgentResult(status="agent_error"),
+                            agent_seconds, None, (), (), diff)
+
     def _attempt(self, job: _Job, slot: int) -> _Outcome:
+        """One attempt of one rollout.
+
+        Before the agent runs, a failure is the harness's (``infra_error``, retried). After
+        it ran, anything raised while examining, scanning, diffing or testing its workspace
+        is that rollout's failure (``test_error``, see ``_harness_failure``): the agent's
+        files may be what broke the harness, and only the harness may exclude a rollout.
+        """
         tmp = Path(tempfile.mkdtemp(prefix="rollout-", dir=self.scratch))
+        stage = "preparing the workspace"
+        meta: dict[str, Any] = {"seed": job.seed, "agent_kind": job.agent.kind}
+        result: AgentResult | None = None
+        agent_seconds = 0.0
+        diff = ""
         try:
             os.chmod(tmp, 0o711)
             workspace = tmp / "workspace"
@@ -260,14 +286,22 @@ class _Executor:
             prompt_file = tmp / "prompt.md"
             prompt_file.write_text(job.task.prompt, encoding="utf-8")
             os.chmod(prompt_file, 0o644)
+            stage = "running the agent"
             result, agent_seconds = self._call_agent(job, workspace, prompt_file, slot)
-            meta: dict[str, Any] = {"seed": job.seed, "agent_kind": job.agent.kind, **result.meta}
+            meta.update(result.meta)
             if result.status == "infra_error":
                 return self._record(job, "infra_error", (), meta, result, agent_seconds, None, (), (), "")
-            findings, scan_errors, changed = scan_workspace(self.scanners, job.task.workspace_dir, workspace)
-            files = snapshot_files(workspace, changed)
+            stage = "scanning the workspace"
+            findings, scan_errors, changes = _scan(self.scanners, job.task.workspace_dir, workspace)
+            changed = sorted({*changes.added, *changes.modified, *changes.deleted})
+            stage = "keeping the agent's files"
+            snap = take_snapshot(workspace, changes.files)
             meta["changed_files"] = list(changed)
+            meta["deleted_files"] = list(changes.deleted)
+            if snap.omitted:
+                meta["artifacts_omitted"] = [rel for rel, _ in snap.omitted]
             meta["scanned"] = [s.name for s in self.scanners]
+            stage = "diffing the workspace"
             diff = workspace_diff(job.task.workspace_dir, workspace)
             status = result.status
             if status == "completed" and not changed:
@@ -276,6 +310,7 @@ class _Executor:
             if self.settings.test_timeout_s is not None:
                 wall = min(wall, self.settings.test_timeout_s)
             limits = replace(self.settings.limits, wall_s=wall, cpu_s=wall)
+            stage = "running the hidden tests"
             try:
                 hidden = run_hidden_tests(workspace, job.task.tests_dir, expected=self.expected[job.task.id],
                                           backend=self.backend, limits=limits, slot=slot,
@@ -284,6 +319,7 @@ class _Executor:
                 meta["reason"] = f"sandbox failed: {exc}"
                 return self._record(job, "infra_error", (), meta, result, agent_seconds, None, (), (), diff)
             if hidden.status == "test_error":
+                # the harness did not start, not even on the starter workspace (testing.py)
                 meta["reason"] = hidden.reason
                 return self._record(job, "infra_error", hidden.outcomes, meta, result, agent_seconds,
                                     hidden, (), (), diff)
@@ -295,25 +331,70 @@ class _Executor:
                 meta["forged_outcomes"] = True
             if hidden.tamper_files:
                 meta["tamper_files"] = list(hidden.tamper_files)
+            stage = "recording the rollout"
             return self._record(job, status, hidden.outcomes, meta, result, agent_seconds, hidden,
-                                findings, scan_errors, diff, files)
+                                findings, scan_errors, diff, snap.files, snap.omitted)
+        except Exception as exc:
+            if result is None:
+                # nothing of the agent's ran yet (_call_agent turns the agent's own
+                # exceptions into agent_error): the harness failed
+                meta["reason"] = f"harness error while {stage}: {type(exc).__name__}: {exc}"[:600]
+                return self._record(job, "infra_error", (), meta, AgentResult(status="infra_error"),
+                                    0.0, None, (), (), "")
+            return self._harness_failure(job, stage, exc, meta, result, agent_seconds, diff)
         finally:
-            shutil.rmtree(tmp, ignore_errors=True)
+            remove_tree(tmp)
 
     def _record(self, job: _Job, status: str, outcomes: tuple[TestOutcome, ...], meta: dict[str, Any],
                 result: AgentResult, agent_seconds: float, hidden: HiddenTestRun | None,
                 findings: tuple[Finding, ...], scan_errors: tuple[ScanError, ...], diff: str,
-                files: dict[str, bytes] | None = None) -> _Outcome:
+                files: dict[str, bytes] | None = None,
+                omitted: tuple[tuple[str, str], ...] = ()) -> _Outcome:
         seconds = agent_seconds + (hidden.seconds if hidden else 0.0)
-        art = RolloutArtifacts(result.log, diff, hidden.log if hidden else "", files or {})
-        return Rollout(
+        budget = DEFAULT_BUDGET
+        art = RolloutArtifacts(cap_text(result.log, budget.max_log_bytes),
+                               cap_text(diff, budget.max_diff_bytes),
+                               cap_text(hidden.log, budget.max_log_bytes) if hidden else "",
+                               files or {}, omitted)
+        return cap_record(Rollout(
             task_id=job.task.id, agent=job.agent.name, rollout=job.rollout,
             tests=outcomes, status=status, findings=findings, scan_errors=scan_errors,
             cost=Cost(tokens=result.tokens, usd=result.usd, seconds=round(seconds, 3)),
             isolation=hidden.isolation if hidden else self.backend.name,
             tamper_suspected=bool(hidden and hidden.tamper_suspected),
             simulated=job.agent.simulated, meta=meta,
-        ), art
+        ), budget), art
+
+
+def _store_rollout(store: RunStore, rollout: Rollout, art: RolloutArtifacts) -> Rollout:
+    """Write one rollout's artifacts and record; return the record as stored.
+
+    Whatever the rollout holds, it gets recorded: if its own content cannot be stored (an
+    encoding the store refuses, nesting too deep to serialise), a minimal ``test_error``
+    record with the reason takes its place. Only the run directory's own failures
+    (``OutputError``) and a duplicate key stop the run.
+    """
+    adir = store.artifact_dir(rollout.task_id, rollout.agent, rollout.rollout)
+    left_out = write_artifacts(adir, art)
+    new_left_out = [rel for rel, _ in left_out if rel not in rollout.meta.get("artifacts_omitted", ())]
+    if new_left_out:
+        meta = dict(rollout.meta)
+        meta["artifacts_omitted"] = [*meta.get("artifacts_omitted", []), *new_left_out]
+        rollout = cap_record(replace(rollout, meta=meta))
+    try:
+        store.add(rollout)
+    except (OutputError, StoreError):
+        raise
+    except Exception as exc:
+        rollout = Rollout(
+            task_id=rollout.task_id, agent=rollout.agent, rollout=rollout.rollout, tests=(),
+            status="test_error", cost=rollout.cost, isolation=rollout.isolation,
+            tamper_suspected=rollout.tamper_suspected, simulated=rollout.simulated,
+            meta={"reason": f"harness error while storing the rollout's record: "
+                            f"{type(exc).__name__}: {exc}"[:600]},
+        )
+        store.add(rollout)
+    return rollout
 
 
 def _collect_expected(suite: Suite, backend: SandboxBackend, workers: int,
@@ -334,7 +415,7 @@ def _collect_expected(suite: Suite, backend: SandboxBackend, workers: int,
         with ThreadPoolExecutor(max_workers=workers) as pool:
             return dict(pool.map(one, [(t, i % workers) for i, t in enumerate(tasks)]))
     finally:
-        shutil.rmtree(scratch, ignore_errors=True)
+        remove_tree(scratch)
 
 
 def _run_local(jobs: Sequence[_Job], workers: int, executor: _Executor,
@@ -558,9 +639,9 @@ def run_suite(
                 nonlocal executed, passed, infra
                 rollout, art = outcome
                 # artifacts first, then the one-transaction commit: a recorded rollout always
-                # has its artifacts; artifacts without a record are replaced when it reruns
-                write_artifacts(store.artifact_dir(rollout.task_id, rollout.agent, rollout.rollout), art)
-                store.add(rollout)
+                # has its artifacts; artifacts without a record are replaced when it reruns.
+                # OutputError (full or read-only run directory) stops the run: resumable.
+                rollout = _store_rollout(store, rollout, art)
                 executed += 1
                 passed += rollout.passes
                 infra += rollout.status == "infra_error"
@@ -580,7 +661,7 @@ def run_suite(
                     executor = _Executor(settings, backend, scanners, expected, scratch)
                     _run_local(jobs, settings.workers, executor, record, stop)
                 finally:
-                    shutil.rmtree(scratch, ignore_errors=True)
+                    remove_tree(scratch)
     return RunSummary(Path(out_dir), resumed, planned, skipped, executed, passed, infra, backend.name,
                       time.perf_counter() - t0)
 
