@@ -624,7 +624,7 @@ def run_suite(
         jobs = [
             _Job(task, agent, r, derive_seed(settings.seed, task.id, agent.name, r))
             for task in selected for agent in agents for r in range(settings.n)
-            if (task.id, agent.name, r) not in done
+            if RunStore.stored_key(task.id, agent.name, r) not in done
         ]
         planned = len(selected) * len(agents) * settings.n
         skipped = planned - len(jobs)

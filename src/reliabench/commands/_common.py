@@ -10,7 +10,7 @@ from typing import Any, TypeVar
 import click
 from rich.console import Console
 
-from reliabench.errors import InputError, InvalidArgumentError, UsageError
+from reliabench.errors import InputError, InvalidArgumentError
 from reliabench.records import Rollout, read_jsonl
 from reliabench.security import FindingFilter, SecurityThreshold, parse_threshold
 
@@ -35,11 +35,9 @@ def load_records(path: str) -> list[Rollout]:
     """Read rollout records from a JSONL file, ``-`` (stdin), or a run directory."""
     p = Path(path)
     if path != "-" and p.is_dir():
-        from reliabench.store import RunStore, read_records
+        from reliabench.store import read_records
 
-        if not (p / RunStore.FILENAME).is_file():
-            raise UsageError(f"{p}: a directory but not a run directory (no {RunStore.FILENAME})")
-        records = read_records(p)
+        records = read_records(p)  # read-only; explains a directory that is not a run
     else:
         records = read_jsonl(path)
     if not records:
@@ -109,7 +107,7 @@ def resolve_security(
     elif source is not None and source != "-" and Path(source).is_dir():
         from reliabench.store import RunStore
 
-        with RunStore.open_existing(source) as store:
+        with RunStore.open_existing(source, readonly=True) as store:
             stored = store.run_info()["config"].get("security_policy")
         if stored:
             policy = security_config_from_dict(stored, f"{source} (stored security policy)")

@@ -20,7 +20,7 @@ __all__ = ["command"]
               help="Write here (atomically) instead of standard output.")
 def command(run_dir: Path, fmt: str, output: Path | None) -> None:
     """Export the rollout records of RUN (each with its isolation level)."""
-    with RunStore.open_existing(run_dir) as store:
+    with RunStore.open_existing(run_dir, readonly=True) as store:
         records = store.rollouts()
     if output is None:
         write_jsonl(records, sys.stdout)
