@@ -37,6 +37,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any, Final, Literal, cast
 
+from reliabench import json_input
 from reliabench.errors import RecordError
 
 __all__ = [
@@ -69,6 +70,8 @@ STATUSES: Final = (
     "no_change",
 )
 Outcome = Literal["passed", "failed", "error", "skipped"]
+_INT64: Final = 2**63  # counts, token counts and line numbers must fit a signed 64-bit integer
+_FLOAT_MAX: Final = 1.7976931348623157e308
 
 
 @dataclass(frozen=True, slots=True)
@@ -216,7 +219,9 @@ def _get_count(d: Mapping[str, Any], key: str, where: tuple[str, int | None]) ->
         return None
     value = d[key]
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise _fail(*where, key, f"expected an integer >= 0, got {value!r}")
+        raise _fail(*where, key, f"expected an integer >= 0, got {_show(value)}")
+    if value >= _INT64:
+        raise _fail(*where, key, f"expected an integer >= 0 that fits 64 bits (< 2**63), got {_show(value)}")
     return value
 
 
@@ -225,9 +230,18 @@ def _get_opt_number(d: Mapping[str, Any], key: str, where: tuple[str, int | None
     value = d.get(key)
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        raise _fail(*where, prefix + key, f"expected a finite number, got {value!r}")
+    if (isinstance(value, bool) or not isinstance(value, (int, float))
+            or not -_FLOAT_MAX <= value <= _FLOAT_MAX or not math.isfinite(value)):
+        raise _fail(*where, prefix + key, f"expected a finite number, got {_show(value)}")
     return float(value)
+
+
+def _show(value: Any) -> str:
+    """``repr`` for an error message, cut short (a 4000-digit integer is not a message)."""
+    if isinstance(value, int) and abs(value) >= 10**30:
+        return f"an integer of {value.bit_length()} bits"
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
 
 
 def _parse_tests(raw: Any, where: tuple[str, int | None]) -> tuple[TestOutcome, ...]:
@@ -273,11 +287,12 @@ def _parse_findings(raw: Any, where: tuple[str, int | None]) -> tuple[Finding, .
         if not isinstance(item, dict):
             raise _fail(*where, f, "expected an object")
         cwe = item.get("cwe")
-        if cwe is not None and (isinstance(cwe, bool) or not isinstance(cwe, int) or cwe < 0):
-            raise _fail(*where, f + ".cwe", f"expected a CWE number or null, got {cwe!r}")
+        if cwe is not None and (isinstance(cwe, bool) or not isinstance(cwe, int) or not 0 <= cwe < _INT64):
+            raise _fail(*where, f + ".cwe", f"expected a CWE number or null, got {_show(cwe)}")
         line = item.get("line")
-        if line is not None and (isinstance(line, bool) or not isinstance(line, int)):
-            raise _fail(*where, f + ".line", f"expected an integer or null, got {line!r}")
+        if line is not None and (isinstance(line, bool) or not isinstance(line, int)
+                                 or not -_INT64 <= line < _INT64):
+            raise _fail(*where, f + ".line", f"expected an integer or null, got {_show(line)}")
         for key in ("tool", "rule_id"):
             if not isinstance(item.get(key), str) or not item[key]:
                 raise _fail(*where, f"{f}.{key}", f"expected a non-empty string, got {item.get(key)!r}")
@@ -353,6 +368,9 @@ def rollout_from_dict(d: Any, *, path: str = "<input>", line: int | None = None)
         if not isinstance(raw_cost, dict):
             raise _fail(*where, "cost", "expected an object with tokens, usd, seconds")
         tokens = _get_opt_number(raw_cost, "tokens", where, "cost.")
+        if tokens is not None and not 0 <= tokens < _INT64:
+            raise _fail(*where, "cost.tokens",
+                        f"expected a token count from 0 to 2**63-1, got {_show(raw_cost['tokens'])}")
         cost = Cost(
             tokens=None if tokens is None else int(tokens),
             usd=_get_opt_number(raw_cost, "usd", where, "cost."),
@@ -361,6 +379,8 @@ def rollout_from_dict(d: Any, *, path: str = "<input>", line: int | None = None)
     meta = d.get("meta") or {}
     if not isinstance(meta, dict):
         raise _fail(*where, "meta", "expected an object")
+    if not json_input.check_depth(meta):
+        raise _fail(*where, "meta", f"nested more than {json_input.MAX_DEPTH} levels deep")
     isolation = d.get("isolation")
     if isolation is not None and not isinstance(isolation, str):
         raise _fail(*where, "isolation", f"expected a string, got {isolation!r}")
@@ -436,7 +456,7 @@ def _iter_lines(stream: IO[str], name: str) -> Iterator[Rollout]:
         if not text.strip():
             continue
         try:
-            obj = json.loads(text)
+            obj = json_input.loads(text)
         except json.JSONDecodeError as exc:
             raise RecordError(name, f"malformed JSON ({exc.msg} at column {exc.colno})",
                               line=lineno) from None

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import importlib.metadata
+import math
 import os
 import platform
 import queue
@@ -44,7 +45,7 @@ from reliabench.errors import (
     StoreError,
 )
 from reliabench.records import Cost, Finding, Rollout, ScanError, TestOutcome
-from reliabench.sandbox import Limits, SandboxBackend, get_backend
+from reliabench.sandbox import MAX_SECONDS, Limits, SandboxBackend, get_backend
 from reliabench.scanners import ChangeSet, Scanner, changed_files, get_scanner, workspace_diff
 from reliabench.store import RunStore
 from reliabench.tasks.suite import Suite, Task, materialize
@@ -118,6 +119,11 @@ class RunSettings:
             raise InvalidArgumentError(f"n must be an integer >= 1, got {self.n!r}")
         if self.workers < 1:
             raise InvalidArgumentError(f"workers must be >= 1, got {self.workers!r}")
+        t = self.test_timeout_s
+        if t is not None and (isinstance(t, bool) or not isinstance(t, (int, float))
+                              or not math.isfinite(t) or not 0 < t <= MAX_SECONDS):
+            raise InvalidArgumentError(
+                f"test_timeout_s must be a number of seconds in (0, {MAX_SECONDS:g}], got {t!r}")
 
 
 @dataclass(frozen=True, slots=True)

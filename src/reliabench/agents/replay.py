@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from reliabench import json_input
 from reliabench.agents.base import (
     AgentContext,
     AgentRequest,
@@ -112,8 +113,9 @@ def _parse_line(path: Path, lineno: int, obj: Any) -> tuple[str | None, Recorded
         _check_rel(path, lineno, "delete", rel)
     tokens = obj.get("tokens")
     if tokens is not None and (isinstance(tokens, bool) or not isinstance(tokens, int)
-                               or tokens < 0):
-        raise bad("tokens", f"expected an integer >= 0, got {tokens!r}")
+                               or not 0 <= tokens < 2**63):
+        shown = repr(tokens) if len(repr(tokens)) < 60 else repr(tokens)[:57] + "..."
+        raise bad("tokens", f"expected an integer from 0 to 2**63-1, got {shown}")
     usd = obj.get("usd")
     if usd is not None and (isinstance(usd, bool) or not isinstance(usd, (int, float))
                             or not math.isfinite(usd) or usd < 0):
@@ -156,7 +158,7 @@ def read_replay_file(path: str | Path, agent: str) -> dict[tuple[str, int], Reco
             if not text.strip():
                 continue
             try:
-                obj = json.loads(text)
+                obj = json_input.loads(text)
             except json.JSONDecodeError as exc:
                 raise ConfigError(p, f"invalid JSON ({exc.msg} at column {exc.colno})",
                                   line=lineno) from None

@@ -30,6 +30,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Final
 
+from reliabench import json_input
 from reliabench.errors import InputError, InvalidArgumentError
 from reliabench.importers import evalplus, humaneval, inspect_log, swebench, tau_bench, terminal_bench
 from reliabench.importers._common import ImportResult, ReportedFigure, read_json
@@ -73,7 +74,7 @@ def _first_line(path: Path) -> Any:
         for lineno, text in enumerate(fh, start=1):
             if text.strip():
                 try:
-                    return json.loads(text)
+                    return json_input.loads(text)
                 except json.JSONDecodeError as exc:
                     raise InputError(path, f"neither JSON nor JSONL ({exc.msg} at column {exc.colno})",
                                      line=lineno) from None

@@ -33,6 +33,7 @@ import zipfile
 from pathlib import Path
 from typing import Any
 
+from reliabench import json_input
 from reliabench.errors import InputError
 from reliabench.importers._common import (
     FigureKind,
@@ -93,7 +94,7 @@ def _read_member(zf: zipfile.ZipFile, path: Path, member: str) -> Any:
         except (NotImplementedError, zipfile.BadZipFile, OSError) as exc:
             raise InputError(path, f"cannot read this entry: {exc}", field=member) from None
     try:
-        return json.loads(data)
+        return json_input.loads(data)
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise InputError(path, f"malformed JSON: {exc}", field=member) from None
 
