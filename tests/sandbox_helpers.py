@@ -4,12 +4,16 @@ from __future__ import annotations
 
 import sys
 import warnings
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
 
 import pytest
 
 from reliabench import sandbox
 from reliabench.errors import SandboxError
 from reliabench.sandbox import SandboxBackend, get_backend, slot_uid
+from reliabench.testing import HiddenTestRun, run_hidden_tests
 
 
 def backend_or_skip(name: str) -> SandboxBackend:
@@ -30,3 +34,36 @@ def python_for(backend: SandboxBackend, slot: int) -> str:
         if sandbox._uid_can_reach(cand, slot_uid(slot), slot_uid(slot), need=5) is None:
             return cand
     pytest.skip("no interpreter reachable by the slot uid")
+
+
+# --------------------------------------------------------------------------------------------
+# test paths: every way hidden tests can be run, so hostile-input tests cover each of them
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class HiddenTestPath:
+    """One way of running hidden tests, for parametrised tests.
+
+    ``run`` has the signature of ``reliabench.testing.run_hidden_tests`` minus ``backend``
+    and ``python``. A new path (say warm forked workers) is one more entry in
+    :data:`HIDDEN_TEST_PATHS` with its own ``run``.
+    """
+
+    name: str
+    backend: SandboxBackend
+    python: str
+
+    def run(self, workspace: Path, tests_dir: Path, **kw: Any) -> HiddenTestRun:
+        """Run the hidden tests of ``tests_dir`` on ``workspace`` this way."""
+        return run_hidden_tests(workspace, tests_dir, backend=self.backend, python=self.python, **kw)
+
+
+HIDDEN_TEST_PATHS: tuple[str, ...] = ("bubblewrap", "namespaces", "none")
+"""The ids of the paths; ``hidden_test_path_or_skip`` builds one."""
+
+
+def hidden_test_path_or_skip(name: str, slot: int) -> HiddenTestPath:
+    """The named hidden-test path for ``slot``, or skip when it cannot work on this host."""
+    backend = backend_or_skip(name)
+    return HiddenTestPath(name, backend, python_for(backend, slot))

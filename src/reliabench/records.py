@@ -496,6 +496,20 @@ def read_jsonl(source: str | Path | IO[str]) -> list[Rollout]:
         raise RecordError(path, "is a directory, expected a JSONL file") from None
 
 
+def _json_line(obj: dict[str, Any]) -> str:
+    """One JSON line: UTF-8 text when it can be, ASCII escapes for a lone surrogate.
+
+    A lone surrogate (a non-UTF-8 file name) cannot be written as UTF-8; escaped, every record
+    can be written and read back exactly.
+    """
+    text = json.dumps(obj, ensure_ascii=False)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        text = json.dumps(obj)
+    return text + "\n"
+
+
 def write_jsonl(records: Iterable[Rollout], dest: str | Path | IO[str]) -> int:
     """Write records as JSONL; a path is written atomically (no half-written file).
 
@@ -505,7 +519,7 @@ def write_jsonl(records: Iterable[Rollout], dest: str | Path | IO[str]) -> int:
     if not isinstance(dest, (str, Path)):
         n = 0
         for r in records:
-            dest.write(json.dumps(rollout_to_dict(r), ensure_ascii=False) + "\n")
+            dest.write(_json_line(rollout_to_dict(r)))
             n += 1
         return n
     path = Path(dest)

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from reliabench import artifacts as _artifacts
 from reliabench.agents.base import Agent, AgentRequest, AgentResult
 from reliabench.artifacts import (
     DEFAULT_BUDGET,
@@ -301,7 +302,7 @@ class _Executor:
             findings, scan_errors, changes = _scan(self.scanners, job.task.workspace_dir, workspace)
             changed = sorted({*changes.added, *changes.modified, *changes.deleted})
             stage = "keeping the agent's files"
-            snap = take_snapshot(workspace, changes.files)
+            snap = take_snapshot(workspace, changes.files, _artifacts.DEFAULT_BUDGET)
             meta["changed_files"] = list(changed)
             meta["deleted_files"] = list(changes.deleted)
             if snap.omitted:
@@ -357,7 +358,7 @@ class _Executor:
                 files: dict[str, bytes] | None = None,
                 omitted: tuple[tuple[str, str], ...] = ()) -> _Outcome:
         seconds = agent_seconds + (hidden.seconds if hidden else 0.0)
-        budget = DEFAULT_BUDGET
+        budget = _artifacts.DEFAULT_BUDGET  # looked up per call (tests shrink it)
         art = RolloutArtifacts(cap_text(result.log, budget.max_log_bytes),
                                cap_text(diff, budget.max_diff_bytes),
                                cap_text(hidden.log, budget.max_log_bytes) if hidden else "",
@@ -386,7 +387,7 @@ def _store_rollout(store: RunStore, rollout: Rollout, art: RolloutArtifacts) -> 
     if new_left_out:
         meta = dict(rollout.meta)
         meta["artifacts_omitted"] = [*meta.get("artifacts_omitted", []), *new_left_out]
-        rollout = cap_record(replace(rollout, meta=meta))
+        rollout = cap_record(replace(rollout, meta=meta), _artifacts.DEFAULT_BUDGET)
     try:
         store.add(rollout)
     except (OutputError, StoreError):
