@@ -30,8 +30,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
-import tempfile
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -39,6 +37,7 @@ from typing import IO, Any, Final, Literal, cast
 
 from reliabench import json_input
 from reliabench.errors import RecordError
+from reliabench.output_files import open_output
 
 __all__ = [
     "CONFIDENCE_LEVELS",
@@ -522,13 +521,5 @@ def write_jsonl(records: Iterable[Rollout], dest: str | Path | IO[str]) -> int:
             dest.write(_json_line(rollout_to_dict(r)))
             n += 1
         return n
-    path = Path(dest)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent or ".")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            n = write_jsonl(records, fh)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return n
+    with open_output(dest) as fh:  # atomic; never replaces a device such as /dev/null
+        return write_jsonl(records, fh)
