@@ -22,7 +22,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from sandbox_helpers import HIDDEN_TEST_PATHS, HiddenTestPath, backend_or_skip, hidden_test_path_or_skip
+from sandbox_helpers import (
+    HIDDEN_TEST_PATHS,
+    HiddenTestPath,
+    backend_or_skip,
+    hidden_test_path_or_skip,
+    python_for,
+)
 
 from reliabench import artifacts, runner
 from reliabench.agents.base import AgentRequest, AgentResult
@@ -37,6 +43,7 @@ from reliabench.sandbox import Limits
 from reliabench.store import RunStore
 from reliabench.tasks.suite import load_suite
 from reliabench.testing import find_tamper_files, run_hidden_tests
+from reliabench.untrusted_files import remove_tree
 
 SLOT = 9
 LIMITS = Limits(wall_s=30.0, cpu_s=30.0)
@@ -60,7 +67,7 @@ def base() -> Iterator[Path]:
     path = Path(tempfile.mkdtemp(prefix="rb-hostile-"))
     os.chmod(path, 0o711)
     yield path
-    shutil.rmtree(path, ignore_errors=True)
+    remove_tree(path)  # shutil.rmtree recurses: a deep tree of an agent's breaks it
 
 
 @pytest.fixture(params=HIDDEN_TEST_PATHS)
@@ -218,7 +225,10 @@ def test_tamper_scan_of_a_deep_tree(tmp_path: Path) -> None:
     ws.mkdir()
     _deep_chain(ws, 1200, "d")  # deeper than Python's recursion limit
     (ws / "conftest.py").write_text("")
-    assert _finishes(lambda: find_tamper_files(ws)) == ("conftest.py",)
+    try:
+        assert _finishes(lambda: find_tamper_files(ws)) == ("conftest.py",)
+    finally:
+        assert remove_tree(ws)  # pytest's own clean-up would hit the recursion limit
 
 
 # ------------------------------------------------------------------------------------------
@@ -345,16 +355,20 @@ def test_a_hostile_workspace_is_one_recorded_rollout(base: Path, monkeypatch: py
 @pytest.mark.parametrize("sandbox", ["bubblewrap", "namespaces"])
 def test_un_chownable_deep_tree_of_a_sandboxed_agent_is_not_infra(base: Path, sandbox: str) -> None:
     backend_or_skip(sandbox)
-    script = base / "agent.sh"
+    script = base / "agent.py"
     script.write_text(textwrap.dedent("""\
-        #!/bin/sh
-        printf 'def add(a, b):\\n    return a + b\\n' > adder.py
-        i=0
-        while [ $i -lt 600 ]; do mkdir dddddddddd && cd dddddddddd || exit 3; i=$((i+1)); done
-        echo 'x = 1' > deep.py
+        import os
+        with open("adder.py", "w") as fh:
+            fh.write("def add(a, b):\\n    return a + b\\n")
+        for _ in range(600):  # 6600 bytes of path: past PATH_MAX
+            os.mkdir("dddddddddd")
+            os.chdir("dddddddddd")
+        with open("deep.py", "w") as fh:
+            fh.write("x = 1\\n")
     """))
-    os.chmod(script, 0o755)
-    agent = CommandAgent("deep", [str(script)], sandbox=sandbox, readonly=(script,), timeout_s=60)
+    os.chmod(script, 0o644)
+    agent = CommandAgent("deep", [python_for(backend_or_skip(sandbox), SLOT), str(script)],
+                         sandbox=sandbox, readonly=(script,), timeout_s=60)
     suite = load_suite(_suite(base))
     summary = run_suite(suite, [agent], base / "run", _settings(sandbox))
     with RunStore.open_existing(base / "run", readonly=True) as store:
@@ -433,8 +447,12 @@ def test_a_record_the_store_cannot_take_is_kept_as_a_failure(base: Path,
 def test_a_failure_before_the_agent_ran_is_infra(base: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     backend_or_skip("bubblewrap")
 
-    def broken(*args: Any, **kw: Any) -> None:
-        raise OSError(5, "Input/output error (planted)")
+    real = runner.materialize
+
+    def broken(dest: Path, layers: Any) -> None:
+        if dest.name == "workspace":  # a rollout's, not the collection of the expected tests
+            raise OSError(5, "Input/output error (planted)")
+        real(dest, layers)
 
     suite = load_suite(_suite(base))
     monkeypatch.setattr(runner, "materialize", broken)

@@ -122,7 +122,7 @@ def security_table(records: list[Rollout], ks: tuple[int, ...], threshold: Secur
 
 
 @click.command("scan")
-@click.argument("run_dir", metavar="RUN", type=click.Path(path_type=Path, file_okay=False))
+@click.argument("run_dir", metavar="RUN", type=click.Path(path_type=Path, file_okay=False, readable=False))
 @click.option("--scanner", "scanners", multiple=True, default=("bandit",), show_default=True,
               help="Scanner(s) to run (repeatable): bandit, semgrep, or a plugin.")
 @threshold_option()
