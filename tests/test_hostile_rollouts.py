@@ -220,8 +220,9 @@ def test_tamper_scan_never_follows_links_or_opens_fifos(tmp_path: Path) -> None:
     assert "setup.cfg" not in flags[0]
 
 
-def test_tamper_scan_of_a_deep_tree(tmp_path: Path) -> None:
-    ws = tmp_path / "ws"
+def test_tamper_scan_of_a_deep_tree(base: Path) -> None:
+    # not under tmp_path: pytest's own clean-up of old temp dirs would hit the recursion limit
+    ws = base / "ws"
     ws.mkdir()
     _deep_chain(ws, 1200, "d")  # deeper than Python's recursion limit
     (ws / "conftest.py").write_text("")

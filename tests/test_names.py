@@ -196,3 +196,15 @@ def test_diff_of_any_file_names(tmp_path_factory: pytest.TempPathFactory, raws: 
     # some names are ignored (caches); every other one has exactly one header
     assert len(plus) <= len(raws)
     assert {_unquote(p[4:])[2:] for p in plus} <= set(raws)
+
+
+def test_a_diff_of_many_files_is_bounded(tmp_path: Path) -> None:
+    starter, ws = tmp_path / "s", tmp_path / "w"
+    starter.mkdir()
+    ws.mkdir()
+    for i in range(2000):
+        (ws / f"f{i:04d}.py").write_text(f"v = {i}\n")
+    diff = workspace_diff(starter, ws, max_bytes=5000)
+    assert len(diff) < 5000 + 500
+    assert diff.rstrip().endswith("path(s) not compared ...]")
+    assert len(workspace_diff(starter, ws)) > 100_000  # no limit by default

@@ -309,7 +309,8 @@ class _Executor:
                 meta["artifacts_omitted"] = [rel for rel, _ in snap.omitted]
             meta["scanned"] = [s.name for s in self.scanners]
             stage = "diffing the workspace"
-            diff = workspace_diff(job.task.workspace_dir, workspace)
+            diff = workspace_diff(job.task.workspace_dir, workspace,
+                                  max_bytes=_artifacts.DEFAULT_BUDGET.max_diff_bytes)
             status = result.status
             if status == "completed" and not changed:
                 status = "no_change"
