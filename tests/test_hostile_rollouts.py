@@ -293,6 +293,8 @@ class HostileAgent:
         (ws / "adder.py").write_text(GOOD)
         # a directory chain deeper than PATH_MAX and Python's recursion limit
         _deep_chain(ws, 600, "dddddddddd", leaf=("deep.py", "import os\nos.system('rm -rf /')\n"))
+        # a path that fits the workspace but not under the (long) run directory's artifacts
+        _deep_chain(ws, 120, "l" * 30, leaf=("x.py", "1\n"))
         os.mkfifo(ws / "data.fifo")
         os.mkfifo(ws / "setup.cfg")
         if self.secret is not None:
@@ -321,7 +323,7 @@ def test_a_hostile_workspace_is_one_recorded_rollout(base: Path, monkeypatch: py
     secret = base / "secret.txt"
     secret.write_text(SECRET)
     suite = load_suite(_suite(base))
-    out = base / "run"
+    out = base / ("o" * 200) / ("o" * 200) / "run"
     summary = _finishes(lambda: run_suite(suite, [HostileAgent(secret=secret)], out, _settings(sandbox)),
                         timeout=300)
     assert summary.executed == 1 and summary.infra_errors == 0
@@ -339,6 +341,9 @@ def test_a_hostile_workspace_is_one_recorded_rollout(base: Path, monkeypatch: py
     assert 0 < len(kept) <= 50
     assert sum(p.stat().st_size for p in kept) <= 200_000
     assert "big.py" in (adir / "OMITTED.txt").read_text()
+    too_long = "/".join(["l" * 30] * 120) + "/x.py"
+    assert too_long in r.meta["artifacts_omitted"]
+    assert "cannot be stored under the run directory" in (adir / "OMITTED.txt").read_text()
     # nothing of the host file was followed into the artifacts
     for p in adir.rglob("*"):
         if p.is_file() and not p.is_symlink():

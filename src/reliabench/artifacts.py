@@ -55,6 +55,7 @@ _SOURCE_SUFFIXES: Final = frozenset({
 })
 _OUTPUT_ERRNOS: Final = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EPERM,
                                    errno.EIO})
+_PATH_MAX: Final = 4096  # Linux; a longer path cannot be opened by name
 _CUT: Final = "\n[... {n} characters cut by reliabench (artifact budget) ...]\n"
 
 
@@ -213,6 +214,11 @@ def write_artifacts(adir: Path, art: RolloutArtifacts) -> tuple[tuple[str, str],
             left_out.append((rel, "not a relative path inside the workspace"))
             continue
         target = files_dir / rel
+        if len(os.fsencode(str(target.absolute()))) >= _PATH_MAX:
+            # refused before any directory is made: no half-made chain for readers to trip on
+            left_out.append((rel, f"cannot be stored under the run directory (path longer than "
+                                  f"{_PATH_MAX} bytes there)"))
+            continue
         try:
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_bytes(data)

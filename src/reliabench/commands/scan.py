@@ -9,6 +9,7 @@ in the store (``--dry-run`` only prints).
 from __future__ import annotations
 
 import math
+import os
 import shutil
 import tempfile
 from contextlib import suppress
@@ -51,7 +52,7 @@ def rebuild_deletions(r: Rollout, adir: Path, starter: Path, ws: Path) -> tuple[
     diff_text: str | None = None
     errors: list[ScanError] = []
     for rel in changed:
-        if (adir / "files" / rel).exists():
+        if os.path.lexists(adir / "files" / rel):  # False, not an error, for a too-long path
             continue
         if isinstance(deleted, list):
             gone = rel not in omitted  # deleted, or no longer a regular file (a link...)
@@ -64,10 +65,10 @@ def rebuild_deletions(r: Rollout, adir: Path, starter: Path, ws: Path) -> tuple[
             name = quote_path(f"b/{rel}")
             kept_side = (f"+++ {name}\n" in diff_text or f"Large file {quote_path(rel)} differs" in diff_text
                          or f"+++ b/{rel}\n" in diff_text or f"Large file {rel} differs" in diff_text)
-            gone = (starter / rel).exists() and not kept_side
+            gone = os.path.lexists(starter / rel) and not kept_side
         if gone:
             with suppress(OSError):
-                if (ws / rel).is_file() or (ws / rel).is_symlink():
+                if not (ws / rel).is_dir():
                     (ws / rel).unlink()
         else:
             errors.append(ScanError("reliabench", rel, "changed by the agent but not kept with the "
