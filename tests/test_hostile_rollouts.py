@@ -489,17 +489,14 @@ def _tmpfs(path: Path, size: str) -> Iterator[Path]:
 
 
 @dataclass
-class BulkyAgent:
+class BulkyAgent(GoodAgent):
     """Writes a correct solution and a 3 MiB source file (kept as an artifact)."""
 
     name: str = "bulky"
-    kind: str = "python"
-    simulated: bool = False
 
     def run(self, request: AgentRequest) -> AgentResult:
-        (request.workspace / "adder.py").write_text(GOOD)
         (request.workspace / "data.py").write_text("# x\n" * (3 << 18))
-        return AgentResult(status="completed")
+        return super().run(request)
 
 
 def test_a_full_disk_under_out_stops_the_run_resumably(base: Path) -> None:

@@ -87,16 +87,9 @@ def read_bounded(path: str | os.PathLike[str], limit: int) -> bytes | None:
 def file_kind(path: str | os.PathLike[str]) -> Kind:
     """``file``, ``dir``, ``link``, ``special`` (FIFO, socket, device) or ``error``, by ``lstat``."""
     try:
-        mode = os.lstat(path).st_mode
+        return _kind_of(os.lstat(path).st_mode)
     except (OSError, ValueError):
         return "error"
-    if stat.S_ISLNK(mode):
-        return "link"
-    if stat.S_ISREG(mode):
-        return "file"
-    if stat.S_ISDIR(mode):
-        return "dir"
-    return "special"
 
 
 @dataclass(frozen=True, slots=True)
