@@ -13,13 +13,20 @@ How a run works (:func:`run_hidden_tests`):
    ``sitecustomize`` never runs), with ``PYTEST_DISABLE_PLUGIN_AUTOLOAD=1`` and
    ``-p no:cacheprovider``; the plugin :mod:`reliabench._outcome_plugin` appends the
    workspace to ``sys.path`` (after the standard library and pytest, which it cannot shadow);
-4. the plugin writes one HMAC-signed line per test *as it finishes* to an inherited file
-   descriptor (not a path inside the sandbox), keyed with a per-run secret read from a pipe
-   that is closed before any test module is imported;
+4. the plugin writes one HMAC-signed line per test *as it finishes* to the write end of a
+   pipe that the parent drains itself (:mod:`reliabench.outcome_pipe`: nothing in the
+   sandbox can truncate or rewrite what was written), keyed with a per-run secret read from
+   another pipe that is closed before any test module is imported;
 5. the parent trusts only lines with a valid MAC and sequence number, for expected test
    names, once each, and consistent with the plugin's end-of-session line. An expected test
    without a trusted outcome did not run: it counts as ``failed``. The exit code is never
-   trusted.
+   trusted. The parser never raises: a line it cannot check is a forged line;
+6. no start line: a control run on the starter workspace decides whether the harness is
+   broken (``test_error``, the runner's ``infra_error``) or this workspace stopped it (a
+   failed rollout); see :func:`_harness_starts_on`.
+
+Every read of the workspace by this module (the tamper scan) is an ``lstat`` walk with
+bounded ``O_NOFOLLOW | O_NONBLOCK`` reads (:mod:`reliabench.untrusted_files`).
 
 Isolation of the hidden tests: in the AGENT phase the agent runs with only its workspace and
 never sees the tests. In the TEST phase the tests must be readable by pytest, and pytest runs
