@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import shutil
 import socket
 import stat
 import tempfile
@@ -99,8 +98,7 @@ def test_remove_tree_handles_deep_and_unreadable_trees(base: Path) -> None:
     (target / "locked").mkdir()
     (target / "locked" / "f").write_text("x")
     os.chmod(target / "locked", 0)
-    with pytest.raises(RecursionError):  # what the runner used before
-        shutil.rmtree(target, ignore_errors=True)
+    # (shutil.rmtree, which the runner used before, recurses: RecursionError on Python 3.11)
     assert remove_tree(target)
     assert not target.exists()
     assert remove_tree(base / "never-existed")
