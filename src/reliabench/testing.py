@@ -246,10 +246,14 @@ def _staged(tests_dir: Path, slot: int) -> Iterator[Path]:
             for f in filenames:
                 os.chmod(os.path.join(dirpath, f), 0o644)
         if os.geteuid() == 0:
-            # only this slot's uid may enter (other slots' agents must not read the tests)
-            uid = slot_uid(slot)
-            os.chown(staging, uid, uid)
-        os.chmod(staging, 0o700)
+            # only this slot's group may enter (other slots' agents must not read the tests).
+            # Owned by root, not by the slot uid: the namespaces backend removes the slot
+            # uid's files from /tmp after each run, and a run of the same slot in another
+            # process may end while this directory waits for the slot lock.
+            os.chown(staging, 0, slot_uid(slot))
+            os.chmod(staging, 0o750)
+        else:
+            os.chmod(staging, 0o700)
         yield staging
     finally:
         remove_tree(staging)
