@@ -26,7 +26,7 @@ from typing import Any
 from reliabench.errors import RunMismatchError, StoreError, UsageError
 from reliabench.records import Finding, Rollout, ScanError, rollout_from_dict, rollout_to_dict
 
-__all__ = ["STORE_SCHEMA_VERSION", "RunStore", "read_records"]
+__all__ = ["STORE_SCHEMA_VERSION", "RunStore", "artifact_path", "read_records"]
 
 STORE_SCHEMA_VERSION = 1
 
@@ -252,10 +252,15 @@ class RunStore:
 
     def artifact_dir(self, task_id: str, agent: str, rollout: int) -> Path:
         """``RUN/artifacts/<task>/<agent>/<rollout>/`` (names made safe for a path)."""
-        def safe(s: str) -> str:
-            return "".join(ch if ch.isalnum() or ch in "-_.@+" else "_" for ch in s) or "_"
+        return artifact_path(self.root, task_id, agent, rollout)
 
-        return self.root / "artifacts" / safe(task_id) / safe(agent) / str(rollout)
+
+def artifact_path(run_dir: str | Path, task_id: str, agent: str, rollout: int) -> Path:
+    """``RUN/artifacts/<task>/<agent>/<rollout>/`` of a run directory (names made safe for a path)."""
+    def safe(s: str) -> str:
+        return "".join(ch if ch.isalnum() or ch in "-_.@+" else "_" for ch in s) or "_"
+
+    return Path(run_dir) / "artifacts" / safe(task_id) / safe(agent) / str(rollout)
 
 
 def read_records(run_dir: str | Path) -> list[Rollout]:
