@@ -152,7 +152,7 @@ def export_inspect(run_dir: str | Path, output: str | Path, *, agent: str | None
         targets = {a: out / (_safe(a) + ".eval") for a in agents}
     suite = info.get("suite") or {}
     suite_path = (info.get("config") or {}).get("suite_path")
-    created = _dt.datetime.fromtimestamp(float(info.get("created_at") or 0), tz=_dt.UTC).isoformat()
+    created = _dt.datetime.fromtimestamp(float(info.get("created_at") or 0), tz=_dt.timezone.utc).isoformat()
     written = []
     for name, path in targets.items():
         recs = [r for r in records if r.agent == name]
