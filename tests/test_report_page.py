@@ -11,6 +11,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from report_helpers import copy_run, page_data
 
 from reliabench.analysis import score
 from reliabench.cli import main
@@ -22,7 +23,6 @@ from reliabench.report.provenance import mask_argv, mask_secrets
 from reliabench.report.rollout_detail import DetailLimits, build_detail, failure_messages, parse_diff
 from reliabench.report.serve import check_loopback, make_server
 from reliabench.store import RunStore
-from report_helpers import copy_run, page_data
 
 
 @pytest.fixture
