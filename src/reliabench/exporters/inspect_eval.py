@@ -190,7 +190,11 @@ def _write_one(ilog: Any, root: Path, recs: Sequence[Rollout], agent: str, path:
         scores=[ilog.EvalScore(name="reliabench", scorer="reliabench", reducer="mean",
                                metrics={"accuracy": ilog.EvalMetric(name="accuracy", value=accuracy)})],
     )
-    log = ilog.EvalLog(status="success", eval=spec, samples=samples, results=results)
+    start = _dt.datetime.fromisoformat(created)
+    busy = sum(r.cost.seconds or 0.0 for r in recs if r.cost is not None)  # rollouts' own time
+    stats = ilog.EvalStats(started_at=created,
+                           completed_at=(start + _dt.timedelta(seconds=busy)).isoformat())
+    log = ilog.EvalLog(status="success", eval=spec, samples=samples, results=results, stats=stats)
     path.parent.mkdir(parents=True, exist_ok=True)
     ilog.write_eval_log(log, str(path))
     return path
