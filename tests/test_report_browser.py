@@ -12,6 +12,7 @@ import shutil
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import pytest
 from report_helpers import copy_run
@@ -120,8 +121,19 @@ def test_report_in_chromium(browser: Any, tmp_path: Path) -> None:
     # the task's rollouts side by side: one column per rollout of every agent
     assert page.locator("#rb-side th.rc").count() == 6
     assert page.locator("#rb-side td.F").count() > 0
+    # a column head opens that rollout, of another agent too; the failed tests come first
+    page.locator('#rb-side th.rc[data-id="run_git_log\x1fsim-flaky\x1f2"]').click()
+    assert "sim-flaky rollout #2" in page.locator("#rb-detail h3").inner_text()
+    assert page.locator("td.hm.sel").get_attribute("data-agent") == "sim-flaky"
+    outcomes = page.locator("#rb-detail table.tests td:nth-child(2)").all_inner_texts()
+    assert outcomes.index("failed") < outcomes.index("passed")
+    # a link to a rollout opens it
+    page.goto(url + "#rollout=" + quote("interval_merge\x1fsim-flaky\x1f2"))
+    page.reload()
+    assert "interval_merge / sim-flaky rollout #2" in page.locator("#rb-detail h3").inner_text()
+    assert "timeout" in page.locator("#rb-detail").inner_text()
     assert watch.errors == [], watch.errors
-    assert watch.blocked == [] and set(watch.requests) == {url}, watch.requests
+    assert watch.blocked == [] and {u.split("#")[0] for u in watch.requests} == {url}, watch.requests
 
 
 def test_view_in_chromium_fetches_details_from_loopback_only(browser: Any, tmp_path: Path) -> None:

@@ -37,10 +37,7 @@ if(table){
   });
   if(D.explorer){
     Array.prototype.forEach.call(table.querySelectorAll("td.hm"),function(td){
-      function open(){
-        Array.prototype.forEach.call(table.querySelectorAll("td.sel"),function(x){x.classList.remove("sel");});
-        td.classList.add("sel");showPair(td.dataset.task,td.dataset.agent);
-      }
+      function open(){showPair(td.dataset.task,td.dataset.agent);}
       td.addEventListener("click",open);
       td.addEventListener("keydown",function(e){if(e.key==="Enter")open();});
     });
@@ -83,8 +80,10 @@ function sideBySide(task){
   h.push("</table>");
   return h.join("");
 }
-function showPair(task,agent){
+function showPair(task,agent,want){
   var box=el("rb-explorer"),ids=D.tasks[task].agents[agent]||[];
+  if(table)Array.prototype.forEach.call(table.querySelectorAll("td.hm"),function(x){
+    x.classList.toggle("sel",x.dataset.task===task&&x.dataset.agent===agent);});
   var c=ids.filter(function(id){return D.rollouts[id].passes;}).length;
   var sim=ids.length&&D.rollouts[ids[0]].simulated?' <span class="sim">[SIMULATED]</span>':"";
   box.innerHTML='<div class="panel" id="rb-pair"><h3>'+esc(task)+" / "+esc(agent)+sim+": "+c+"/"+ids.length+
@@ -96,7 +95,7 @@ function showPair(task,agent){
     sideBySide(task)+"</div>";
   Array.prototype.forEach.call(box.querySelectorAll("[data-id]"),function(tr){
     tr.addEventListener("click",function(){showRollout(tr.getAttribute("data-id"));});});
-  if(ids.length)showRollout(ids.filter(function(id){return !D.rollouts[id].passes;})[0]||ids[0]);
+  if(ids.length)showRollout(want||ids.filter(function(id){return !D.rollouts[id].passes;})[0]||ids[0]);
   box.scrollIntoView({block:"start"});
 }
 function getDetail(id,cb){
@@ -149,6 +148,9 @@ function renderRollout(d){
     if(!rows.length)return "";
     var bad=rows.filter(function(t){return t[1]==="failed"||t[1]==="error";}).length;
     var x=["<h4>"+title+" ("+(rows.length-bad)+"/"+rows.length+" not failed)</h4><table class=\"tests\"><tr><th>test</th><th>outcome</th></tr>"];
+    var rank={failed:0,error:0,skipped:1,passed:2};  /* failures first, each group in run order */
+    rows=rows.map(function(t,i){return [t,i];}).sort(function(a,b){
+      return (rank[a[0][1]]-rank[b[0][1]])||(a[1]-b[1]);}).map(function(p){return p[0];});
     rows.forEach(function(t){
       var cls=t[1]==="passed"?"ok":(t[1]==="skipped"?"":"bad");
       x.push('<tr><td>'+esc(t[0])+'</td><td class="'+cls+'">'+esc(t[1])+"</td></tr>");
@@ -177,11 +179,15 @@ function renderRollout(d){
     tr.classList.toggle("rsel",tr.getAttribute("data-id")===d.id);});
 }
 function showRollout(id){
-  var box=el("rb-rollout");if(!box)return;
+  if(history.replaceState)history.replaceState(null,"","#rollout="+encodeURIComponent(id));
+  openRollout(id);
+}
+function openRollout(id){
   if(!D.rollouts[id])return;
   var s=D.rollouts[id];
-  if(!el("rb-pair")||el("rb-pair").querySelector('tr[data-id="'+CSS.escape(id)+'"]')===null){showPair(s.task,s.agent);}
-  box=el("rb-rollout");
+  if(!el("rb-pair")||el("rb-pair").querySelector('tr[data-id="'+CSS.escape(id)+'"]')===null){
+    showPair(s.task,s.agent,id);return;}
+  var box=el("rb-rollout");
   box.innerHTML='<p class="note">loading...</p>';
   getDetail(id,function(d,err){
     if(!d){box.innerHTML='<div class="panel"><p class="warn">'+esc(err)+"</p></div>";return;}
@@ -189,4 +195,7 @@ function showRollout(id){
   });
 }
 window.reliabenchExplorer={showPair:showPair,showRollout:showRollout};
+/* a link to a rollout (#rollout=ID) opens it */
+var m=/^#rollout=(.+)$/.exec(location.hash);
+if(m&&D.explorer){try{var id0=decodeURIComponent(m[1]);if(D.rollouts[id0])showRollout(id0);}catch(e){}}
 })();
