@@ -62,6 +62,10 @@ CREATE INDEX IF NOT EXISTS findings_by_rollout ON findings (task_id, agent, roll
 """
 
 
+# kept in the run's configuration for reports, never part of its identity
+_PROVENANCE_KEYS = frozenset({"command_line", "agents_config"})
+
+
 class RunStore:
     """An open run directory. Use as a context manager; only one process should write.
 
@@ -136,7 +140,8 @@ class RunStore:
         if row is not None:
             if row[0] != config_hash:
                 old = json.loads(row[1])
-                changed = sorted(k for k in set(old) | set(config) if old.get(k) != config.get(k))
+                changed = sorted(k for k in set(old) | set(config)
+                                 if old.get(k) != config.get(k) and k not in _PROVENANCE_KEYS)
                 conn.close()
                 raise RunMismatchError(
                     f"{path}: holds a run with a different configuration (changed: "
