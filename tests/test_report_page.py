@@ -207,7 +207,8 @@ def test_secrets_are_masked() -> None:
         "x", "--secret", "***", "--password=***", "OPENAI_API_KEY=***", "--n", "3"]
 
 
-def test_view_serves_the_page_and_details_on_loopback_only(run_dir: Path) -> None:
+def test_view_serves_the_page_and_details_on_loopback_only(run_dir: Path,
+                                                          capsys: pytest.CaptureFixture[str]) -> None:
     for bad in ("0.0.0.0", "192.168.1.2", "example.org", "::"):
         with pytest.raises(InvalidArgumentError, match="loopback"):
             check_loopback(bad)
@@ -229,6 +230,9 @@ def test_view_serves_the_page_and_details_on_loopback_only(run_dir: Path) -> Non
         assert detail["id"] == rid and detail["findings"]
         with pytest.raises(urllib.error.HTTPError, match="404"):
             urllib.request.urlopen(server.url + "rollout?id=nope", timeout=10)
+        port = server.url.rsplit(":", 1)[1].strip("/")
+        assert main(["view", str(run_dir), "--port", port, "--resamples", "0"]) == 2  # the port is taken
+        assert "cannot listen on 127.0.0.1:" in capsys.readouterr().err
     finally:
         server.close()
 

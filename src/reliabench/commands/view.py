@@ -8,7 +8,7 @@ import click
 
 from reliabench.analysis import parse_ks, score
 from reliabench.commands._common import k_option, resolve_security, security_config_option, threshold_option
-from reliabench.errors import InvalidArgumentError
+from reliabench.errors import InvalidArgumentError, UsageError
 from reliabench.security import SecurityThreshold
 
 __all__ = ["command"]
@@ -49,8 +49,12 @@ def command(ctx: click.Context, run_dir: Path, host: str, port: int, ks: str,
     threshold, finding_filter = resolve_security(ctx, threshold, security_config, str(run_dir))
     rep = score(loaded.records, k_values, threshold=threshold, finding_filter=finding_filter,
                 n_resamples=resamples, seed=seed)
-    server = make_server(list(loaded.records), rep, loaded.run_dir, run_info=loaded.run_info,
-                         host=host, port=port, background=False)
+    try:
+        server = make_server(list(loaded.records), rep, loaded.run_dir, run_info=loaded.run_info,
+                             host=host, port=port, background=False)
+    except OSError as exc:
+        raise UsageError(f"cannot listen on {host}:{port} ({exc.strerror or exc}); "
+                         "pick another --port (0: any free port)") from None
     click.echo(f"serving the report of {run_dir} at {server.url} (loopback only; Ctrl-C stops)", err=True)
     try:
         server.httpd.serve_forever()
