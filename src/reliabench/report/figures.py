@@ -22,7 +22,7 @@ from reliabench.analysis import Estimate, ScoreReport, score_counts
 from reliabench.estimators import pass_at_k
 from reliabench.proxy import proxy_study
 from reliabench.records import Rollout
-from reliabench.report.html import _PALETTE, _line_chart, figure_block
+from reliabench.report.html import _PALETTE, _frame, _line_chart, figure_block
 from reliabench.report.rollout_detail import phase_costs
 
 __all__ = ["CURVE_MAX_POINTS", "ScatterPoint", "cost_figures", "proxy_scatter", "reliability_curve",
@@ -70,16 +70,7 @@ def scatter_svg(title: str, points: Sequence[ScatterPoint], *, x_label: str, y_l
     def y_of(v: float) -> float:
         return top + ph * (1 - v)
 
-    parts = [
-        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" role="img" '
-        f'aria-label="{html.escape(title)}">',
-        f'<text x="{left}" y="18" font-size="13" font-weight="600">{html.escape(title)}</text>',
-    ]
-    for tick in (0, 0.25, 0.5, 0.75, 1.0):
-        yt = y_of(tick)
-        parts.append(f'<line x1="{left}" x2="{left + pw}" y1="{yt:.1f}" y2="{yt:.1f}" stroke="#eee"/>')
-        parts.append(f'<text x="{left - 6}" y="{yt + 4:.1f}" font-size="11" '
-                     f'text-anchor="end">{tick:g}</text>')
+    parts = _frame(title, width, height, left, pw, y_of)
     for i in range(5):
         v = lo_x + (hi_x - lo_x) * i / 4
         parts.append(f'<text x="{x_of(v):.1f}" y="{top + ph + 16}" font-size="11" '

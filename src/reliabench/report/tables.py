@@ -4,7 +4,7 @@ Two tables, the same in every format:
 
 * the *leaderboard*: one row per agent (best reliability@k first, k = the largest computed),
   with reliability@k, pass^k and (with security data) security-adjusted reliability@k at each
-  k, each as ``value [low, high]``;
+  k, each as ``value [low, high]`` (and ``(m excl.)`` when m tasks have fewer than k rollouts);
 * the *per-task table*: one row per task, one column per agent, ``c/n`` (passing rollouts
   over rollouts).
 
@@ -24,9 +24,9 @@ import io
 import math
 from typing import Final
 
-from reliabench.analysis import AgentSummary, Estimate, ScoreReport
+from reliabench.analysis import AgentSummary, ScoreReport
 from reliabench.errors import InvalidArgumentError
-from reliabench.report.score_render import SIM_MARK, _r3
+from reliabench.report.score_render import SIM_MARK, _fmt
 
 __all__ = ["TABLE_FORMATS", "latex_escape", "render_tables"]
 
@@ -51,15 +51,6 @@ def _columns(report: ScoreReport) -> list[tuple[str, str]]:
         for k in report.ks:
             cols.append((f"sec-adj reliability@{k}", f"security_adjusted_reliability@{k}"))
     return cols
-
-
-def _cell(e: Estimate, ci: bool) -> str:
-    if math.isnan(e.value):
-        return "n/a"
-    text = _r3(e.value)
-    if ci and not math.isnan(e.ci_low):
-        text += f" [{_r3(e.ci_low)}, {_r3(e.ci_high)}]"
-    return text
 
 
 def _ranked(report: ScoreReport) -> list[AgentSummary]:
@@ -87,7 +78,7 @@ def _leaderboard(report: ScoreReport) -> tuple[list[str], list[list[str]]]:
     ci = report.n_resamples > 0
     cols = _columns(report)
     head = ["agent", "tasks", "n", *(h for h, _ in cols)]
-    rows = [[_label(a), str(a.tasks), _n_text(a), *(_cell(a.metrics[m], ci) for _, m in cols)]
+    rows = [[_label(a), str(a.tasks), _n_text(a), *(_fmt(a.metrics[m], ci) for _, m in cols)]
             for a in _ranked(report)]
     return head, rows
 
