@@ -155,3 +155,25 @@ def test_view_in_chromium_fetches_details_from_loopback_only(browser: Any, tmp_p
         assert all(u.startswith(server.url) for u in watch.requests)
     finally:
         server.close()
+
+
+def test_report_of_records_without_artifacts_in_chromium(browser: Any, tmp_path: Path) -> None:
+    from reliabench.records import write_jsonl
+    from reliabench.store import RunStore
+
+    with RunStore.open_existing(copy_run(tmp_path)) as store:
+        recs = store.rollouts()
+    src = tmp_path / "r.jsonl"
+    write_jsonl(recs, src)
+    out = tmp_path / "j.html"
+    assert main(["report", str(src), "--resamples", "0", "-o", str(out)]) == 0
+    page = browser.new_page()
+    url = out.resolve().as_uri()
+    watch = _Watch(page, url)
+    page.goto(url)
+    page.locator('td.hm[data-task="run_git_log"][data-agent="sim-hasty"]').click()
+    detail = page.locator("#rb-detail")
+    detail.wait_for(state="visible")
+    text = detail.inner_text()
+    assert "No stored diff" in text and "no stored test output" in text and "B603" in text
+    assert watch.errors == [] and watch.blocked == []

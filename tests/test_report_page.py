@@ -127,8 +127,12 @@ def test_report_of_jsonl_and_import_formats(run_dir: Path, tmp_path: Path,
     out = tmp_path / "j.html"
     assert main(["report", str(jl), "--resamples", "0", "-o", str(out)]) == 0
     page = out.read_text()
-    assert page_data(page)["explorer"] is False
-    assert "come from a run directory" in page and "Tasks x agents" in page
+    data = page_data(page)  # the explorer works on records alone, without artifacts
+    assert data["explorer"] is True and len(data["details"]) == 12
+    d = data["details"]["run_git_log\x1fsim-hasty\x1f0"]
+    assert d["findings"] and d["diff"] == [] and not d["artifacts"] and d["log"] == ""
+    assert "no stored test output" in d["messages_from"]
+    assert "come from a run" in page and "Tasks x agents" in page
     foreign = Path(__file__).parent / "fixtures" / "foreign"
     tau = next(foreign.glob("tau*"), None)
     if tau is not None:

@@ -2,12 +2,12 @@
 
 ``render_report_page`` builds on ``report.html.render_html`` (the figures and tables of
 ``score --html``) and adds: the task x agent heatmap, reliability@k for every k, the
-single-rollout proxy scatter, cost and time against reliability, provenance, and -- for run
-directories -- the explorer: a heatmap cell opens the n rollouts of that pair and the task's
-rollouts side by side (which tests fail in which rollouts); a rollout opens its status,
-isolation, duration and cost, per-test outcomes with failure messages, the diff against the
-starter with the scanner findings on their lines, security tests, tamper and forgery flags,
-and the agent's log or transcript.
+single-rollout proxy scatter, cost and time against reliability, provenance, and the explorer:
+a heatmap cell opens the n rollouts of that pair and the task's rollouts side by side (which
+tests fail in which rollouts); a rollout opens its status, isolation, duration and cost,
+per-test outcomes, the scanner findings, security tests, tamper and forgery flags and -- from
+a run directory's artifacts -- the failure message of each failed test, the diff against the
+starter with the findings on their lines, and the agent's log or transcript.
 
 The data is embedded as JSON in a ``<script type="application/json">`` element (``<``, ``>``
 and ``&`` escaped, so no string in it can close the element); the page's script and styles
@@ -241,7 +241,8 @@ def render_report_page(
         report: ``analysis.score`` of the records.
         source: What the records were read from (shown in the page).
         source_format: ``run`` or an importer's format name.
-        run_dir: The run directory, for the explorer's details (None: summaries only).
+        run_dir: The run directory, for the explorer's diffs, logs and failure messages (None:
+            what the records carry).
         run_info: ``RunStore.run_info()`` of the run, for provenance.
         title: Page title (default: ``reliabench: SOURCE``).
         limits: Bounds per rollout.
@@ -258,7 +259,7 @@ def render_report_page(
     lim = limits or DetailLimits()
     recs = list(records)
     k_proxy = report.ks[0]
-    explorer = run_dir is not None
+    explorer = True  # records alone give outcomes, findings, flags; a run adds diffs, logs, messages
     tasks, summaries = _task_views(recs, run_dir)
     details: dict[str, Any] = {}
     omitted = 0
@@ -295,13 +296,14 @@ def render_report_page(
     for note in [*notes, *cut_notes]:
         lead.append(f'<p class="note cut">{html.escape(note)}</p>')
     lead.append(heatmap_html(report.counts, clickable=explorer))
-    if explorer:
-        lead.append('<h2 id="explorer">Explorer</h2><div id="rb-explorer"><p class="note">Click a '
-                    "heatmap cell to see that pair's rollouts.</p></div>")
-    else:
-        lead.append('<h2 id="explorer">Explorer</h2><p class="note">Per-rollout details (diffs, logs, '
-                    "failure messages) come from a run directory's artifacts; this report was made "
-                    f"from {html.escape(source_format)} records.</p>")
+    lead.append('<h2 id="explorer">Explorer</h2>')
+    if run_dir is None:
+        lead.append('<p class="note">This report was made from '
+                    f"{html.escape(source_format)} records: the explorer shows each rollout's status, "
+                    "tests, findings and flags; diffs, logs and failure messages come from a run "
+                    "directory's artifacts (reliabench report RUN).</p>")
+    lead.append('<div id="rb-explorer"><p class="note">Click a heatmap cell to see that pair\'s '
+                "rollouts.</p></div>")
     extra = [
         '<h2 id="more-figures">Reliability for every k, the single-rollout proxy, cost</h2>',
         reliability_curve(report),

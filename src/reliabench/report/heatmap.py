@@ -89,8 +89,7 @@ def heatmap_html(t: CountTable, *, clickable: bool) -> str:
             f'<tr data-task="{html.escape(r.task)}" data-difficulty="{diff or -1}" '
             f'data-gap="{r.gap:.4f}" data-flaky="{r.flaky}"><td class="hm-task">{html.escape(r.task)}</td>'
             f'{"".join(cells)}<td class="ci">{diff}</td><td class="ci">{r.gap:.2f}</td></tr>')
-    hint = (" Click a cell to see its rollouts." if clickable else
-            " (Per-rollout details need a run directory as the source.)")
+    hint = " Click a cell to see its rollouts." if clickable else ""
     return (
         '<h2 id="heatmap">Tasks x agents: passing rollouts / rollouts</h2>'
         f'<p class="note">{n_flaky} flaky pair(s) (0 &lt; c &lt; n, outlined and marked ~).{hint}</p>'
