@@ -177,3 +177,18 @@ def test_report_of_records_without_artifacts_in_chromium(browser: Any, tmp_path:
     text = detail.inner_text()
     assert "No stored diff" in text and "no stored test output" in text and "B603" in text
     assert watch.errors == [] and watch.blocked == []
+
+
+def test_a_bounded_page_says_what_it_left_out(browser: Any, tmp_path: Path) -> None:
+    run_dir = copy_run(tmp_path)
+    out = tmp_path / "small.html"
+    assert main(["report", str(run_dir), "--resamples", "0", "--max-bytes", "1", "-o", str(out)]) == 0
+    page = browser.new_page()
+    url = out.resolve().as_uri()
+    watch = _Watch(page, url)
+    page.goto(url)
+    assert "12 of 12 rollouts have no detail in this file" in page.locator("body").inner_text()
+    page.locator('td.hm[data-task="interval_merge"][data-agent="sim-hasty"]').click()
+    assert "reliabench view" in page.locator("#rb-rollout").inner_text()
+    assert page.locator("#rb-side th.rc").count() == 6  # the summaries are all there
+    assert watch.errors == [] and watch.blocked == []

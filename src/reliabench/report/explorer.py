@@ -264,7 +264,9 @@ def render_report_page(
     details: dict[str, Any] = {}
     omitted = 0
     cut_notes: list[str] = []
-    if explorer and not live:
+    remedy = (f"open them with `reliabench view {source}`" if run_dir is not None
+              else "raise --max-bytes")
+    if not live:
         used = 0
         # failing, insecure and flagged rollouts first: they are the ones a reader opens
         order = sorted(recs, key=lambda r: (r.passes and not r.findings and not r.tamper_suspected,
@@ -279,14 +281,13 @@ def render_report_page(
             details[d["id"]] = d
         if omitted:
             cut_notes.append(f"{omitted} of {len(recs)} rollouts have no detail in this file (the page "
-                             f"is bounded to {max_bytes} bytes of details): open them with "
-                             f"`reliabench view {source}`.")
+                             f"is bounded to {max_bytes} bytes of details): {remedy}.")
     data = {
         "version": 1, "live": live, "explorer": explorer, "tasks": tasks, "rollouts": summaries,
         "details": details, "omitted": omitted, "limits": {
             "log_chars": lim.log_chars, "diff_lines": lim.diff_lines,
             "message_chars": lim.message_chars, "messages": lim.messages},
-        "source": source,
+        "source": source, "remedy": remedy,
     }
     prov = collect_provenance(recs, source, source_format, run_info)
     lead = [

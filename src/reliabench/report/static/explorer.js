@@ -106,7 +106,7 @@ function getDetail(id,cb){
       .catch(function(e){cb(null,String(e));});
     return;
   }
-  cb(null,"this rollout's detail was left out to keep the file bounded; run `reliabench view "+D.source+"`");
+  cb(null,"this rollout's detail was left out to keep the file bounded: "+D.remedy+".");
 }
 function diffHtml(d){
   if(!d.diff.length)return '<p class="note">'+(d.artifacts?"The agent changed nothing (empty diff).":"No stored diff.")+"</p>";
