@@ -192,3 +192,29 @@ def test_a_bounded_page_says_what_it_left_out(browser: Any, tmp_path: Path) -> N
     assert "reliabench view" in page.locator("#rb-rollout").inner_text()
     assert page.locator("#rb-side th.rc").count() == 6  # the summaries are all there
     assert watch.errors == [] and watch.blocked == []
+
+
+def test_agent_written_text_is_shown_not_run(browser: Any, tmp_path: Path) -> None:
+    from reliabench.records import Finding, Rollout, TestOutcome, write_jsonl
+
+    evil = '<img src="http://198.51.100.7/x.png" onerror="console.error(1)">'
+    recs = [Rollout(f"task{evil}", f"agent{evil}", i,
+                    tests=(TestOutcome(f"t.py::test[{evil}]", "failed" if i else "passed"),),
+                    findings=(Finding("bandit", f"B1{evil}", "high", message=evil, path="m.py", line=1),),
+                    meta={"reason": evil})
+            for i in range(3)]
+    src = tmp_path / "evil.jsonl"
+    write_jsonl(recs, src)
+    out = tmp_path / "evil.html"
+    assert main(["report", str(src), "--resamples", "0", "-o", str(out)]) == 0
+    page = browser.new_page()
+    url = out.resolve().as_uri()
+    watch = _Watch(page, url)
+    page.goto(url)
+    page.locator("td.hm").first.click()
+    page.locator('#rb-pair tr.rclick').nth(1).click()
+    detail = page.locator("#rb-detail")
+    detail.wait_for(state="visible")
+    assert evil in detail.inner_text()  # shown as text
+    assert page.locator("img").count() == 0
+    assert watch.errors == [] and watch.blocked == [] and {u.split("#")[0] for u in watch.requests} == {url}
