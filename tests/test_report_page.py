@@ -30,6 +30,11 @@ def run_dir(tmp_path: Path) -> Path:
     return copy_run(tmp_path)
 
 
+def recs_of(run_dir: Path) -> list[Rollout]:
+    with RunStore.open_existing(run_dir) as store:
+        return store.rollouts()
+
+
 def _page(run_dir: Path, **kw: object) -> str:
     loaded = load_source(str(run_dir))
     rep = score(loaded.records, [1, 3], n_resamples=100)
@@ -76,6 +81,8 @@ def test_detail_has_failure_messages_diff_and_placed_findings(run_dir: Path) -> 
             for i in hits:  # a finding sits on the line of the new file that it flags
                 assert kind in "+ " and d["findings"][i]["line"] == new
     assert d["isolation"] and d["seconds"] > 0 and d["log_kind"] == "agent log"
+    rec = next(r for r in recs_of(run_dir) if r.key == ("run_git_log", "sim-hasty", 0))
+    assert d["seed"] == str(rec.meta["seed"])  # exact: a 63-bit seed does not fit a JS number
     timeout = data["details"]["interval_merge\x1fsim-flaky\x1f2"]
     assert timeout["status"] == "timeout" and not timeout["passes"]
     side = data["tasks"]["run_git_log"]

@@ -169,7 +169,8 @@ class RolloutDetail:
                           "message": f.message} for f in self.findings],
             "unplaced": list(self.unplaced_findings), "scan_errors": list(self.scan_errors),
             "tamper": self.tamper_suspected, "forged": self.forged_outcomes,
-            "tamper_files": list(self.tamper_files), "reason": self.reason, "seed": self.seed,
+            "tamper_files": list(self.tamper_files), "reason": self.reason,
+            "seed": None if self.seed is None else str(self.seed),  # 63-bit: exact only as text in JS
             "diff": [{"path": d.path, "lines": [[ln.kind, ln.text, ln.new, list(ln.findings)]
                                                 for ln in d.lines]} for d in self.diff],
             "log": self.log, "log_kind": self.log_kind, "messages_from": self.messages_from,

@@ -144,19 +144,24 @@ function renderRollout(d){
   if(d.reason)h.push('<p class="note">reason: '+esc(d.reason)+"</p>");
   if(d.cuts.length)h.push('<p class="note cut">cut: '+esc(d.cuts.join("; "))+"</p>");
   var func=d.tests.filter(function(t){return !t[2];}),secu=d.tests.filter(function(t){return t[2];});
-  function testTable(rows,title){
-    if(!rows.length)return "";
-    var bad=rows.filter(function(t){return t[1]==="failed"||t[1]==="error";}).length;
-    var x=["<h4>"+title+" ("+(rows.length-bad)+"/"+rows.length+" not failed)</h4><table class=\"tests\"><tr><th>test</th><th>outcome</th></tr>"];
-    var rank={failed:0,error:0,skipped:1,passed:2};  /* failures first, each group in run order */
-    rows=rows.map(function(t,i){return [t,i];}).sort(function(a,b){
-      return (rank[a[0][1]]-rank[b[0][1]])||(a[1]-b[1]);}).map(function(p){return p[0];});
+  function testRows(rows){
+    var x=["<table class=\"tests\"><tr><th>test</th><th>outcome</th></tr>"];
     rows.forEach(function(t){
       var cls=t[1]==="passed"?"ok":(t[1]==="skipped"?"":"bad");
       x.push('<tr><td>'+esc(t[0])+'</td><td class="'+cls+'">'+esc(t[1])+"</td></tr>");
       if(t[3])x.push('<tr><td colspan=2><pre class="msg failure-message">'+esc(t[3])+"</pre></td></tr>");
     });
     x.push("</table>");return x.join("");
+  }
+  function testTable(rows,title){
+    if(!rows.length)return "";
+    var bad=rows.filter(function(t){return t[1]==="failed"||t[1]==="error";});
+    var rest=rows.filter(function(t){return t[1]!=="failed"&&t[1]!=="error";});
+    var x=["<h4>"+title+" ("+rest.length+"/"+rows.length+" not failed)</h4>"];
+    if(bad.length)x.push(testRows(bad));
+    if(rest.length>12&&bad.length)x.push("<details><summary>"+rest.length+" tests that did not fail</summary>"+testRows(rest)+"</details>");
+    else if(rest.length)x.push(testRows(rest));
+    return x.join("");
   }
   h.push(testTable(func,"Hidden tests"));
   if(d.messages_from)h.push('<p class="note">Failure messages: '+esc(d.messages_from)+".</p>");
