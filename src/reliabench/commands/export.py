@@ -1,4 +1,4 @@
-"""``reliabench export``: a run's rollout records as JSONL."""
+"""``reliabench export``: a run's rollout records as JSONL, or as Inspect AI eval logs."""
 
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ __all__ = ["command"]
                    "or a directory that gets one <agent>.eval per agent.")
 @click.option("--agent", default=None, help="inspect: export only this agent.")
 def command(run_dir: Path, fmt: str, output: Path | None, agent: str | None) -> None:
-    """Export the rollout records of RUN (each with its isolation level)."""
+    """Export the rollout records of RUN as JSONL, or as Inspect AI logs (--format inspect)."""
     if fmt == "inspect":
         from reliabench.exporters.inspect_eval import export_inspect
 
