@@ -254,3 +254,15 @@ def test_runs_keep_their_command_line(run_dir: Path) -> None:
     assert config["command_line"][:3] == ["reliabench", "run", "py30"]
     assert config["agents_config"]["agents"][0]["kind"] == "simulated"
     replace(Rollout("t", "a", 0, verdict=True))  # records stay plain dataclasses
+
+
+def test_report_reads_stdin(run_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import io
+    import sys
+
+    buf = io.StringIO()
+    write_jsonl(recs_of(run_dir), buf)
+    monkeypatch.setattr(sys, "stdin", io.StringIO(buf.getvalue()))
+    out = tmp_path / "stdin.html"
+    assert main(["report", "-", "--resamples", "0", "-o", str(out)]) == 0
+    assert len(page_data(out.read_text())["rollouts"]) == 12

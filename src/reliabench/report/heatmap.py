@@ -92,7 +92,10 @@ def heatmap_html(t: CountTable, *, clickable: bool) -> str:
     hint = " Click a cell to see its rollouts." if clickable else ""
     return (
         '<h2 id="heatmap">Tasks x agents: passing rollouts / rollouts</h2>'
-        f'<p class="note">{n_flaky} flaky pair(s) (0 &lt; c &lt; n, outlined and marked ~).{hint}</p>'
+        f'<p class="note">{n_flaky} flaky pair(s) (0 &lt; c &lt; n, outlined and marked ~).{hint} '
+        f'Colour: c/n from <span class="hm-key" style="background:{cell_color(0.0)}">0</span>'
+        f'<span class="hm-key" style="background:{cell_color(0.5)}">0.5</span>'
+        f'<span class="hm-key" style="background:{cell_color(1.0)}">1</span>.</p>'
         '<div class="hm-tools">sort by <button type="button" data-sort="task">task</button>'
         '<button type="button" data-sort="difficulty">difficulty</button>'
         '<button type="button" data-sort="gap">gap between agents</button>'
