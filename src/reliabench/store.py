@@ -44,7 +44,7 @@ from typing import Any, Final
 from reliabench.errors import OutputError, RunMismatchError, StoreError, UsageError
 from reliabench.records import Finding, Rollout, ScanError, rollout_from_dict, rollout_to_dict
 
-__all__ = ["STORE_SCHEMA_VERSION", "RunStore", "artifact_component", "read_records"]
+__all__ = ["STORE_SCHEMA_VERSION", "RunStore", "artifact_component", "artifact_path", "read_records"]
 
 STORE_SCHEMA_VERSION = 1
 
@@ -78,6 +78,10 @@ CREATE TABLE IF NOT EXISTS findings (
 );
 CREATE INDEX IF NOT EXISTS findings_by_rollout ON findings (task_id, agent, rollout);
 """
+
+
+# kept in the run's configuration for reports, never part of its identity
+_PROVENANCE_KEYS = frozenset({"command_line", "agents_config"})
 
 
 class RunStore:
@@ -197,7 +201,8 @@ class RunStore:
         if row is not None:
             if row[0] != config_hash:
                 old = json.loads(row[1])
-                changed = sorted(k for k in set(old) | set(config) if old.get(k) != config.get(k))
+                changed = sorted(k for k in set(old) | set(config)
+                                 if old.get(k) != config.get(k) and k not in _PROVENANCE_KEYS)
                 conn.close()
                 raise RunMismatchError(
                     f"{path}: holds a run with a different configuration (changed: "
@@ -347,11 +352,22 @@ class RunStore:
 
     def existing_artifact_dir(self, task_id: str, agent: str, rollout: int) -> Path:
         """Where a recorded rollout's artifacts are: this layout, or that of older runs."""
-        new = self.artifact_dir(task_id, agent, rollout)
-        if new.is_dir():
-            return new
-        old = self.root / "artifacts" / _legacy_safe(task_id) / _legacy_safe(agent) / str(int(rollout))
-        return old if old.is_dir() else new
+        return artifact_path(self.root, task_id, agent, rollout)
+
+
+def artifact_path(run_dir: str | Path, task_id: str, agent: str, rollout: int) -> Path:
+    """Where the artifacts of a recorded rollout of ``run_dir`` are, for reading.
+
+    ``RUN/artifacts/<task>/<agent>/<rollout>/`` with names encoded by
+    :func:`artifact_component`; for a run made before that encoding, the folder of its older
+    (lossy) layout when only that one exists.
+    """
+    root = Path(run_dir) / "artifacts"
+    new = root / artifact_component(task_id) / artifact_component(agent) / str(int(rollout))
+    if new.is_dir():
+        return new
+    old = root / _legacy_safe(task_id) / _legacy_safe(agent) / str(int(rollout))
+    return old if old.is_dir() else new
 
 
 _SAFE_BYTES: Final = frozenset(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.@+")
