@@ -147,27 +147,29 @@ def test_truncation_leaves_earlier_lines_in_place(test_path: HiddenTestPath, bas
     assert "did not start" not in (run.reason or "")
 
 
-def _gatekeeper(base: Path) -> str:
+def _gatekeeper(base: Path, python: str) -> str:
     """An interpreter wrapper that refuses to start when the workspace holds BREAK_HARNESS."""
     script = base / "gatekeeper.sh"
-    script.write_text(f"#!/bin/sh\n[ -e BREAK_HARNESS ] && exit 1\nexec {sys.executable} \"$@\"\n")
+    script.write_text(f"#!/bin/sh\n[ -e BREAK_HARNESS ] && exit 1\nexec {python} \"$@\"\n")
     os.chmod(script, 0o755)
     return str(script)
 
 
-def test_missing_start_line_caused_by_the_workspace_is_a_failure(base: Path) -> None:
-    path = hidden_test_path_or_skip("bubblewrap", SLOT)
+@pytest.mark.parametrize("name", ["bubblewrap", "namespaces"])
+def test_missing_start_line_caused_by_the_workspace_is_a_failure(base: Path, name: str) -> None:
+    path = hidden_test_path_or_skip(name, SLOT)
     starter, ws, tests = _task(base, GOOD)
     (ws / "BREAK_HARNESS").write_text("")
     run = run_hidden_tests(ws, tests, expected=_expected(), backend=path.backend, limits=LIMITS,
-                           slot=SLOT, python=_gatekeeper(base), starter=starter)
+                           slot=SLOT, python=_gatekeeper(base, path.python), starter=starter)
     assert run.status == "completed"
     assert "starts on the starter workspace" in (run.reason or "")
     assert all(o.outcome == "failed" for o in run.outcomes)
 
 
-def test_a_harness_that_never_starts_is_still_infra(base: Path) -> None:
-    path = hidden_test_path_or_skip("bubblewrap", SLOT)
+@pytest.mark.parametrize("name", ["bubblewrap", "namespaces"])
+def test_a_harness_that_never_starts_is_still_infra(base: Path, name: str) -> None:
+    path = hidden_test_path_or_skip(name, SLOT)
     starter, ws, tests = _task(base, GOOD)
     run = run_hidden_tests(ws, tests, expected=_expected(), backend=path.backend, limits=LIMITS,
                            slot=SLOT, python="/bin/false", starter=starter)
