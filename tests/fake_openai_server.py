@@ -13,7 +13,9 @@ Each reply is one of:
 - a ``Reply``: full control (status code, content, usage, headers, delay, raw body);
 - a callable ``(body: dict, index: int) -> str | Reply``.
 
-Once the scripted replies run out the last one repeats. The server is bounded: it serves at
+Once the scripted replies run out the last one repeats. ``GET /v1/models`` answers a
+one-model list (401 without the key when ``api_key`` is set), for ``reliabench run``'s
+pre-run check. A hang is a ``Reply`` with a long ``delay_s``. The server is bounded: it serves at
 most ``max_requests`` requests (then answers 503) and shuts itself down after ``lifetime_s``
 seconds even if the test forgets to stop it. It listens on an ephemeral port of 127.0.0.1.
 """
@@ -72,6 +74,24 @@ class _Handler(BaseHTTPRequestHandler):
             self.wfile.write(body)
         except (BrokenPipeError, ConnectionResetError):  # the client gave up (a timeout test)
             self.close_connection = True
+
+    def do_GET(self) -> None:
+        owner = self.server.owner
+        with owner.lock:
+            owner.gets.append(self.path)
+        if not self.path.rstrip("/").endswith("/models"):
+            self._send(404, b'{"error": {"message": "not found", "type": "invalid_request"}}')
+            return
+        if owner.models_delay_s:
+            time.sleep(owner.models_delay_s)
+        auth = self.headers.get("Authorization", "")
+        if owner.api_key is not None and auth != f"Bearer {owner.api_key}":
+            self._send(401, json.dumps({"error": {"message": "Incorrect API key provided",
+                                                  "type": "invalid_request_error"}}).encode())
+            return
+        body = {"object": "list", "data": [{"id": "fake-model", "object": "model",
+                                            "owned_by": "reliabench-tests"}]}
+        self._send(200, json.dumps(body).encode())
 
     def do_POST(self) -> None:
         owner = self.server.owner
@@ -137,10 +157,12 @@ class FakeOpenAIServer:
         api_key: When set, requests without ``Authorization: Bearer <api_key>`` get a 401.
         max_requests: Requests beyond this get a 503.
         lifetime_s: The server stops itself after this many seconds.
+        models_delay_s: ``GET /models`` (the pre-run check) answers after this delay.
     """
 
     def __init__(self, script: Sequence[Script] | Script = "", *, api_key: str | None = None,
-                 max_requests: int = 50, lifetime_s: float = 60.0) -> None:
+                 max_requests: int = 50, lifetime_s: float = 60.0,
+                 models_delay_s: float = 0.0) -> None:
         self.script: list[Script] = (
             list(script) if isinstance(script, (list, tuple)) else [script]  # type: ignore[list-item]
         )
@@ -149,6 +171,8 @@ class FakeOpenAIServer:
         self.lifetime_s = lifetime_s
         self.requests: list[dict[str, Any]] = []
         self.auth_headers: list[str] = []
+        self.gets: list[str] = []
+        self.models_delay_s = models_delay_s
         self.lock = threading.Lock()
         self._httpd: _Server | None = None
         self._thread: threading.Thread | None = None

@@ -103,12 +103,14 @@ def test_env_is_clean_and_expanded(tmp_path: Path, ws: Path, isolation: str,
     assert "s3cret" not in (ws / "env.txt").read_text()
 
 
-def test_unset_env_var_is_agent_error(tmp_path: Path, ws: Path,
+def test_unset_env_var_is_infra_error(tmp_path: Path, ws: Path,
                                       monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("RB_SURELY_UNSET", raising=False)
     agent = make(tmp_path, 'command = "true"\nenv = { K = "${RB_SURELY_UNSET}" }')
+    assert agent.env_refs == ("RB_SURELY_UNSET",)
     res = agent.run(req(ws))
-    assert res.status == "agent_error"
+    assert res.status == "infra_error"  # the harness's set-up, not the agent
+    assert res.meta["infra_reason"] == "missing_api_key"
     assert "RB_SURELY_UNSET" in res.log
 
 

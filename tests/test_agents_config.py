@@ -158,7 +158,7 @@ def test_missing_required_kind_key(tmp_path: Path) -> None:
         ('timeout_s = "10"', "agents[1].timeout_s: expected a number, got '10'"),
         ("timeout_s = -1", "agents[1].timeout_s: expected a positive number, got -1"),
         ("timeout_s = true", "agents[1].timeout_s: expected a number, got True"),
-        ('network = "yes"', "agents[1].network: expected true or false, got 'yes'"),
+        ('network = "yes"', "agents[1].network: expected true, false or \"endpoint\", got 'yes'"),
         ("env = 3", "agents[1].env: expected a table, got an integer"),
         ("env = { A = 1 }", "agents[1].env.A: expected a string, got an integer"),
         ('env = { A = "${oops" }', "agents[1].env.A: malformed ${...} reference"),

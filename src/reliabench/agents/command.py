@@ -55,7 +55,9 @@ from reliabench.agents.base import (
     register_agent_kind,
 )
 from reliabench.agents.config import FieldReader
-from reliabench.errors import SandboxError
+from reliabench.agents.infra import Endpoint, infra_result, parse_endpoint
+from reliabench.agents.usage import USAGE_PARSERS, open_usage_channel
+from reliabench.errors import InvalidArgumentError, SandboxError
 
 if TYPE_CHECKING:
     from reliabench.sandbox import SandboxBackend, SandboxResult
@@ -106,6 +108,7 @@ def sandboxed_run(
     network: bool = False,
     memory_bytes: int | None = None,
     max_procs: int | None = None,
+    pass_fds: Sequence[int] = (),
 ) -> SandboxResult:
     """Run ``argv`` in the sandbox on the request's workspace and slot.
 
@@ -127,6 +130,7 @@ def sandboxed_run(
         limits=Limits(**kw),
         network=network,
         slot=request.slot,
+        pass_fds=tuple(pass_fds),
     )
 
 
@@ -203,11 +207,14 @@ class CommandAgent:
         command: The argument template.
         timeout_s: Overrides ``request.timeout_s`` when set.
         env: The ``env`` table (``${VAR}`` not yet expanded).
-        network: Keep the host network.
+        network: ``False`` (no network), ``True`` (the host's network) or ``"endpoint"``
+            (only ``endpoint``, see :mod:`reliabench.agents.netrelay`).
         sandbox: Sandbox backend name.
         readonly: Extra host paths visible read-only.
         memory_bytes: Address-space limit per process (None: the sandbox default).
         max_procs: Process limit (None: the sandbox default).
+        endpoint: The model endpoint (``base_url`` + ``api_key_env``), checked before a run.
+        usage_parser: A name of :data:`~reliabench.agents.usage.USAGE_PARSERS`.
     """
 
     kind = "command"
@@ -220,13 +227,17 @@ class CommandAgent:
         *,
         timeout_s: float | None = None,
         env: Mapping[str, str] | None = None,
-        network: bool = False,
+        network: bool | str = False,
         sandbox: str = "auto",
         readonly: Sequence[Path] = (),
         memory_bytes: int | None = None,
         max_procs: int | None = None,
+        endpoint: Endpoint | None = None,
+        usage_parser: str | None = None,
     ) -> None:
         self.name = name
+        self.endpoint = endpoint
+        self.usage_parser = usage_parser
         self.command = tuple(command)
         self.timeout_s = timeout_s
         self.env = dict(env or {})
@@ -236,16 +247,28 @@ class CommandAgent:
         self.memory_bytes = memory_bytes
         self.max_procs = max_procs
 
+    @property
+    def env_refs(self) -> tuple[str, ...]:
+        """The host variables the ``env`` table refers to (``${VAR}``), for the pre-run check."""
+        return tuple(dict.fromkeys(m.group(1) for v in self.env.values()
+                                   for m in _ENV_REF.finditer(v)))
+
     def run(self, request: AgentRequest) -> AgentResult:
         """Run the command once on ``request.workspace``; never raises."""
         try:
             env_extra = expand_env(self.env, os.environ)
         except KeyError as exc:
-            return AgentResult(
-                status="agent_error",
-                log=f"agent {self.name!r}: env refers to ${{{exc.args[0]}}}, which is not set "
-                    "in the host environment",
+            return infra_result(
+                "missing_api_key",
+                f"agent {self.name!r}: env refers to ${{{exc.args[0]}}}, which is not set "
+                "in the host environment",
             )
+        if self.endpoint is not None and self.endpoint.api_key_env \
+                and not os.environ.get(self.endpoint.api_key_env):
+            return infra_result(
+                "missing_api_key",
+                f"agent {self.name!r}: environment variable {self.endpoint.api_key_env} "
+                "(api_key_env) is not set")
         tmpdir: str | None = None
         try:
             prompt_file = request.prompt_file
@@ -280,15 +303,19 @@ class CommandAgent:
         }
         env.update(env_extra)
         head = f"$ {' '.join(argv)}"
-        try:
-            res = sandboxed_run(
-                argv, request=request, sandbox=self.sandbox, env=env,
-                readonly=(prompt_file, *self.readonly), timeout_s=budget, network=self.network,
-                memory_bytes=self.memory_bytes, max_procs=self.max_procs,
-            )
-        except SandboxError as exc:
-            return AgentResult(status="infra_error",
-                               log=f"{head}\nthe sandbox could not start: {exc}")
+        with open_usage_channel() as usage_ch:
+            env["RELIABENCH_USAGE_FILE"] = usage_ch.env_value
+            try:
+                res = sandboxed_run(
+                    argv, request=request, sandbox=self.sandbox, env=env,
+                    readonly=(prompt_file, *self.readonly), timeout_s=budget,
+                    network=self.network is True,
+                    memory_bytes=self.memory_bytes, max_procs=self.max_procs,
+                    pass_fds=(usage_ch.fd,),
+                )
+            except SandboxError as exc:
+                return infra_result("sandbox", f"the sandbox could not start: {exc}", log=head)
+            usage, usage_problem = usage_ch.read()
         if res.timed_out:
             status = "timeout"
             what = f"killed after the time limit of {budget:g} s"
@@ -300,18 +327,51 @@ class CommandAgent:
             what = f"exit status {res.returncode}"
             if res.killed_reason:
                 what += f" ({res.killed_reason})"
+        if usage is None and self.usage_parser is not None:
+            usage = USAGE_PARSERS[self.usage_parser](res.stdout + "\n" + res.stderr)
+        meta: dict[str, Any] = {"returncode": res.returncode, "wall_s": round(res.wall_s, 3),
+                                "isolation": res.isolation, "killed_reason": res.killed_reason,
+                                "network": _network_label(self.network)}
+        notes = [usage_problem] if usage_problem else []
+        if usage is not None:
+            meta["usage_source"] = usage.source
+            if usage.approx:
+                meta["usage_approx"] = True
+            notes.append(f"usage ({usage.source}): tokens_in={usage.tokens_in} "
+                         f"tokens_out={usage.tokens_out} usd={usage.usd}")
         log = (f"{head}\n{what}; {res.wall_s:.2f} s; isolation {res.isolation}\n"
-               f"--- stdout ---\n{_tail(res.stdout)}\n--- stderr ---\n{_tail(res.stderr)}")
+               + "".join(f"{n}\n" for n in notes)
+               + f"--- stdout ---\n{_tail(res.stdout)}\n--- stderr ---\n{_tail(res.stderr)}")
         return AgentResult(
             status=status,
             log=log,
-            meta={"returncode": res.returncode, "wall_s": round(res.wall_s, 3),
-                  "isolation": res.isolation, "killed_reason": res.killed_reason},
+            meta=meta,
+            tokens=usage.tokens if usage else None,
+            usd=usage.usd if usage else None,
+            tokens_in=usage.tokens_in if usage else None,
+            tokens_out=usage.tokens_out if usage else None,
         )
 
 
 _COMMAND_KEYS = frozenset({"command", "timeout_s", "env", "network", "sandbox", "readonly",
-                           "memory_mb", "max_procs"})
+                           "memory_mb", "max_procs", "base_url", "api_key_env", "usage_parser"})
+
+
+def _network_label(network: bool | str) -> str:
+    return "host" if network is True else "none" if network is False else str(network)
+
+
+def _read_network(r: FieldReader, endpoint: Endpoint | None) -> bool | str:
+    value = r.table.get("network")
+    if value is None:
+        return "endpoint" if endpoint is not None else False
+    if isinstance(value, bool):
+        return value
+    if value == "endpoint":
+        if endpoint is None:
+            raise r.ctx.error("network", "network = \"endpoint\" needs base_url (the endpoint)")
+        return "endpoint"
+    raise r.ctx.error("network", f"expected true, false or \"endpoint\", got {value!r}")
 
 
 @register_agent_kind("command")
@@ -343,14 +403,29 @@ def _make_command(table: Mapping[str, Any], ctx: AgentContext) -> CommandAgent:
                                    "(give its full path, or set env.PATH)")
     sandbox = sandbox_name(r)
     memory_mb = r.integer("memory_mb", minimum=1)
+    base_url = r.string("base_url")
+    endpoint: Endpoint | None = None
+    if base_url is not None:
+        try:
+            endpoint = parse_endpoint(base_url, r.string("api_key_env"))
+        except InvalidArgumentError as exc:
+            raise ctx.error("base_url", str(exc).partition(": ")[2]) from None
+    elif "api_key_env" in table:
+        raise ctx.error("api_key_env", "needs base_url (the endpoint the key is for)")
+    parser = r.string("usage_parser")
+    if parser is not None and parser not in USAGE_PARSERS:
+        raise ctx.error("usage_parser", f"unknown parser {parser!r} (known: "
+                                        f"{', '.join(sorted(USAGE_PARSERS))})")
     return CommandAgent(
         name=name,
         command=tuple(argv),
         timeout_s=r.number("timeout_s", positive=True),
         env=env,
-        network=r.boolean("network", False),
+        network=_read_network(r, endpoint),
         sandbox=sandbox,
         readonly=tuple(readonly),
         memory_bytes=memory_mb * 1024 * 1024 if memory_mb is not None else None,
         max_procs=r.integer("max_procs", minimum=1),
+        endpoint=endpoint,
+        usage_parser=parser,
     )
