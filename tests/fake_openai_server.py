@@ -45,6 +45,14 @@ class Reply:
     delay_s: float = 0.0
     raw_body: bytes | None = None
     finish_reason: str = "stop"
+    tool_calls: list[dict[str, Any]] | None = None
+
+    @staticmethod
+    def bash(command: str, content: str = "") -> Reply:
+        """A reply that calls the ``bash`` tool once (mini-swe-agent's tool-call protocol)."""
+        return Reply(content, finish_reason="tool_calls", tool_calls=[{
+            "id": "call_" + format(abs(hash(command)) % 10**12, "012d"), "type": "function",
+            "function": {"name": "bash", "arguments": json.dumps({"command": command})}}])
 
 
 Script = str | Reply | Callable[[dict[str, Any], int], "str | Reply"]
@@ -140,7 +148,8 @@ class _Handler(BaseHTTPRequestHandler):
             "model": body.get("model", "fake"),
             "choices": [{
                 "index": 0,
-                "message": {"role": "assistant", "content": reply.content},
+                "message": {"role": "assistant", "content": reply.content,
+                            **({"tool_calls": reply.tool_calls} if reply.tool_calls else {})},
                 "finish_reason": reply.finish_reason,
                 "logprobs": None,
             }],
@@ -158,11 +167,14 @@ class FakeOpenAIServer:
         max_requests: Requests beyond this get a 503.
         lifetime_s: The server stops itself after this many seconds.
         models_delay_s: ``GET /models`` (the pre-run check) answers after this delay.
+        per_conversation: Pick the reply by the number of assistant messages in the request
+            (each rollout's conversation replays the script from its start) instead of by
+            the request count.
     """
 
     def __init__(self, script: Sequence[Script] | Script = "", *, api_key: str | None = None,
                  max_requests: int = 50, lifetime_s: float = 60.0,
-                 models_delay_s: float = 0.0) -> None:
+                 models_delay_s: float = 0.0, per_conversation: bool = False) -> None:
         self.script: list[Script] = (
             list(script) if isinstance(script, (list, tuple)) else [script]  # type: ignore[list-item]
         )
@@ -173,6 +185,7 @@ class FakeOpenAIServer:
         self.auth_headers: list[str] = []
         self.gets: list[str] = []
         self.models_delay_s = models_delay_s
+        self.per_conversation = per_conversation
         self.lock = threading.Lock()
         self._httpd: _Server | None = None
         self._thread: threading.Thread | None = None
@@ -182,6 +195,10 @@ class FakeOpenAIServer:
         """The reply to request number ``index`` (0-based)."""
         if not self.script:
             return Reply("")
+        if self.per_conversation:
+            # a fresh conversation (agent CLI run) starts at the first reply again: the index
+            # is the number of assistant messages already in the request
+            index = sum(1 for m in body.get("messages", []) if m.get("role") == "assistant")
         item = self.script[min(index, len(self.script) - 1)]
         if callable(item) and not isinstance(item, Reply):
             item = item(body, index)

@@ -19,7 +19,8 @@
 ``command`` is an array of arguments or a string split like a shell (``shlex``), never run
 through a shell. In every argument the placeholders ``{workspace}``, ``{prompt_file}``,
 ``{seed}``, ``{task_id}`` and ``{rollout}`` are replaced; other braces are left as they
-are. A first argument with a ``/`` that is relative is resolved against the agents file's
+are. ``{agents_dir}`` (the agents file's folder, absolute) is replaced when the file is
+loaded, in ``command`` and in ``env`` values. A first argument with a ``/`` that is relative is resolved against the agents file's
 folder and made visible read-only inside the sandbox.
 
 The command runs in the sandbox (:mod:`reliabench.sandbox`) with the workspace as its cwd and
@@ -357,6 +358,14 @@ _COMMAND_KEYS = frozenset({"command", "timeout_s", "env", "network", "sandbox", 
                            "memory_mb", "max_procs", "base_url", "api_key_env", "usage_parser"})
 
 
+def _agents_dir(value: str, base: Path) -> str:
+    """Replace ``{agents_dir}`` by the agents file's folder (absolute, ``..`` resolved)."""
+    if "{agents_dir}" not in value:
+        return value
+    out = value.replace("{agents_dir}", str(base.absolute()))
+    return os.path.normpath(out) if value.startswith("{agents_dir}") else out
+
+
 def _network_label(network: bool | str) -> str:
     return "host" if network is True else "none" if network is False else str(network)
 
@@ -378,8 +387,9 @@ def _read_network(r: FieldReader, endpoint: Endpoint | None) -> bool | str:
 def _make_command(table: Mapping[str, Any], ctx: AgentContext) -> CommandAgent:
     r = FieldReader(table, ctx, _COMMAND_KEYS)
     name = r.required_string("name")
-    argv = r.argv("command")
-    readonly = [r.resolve_path("readonly", p) for p in r.string_list("readonly")]
+    argv = [_agents_dir(a, r.base_dir) for a in r.argv("command")]
+    readonly = [r.resolve_path("readonly", _agents_dir(p, r.base_dir))
+                for p in r.string_list("readonly")]
     prog = argv[0]
     if "/" in prog and not any(prog.startswith(ph) for ph in PLACEHOLDERS):
         resolved = r.resolve_path("command", prog)
@@ -389,7 +399,7 @@ def _make_command(table: Mapping[str, Any], ctx: AgentContext) -> CommandAgent:
             raise ctx.error("command", f"not executable: {resolved} (chmod +x it)")
         argv[0] = str(resolved)
         readonly.append(resolved)
-    env = r.string_table("env")
+    env = {k: _agents_dir(v, r.base_dir) for k, v in r.string_table("env").items()}
     for key, value in env.items():
         if not key or "=" in key or "\0" in key:
             raise ctx.error(f"env.{key}", "invalid environment variable name")
