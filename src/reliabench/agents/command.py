@@ -20,8 +20,9 @@
 through a shell. In every argument the placeholders ``{workspace}``, ``{prompt_file}``,
 ``{seed}``, ``{task_id}`` and ``{rollout}`` are replaced; other braces are left as they
 are. ``{agents_dir}`` (the agents file's folder, absolute) is replaced when the file is
-loaded, in ``command`` and in ``env`` values. A first argument with a ``/`` that is relative is resolved against the agents file's
-folder and made visible read-only inside the sandbox.
+loaded, in ``command``, ``readonly`` and ``env`` values. A first argument with a ``/``
+that is relative is resolved against the agents file's folder and made visible read-only
+inside the sandbox.
 
 The command runs in the sandbox (:mod:`reliabench.sandbox`) with the workspace as its cwd and
 its only writable folder, the prompt file readable, ``/tmp`` private (bubblewrap) and no
