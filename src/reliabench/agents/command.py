@@ -40,6 +40,7 @@ status and the (bounded) stdout and stderr.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shutil
@@ -62,6 +63,7 @@ from reliabench.agents.usage import USAGE_PARSERS, open_usage_channel
 from reliabench.errors import InvalidArgumentError, SandboxError
 
 if TYPE_CHECKING:
+    from reliabench.agents.netrelay import EndpointRelay
     from reliabench.sandbox import SandboxBackend, SandboxResult
 
 __all__ = [
@@ -249,6 +251,43 @@ class CommandAgent:
         self.memory_bytes = memory_bytes
         self.max_procs = max_procs
 
+    def _relay(self) -> EndpointRelay:
+        """The host half of ``network = "endpoint"`` (bubblewrap only).
+
+        Raises:
+            SandboxError: the backend cannot narrow the network, or the endpoint cannot be
+                reached through the relay.
+        """
+        from reliabench.agents.netrelay import EndpointRelay
+
+        if self.endpoint is None:  # pragma: no cover - checked when the file is loaded
+            raise SandboxError('network = "endpoint" without base_url')
+        problem = self.check_network()
+        if problem is not None:
+            raise SandboxError(problem)
+        return EndpointRelay(self.endpoint)
+
+    def check_network(self) -> str | None:
+        """Why this agent's network level cannot work on this host (None: it can).
+
+        Used by :func:`reliabench.agents.preflight.check_agents` before a run.
+        """
+        if self.network != "endpoint":
+            return None
+        try:
+            from reliabench.agents.netrelay import relay_mode
+
+            if self.endpoint is not None:
+                relay_mode(self.endpoint)
+            backend = sandbox_backend(self.sandbox).name
+        except SandboxError as exc:
+            return str(exc)
+        if backend != "bubblewrap":
+            return (f'network = "endpoint" needs the bubblewrap sandbox backend, but '
+                    f"{self.sandbox!r} gives {backend!r} here: install bubblewrap, or set "
+                    "network = true (the whole host network)")
+        return None
+
     @property
     def env_refs(self) -> tuple[str, ...]:
         """The host variables the ``env`` table refers to (``${VAR}``), for the pre-run check."""
@@ -305,18 +344,27 @@ class CommandAgent:
         }
         env.update(env_extra)
         head = f"$ {' '.join(argv)}"
-        with open_usage_channel() as usage_ch:
+        relay_stats = None
+        with open_usage_channel() as usage_ch, contextlib.ExitStack() as stack:
             env["RELIABENCH_USAGE_FILE"] = usage_ch.env_value
+            readonly = [prompt_file, *self.readonly]
             try:
+                if self.network == "endpoint":
+                    relay = stack.enter_context(self._relay())
+                    argv = relay.wrap(argv)
+                    readonly += relay.readonly
+                    env.update(relay.env())
                 res = sandboxed_run(
                     argv, request=request, sandbox=self.sandbox, env=env,
-                    readonly=(prompt_file, *self.readonly), timeout_s=budget,
+                    readonly=tuple(readonly), timeout_s=budget,
                     network=self.network is True,
                     memory_bytes=self.memory_bytes, max_procs=self.max_procs,
                     pass_fds=(usage_ch.fd,),
                 )
             except SandboxError as exc:
                 return infra_result("sandbox", f"the sandbox could not start: {exc}", log=head)
+            if self.network == "endpoint":
+                relay_stats = relay.stats()
             usage, usage_problem = usage_ch.read()
         if res.timed_out:
             status = "timeout"
@@ -335,6 +383,18 @@ class CommandAgent:
                                 "isolation": res.isolation, "killed_reason": res.killed_reason,
                                 "network": _network_label(self.network)}
         notes = [usage_problem] if usage_problem else []
+        if relay_stats is not None:
+            meta["network_relay"] = {"endpoint": f"{relay.endpoint.host}:{relay.endpoint.port}",
+                                     "mode": relay.mode, "connections": relay_stats.connections,
+                                     "upstream_failures": relay_stats.upstream_failures,
+                                     "refused": relay_stats.refused}
+            if relay_stats.upstream_failures:
+                notes.append(f"network relay: {relay_stats.upstream_failures} of "
+                             f"{relay_stats.connections} connection(s) could not reach the "
+                             f"endpoint ({relay_stats.last_error})")
+            if relay_stats.refused:
+                notes.append(f"network relay: refused {relay_stats.refused} connection(s) to "
+                             "somewhere other than the endpoint")
         if usage is not None:
             meta["usage_source"] = usage.source
             if usage.approx:

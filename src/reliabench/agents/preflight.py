@@ -4,7 +4,8 @@ For every agent that declares an endpoint (``openai`` agents always; ``command``
 ``base_url``) and every ``${VAR}`` its ``env`` table refers to:
 
 1. the API key variable (``api_key_env``) and every ``${VAR}`` must be set in the host
-   environment;
+   environment, and an agent's network level must work here (``network = "endpoint"``
+   needs the bubblewrap backend and an endpoint it can narrow to);
 2. ``GET {base_url}/models`` with the key, with a short timeout (default 5 s): a refused
    connection, an unknown host or no answer in time stops the run, and so do 401 and 403
    (the key is refused). Any other answer -- 200, or 404 from a server without ``/models`` --
@@ -121,6 +122,10 @@ def check_agents(agents: Sequence[Agent], *, network: bool = True,
             problems.append(PreflightProblem(
                 agent.name, "missing_api_key",
                 f"environment variable {var} is not set (export it, or fix the agents file)"))
+        check_network = getattr(agent, "check_network", None)
+        why = check_network() if callable(check_network) else None
+        if isinstance(why, str):
+            problems.append(PreflightProblem(agent.name, "sandbox", why))
         if endpoint is None or missing or not network:
             continue
         key = env.get(endpoint.api_key_env) if endpoint.api_key_env else None
