@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -61,7 +62,10 @@ def main(argv: list[str]) -> int:
                 json.dump(usage, fh)
         except (OSError, ValueError, KeyError) as exc:
             print(f"mini-swe-agent: no usage from the trajectory: {exc}", file=sys.stderr)
-    return rc
+    if rc < 0:  # mini died of a signal: die of the same one, so reliabench sees it
+        signal.signal(-rc, signal.SIG_DFL)
+        os.kill(os.getpid(), -rc)
+    return rc if rc >= 0 else 128 - rc
 
 
 if __name__ == "__main__":
