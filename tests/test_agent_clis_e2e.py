@@ -22,14 +22,16 @@ import os
 import signal
 import sys
 import textwrap
-import tomllib
 import warnings
 from pathlib import Path
 from typing import Any
 
 import pytest
+import tomllib
 
 sys.path.insert(0, str(Path(__file__).parent))
+
+import contextlib
 
 from fake_openai_server import FakeOpenAIServer, Reply
 
@@ -112,10 +114,8 @@ def crash_cli(marker: str) -> Reply:
             continue
         if needle in env and b"_relay_inside.py" not in cmdline \
                 and b"mini_swe_agent_run.py" not in cmdline:
-            try:
+            with contextlib.suppress(ProcessLookupError):
                 os.kill(int(entry.name), signal.SIGSEGV)
-            except ProcessLookupError:
-                pass
     return Reply("too late", delay_s=1.0)
 
 
@@ -191,7 +191,7 @@ def agents_file(tmp: Path, cli: str, servers: dict[str, FakeOpenAIServer]) -> Pa
     return p
 
 
-@pytest.mark.parametrize("cli,exe", [("mini-swe-agent", "mini"), ("aider", "aider")])
+@pytest.mark.parametrize(("cli", "exe"), [("mini-swe-agent", "mini"), ("aider", "aider")])
 def test_real_cli_end_to_end(cli: str, exe: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                              bubblewrap: None) -> None:
     cli_venv(cli, exe)

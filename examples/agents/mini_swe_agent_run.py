@@ -36,6 +36,7 @@ def usage_from_trajectory(path: Path) -> dict[str, float]:
 
 
 def main(argv: list[str]) -> int:
+    """Run mini on the prompt, report its usage, return its exit status."""
     if len(argv) < 3:
         print(__doc__, file=sys.stderr)
         return 2
