@@ -6,6 +6,7 @@ refused connection and a hanging endpoint.
 
 from __future__ import annotations
 
+import json
 import os
 import socket
 import sys
@@ -266,3 +267,28 @@ def test_transient_errors_retried_with_backoff(tmp_path: Path) -> None:
         (rec,) = store.rollouts()
     assert rec.status == "infra_error" and rec.meta["infra_attempts"] == 3
     assert rec.meta["infra_reason"] == "server_error"
+
+
+def test_cli_early_stop_exit_3_then_resume(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    os.chmod(tmp_path, 0o755)
+    suite = make_suite(tmp_path, tasks=1)
+    with FakeOpenAIServer([GOOD], api_key=KEY) as srv:
+        agents = agents_file(tmp_path, srv.base_url)
+        out = tmp_path / "run"
+        args = ["run", str(suite), "--agents", str(agents), "-n", "4", "--out", str(out),
+                "--workers", "1", "--scanner", "bandit"]
+        monkeypatch.setenv(KEY_ENV, "wrong")
+        assert main(args) == 2  # the pre-run check sees the 401 first
+        assert f"the API key in ${KEY_ENV} was refused" in capsys.readouterr().err
+        assert main([*args, "--no-preflight"]) == 3  # without it: 3 rollouts, then the stop
+        err = capsys.readouterr().err
+        assert "agent 'm' stopped: its first 3 rollouts all failed on infrastructure (auth" in err
+        monkeypatch.setenv(KEY_ENV, KEY)
+        assert main(args) == 0  # resumed: the infra errors rerun, the rest run
+        assert main(["score", str(out), "--format", "json", "--resamples", "0"]) == 0
+    doc = json.loads(capsys.readouterr().out.split("run directory:")[-1].split("\n", 1)[1])
+    (a,) = doc["agents"]
+    assert a["rollouts"] == 4 and a["infra_errors"] == 0
+    assert a["metrics"]["reliability@1"]["value"] == 1.0
+    assert a["cost"]["tokens_in"]["rollouts"] == 4 and a["cost"]["test_s"]["mean"] > 0
