@@ -292,3 +292,14 @@ def test_cli_early_stop_exit_3_then_resume(tmp_path: Path, capsys: pytest.Captur
     assert a["rollouts"] == 4 and a["infra_errors"] == 0
     assert a["metrics"]["reliability@1"]["value"] == 1.0
     assert a["cost"]["tokens_in"]["rollouts"] == 4 and a["cost"]["test_s"]["mean"] > 0
+
+
+def test_backoff_scale_env() -> None:
+    from reliabench.agents.infra import backoff_scale
+
+    assert backoff_scale({}) == 1.0
+    assert backoff_scale({"RELIABENCH_BACKOFF_SCALE": "0"}) == 0.0
+    for bad in ("x", "-1", "nan"):
+        with pytest.raises(InvalidArgumentError,
+                           match=rf"RELIABENCH_BACKOFF_SCALE must be a number >= 0, got '{bad}'"):
+            backoff_scale({"RELIABENCH_BACKOFF_SCALE": bad})

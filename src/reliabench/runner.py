@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from reliabench.agents.base import Agent, AgentRequest, AgentResult
-from reliabench.agents.infra import InfraStopWatch, backoff_delay, is_transient
+from reliabench.agents.infra import InfraStopWatch, backoff_delay, backoff_scale, is_transient
 from reliabench.errors import InfraStopError, InvalidArgumentError, MissingExtraError, SandboxError
 from reliabench.records import Cost, Finding, Rollout, ScanError, TestOutcome
 from reliabench.sandbox import Limits, SandboxBackend, get_backend
@@ -227,7 +227,7 @@ class _Executor:
         self.expected = expected
         self.scratch = scratch
         self.stopped: Callable[[str], bool] = lambda agent: False
-        self.backoff_scale = float(os.environ.get("RELIABENCH_BACKOFF_SCALE", "1"))
+        self.backoff_scale = backoff_scale()
 
     def _call_agent(self, job: _Job, workspace: Path, prompt_file: Path,
                     slot: int) -> tuple[AgentResult, float]:

@@ -15,15 +15,21 @@ and the report, and its hidden tests are not run. Every such result carries
     rate_limited      yes        408, 409 or 429 after the client's own retries
     server_error      yes        5xx after the client's own retries
     sandbox           yes        the sandbox could not start
+    test_error        yes        the hidden-test harness failed (not the agent's code)
+    agent_infra       yes        an agent kind said infra_error without a reason
 
 Transient reasons are retried by the runner with exponential back-off
-(:func:`backoff_delay`); the others are not, since a retry cannot fix a missing key. Whatever
-the reason, when the first :data:`EARLY_STOP_AFTER` finished rollouts of an agent all failed
-for the same reason, the runner stops that agent (see ``reliabench.runner``).
+(:func:`backoff_delay`, scaled by :func:`backoff_scale`); the others are not, since a retry
+cannot fix a missing key. Whatever the reason, when the first :data:`EARLY_STOP_AFTER`
+finished rollouts of an agent all failed for the same reason, the runner stops that agent
+(see ``reliabench.runner``).
 """
 
 from __future__ import annotations
 
+import math
+import os
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 from urllib.parse import urlsplit
@@ -41,6 +47,7 @@ __all__ = [
     "Endpoint",
     "InfraStopWatch",
     "backoff_delay",
+    "backoff_scale",
     "infra_reason_for_status",
     "infra_result",
     "is_transient",
@@ -56,6 +63,8 @@ INFRA_REASONS: Final[dict[str, bool]] = {
     "rate_limited": True,
     "server_error": True,
     "sandbox": True,
+    "test_error": True,
+    "agent_infra": True,
 }
 """Infrastructure failure reason -> whether it is transient (worth retrying)."""
 
@@ -86,6 +95,23 @@ def backoff_delay(attempt: int) -> float:
     if attempt < 1:
         raise InvalidArgumentError(f"attempt must be >= 1, got {attempt!r}")
     return min(BACKOFF_CAP_S, BACKOFF_BASE_S * 2.0 ** min(attempt - 1, 30))
+
+
+def backoff_scale(environ: Mapping[str, str] | None = None) -> float:
+    """The factor on :func:`backoff_delay`: ``RELIABENCH_BACKOFF_SCALE`` (default 1; 0 = no wait).
+
+    Raises:
+        InvalidArgumentError: the variable is not a finite number >= 0.
+    """
+    env = os.environ if environ is None else environ
+    raw = env.get("RELIABENCH_BACKOFF_SCALE", "1")
+    try:
+        value = float(raw)
+    except ValueError:
+        value = -1.0
+    if not (math.isfinite(value) and value >= 0):
+        raise InvalidArgumentError(f"RELIABENCH_BACKOFF_SCALE must be a number >= 0, got {raw!r}")
+    return value
 
 
 def infra_reason_for_status(status_code: int) -> str | None:
