@@ -169,3 +169,21 @@ def test_preflight_refuses_what_cannot_be_narrowed(tmp_path: Path, monkeypatch: 
     (p,) = check_agents([agent], network=False)
     assert "needs the bubblewrap sandbox backend" in p.message and "network = true" in p.message
     assert check_agents([agent_for(tmp_path, "http://127.0.0.1:8000/v1", "true")], network=False) == []
+
+
+@pytest.mark.sandbox
+def test_endpoint_down_during_run_is_infra_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                 bubblewrap: None) -> None:
+    monkeypatch.setenv("RB_NET_KEY", KEY)
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = int(s.getsockname()[1])
+    s.close()  # the endpoint is down: nothing listens there
+    agent = agent_for(tmp_path, f"http://127.0.0.1:{port}/v1", '"endpoint"')
+    res = agent.run(AgentRequest("t", "p", ws, seed=port, rollout=port, timeout_s=60.0, slot=SLOT))
+    assert res.status == "infra_error", res.log
+    assert res.meta["infra_reason"] == "unreachable"
+    assert f"127.0.0.1:{port} was unreachable during the rollout" in res.meta["reason"]
+    assert res.meta["network_relay"]["upstream_failures"] == res.meta["network_relay"]["connections"]

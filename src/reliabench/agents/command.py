@@ -33,8 +33,9 @@ network unless ``network = true``. Its environment is ``PATH=/usr/local/bin:/usr
 ``VAR`` at run time; nothing else of the host environment leaks in.
 
 Outcomes: exit status 0 -> ``completed``; another status or a kill by a resource limit ->
-``agent_error``; the wall-time limit -> ``timeout``; the sandbox cannot start or an ``env``
-variable is unset -> ``infra_error`` resp. ``agent_error``. The log holds the command, the exit
+``agent_error``; the wall-time limit -> ``timeout``; ``infra_error`` when the sandbox cannot
+start, an ``env`` variable or ``api_key_env`` is unset, or (``network = "endpoint"``) every
+connection the agent opened failed to reach the endpoint. The log holds the command, the exit
 status and the (bounded) stdout and stderr.
 """
 
@@ -404,6 +405,15 @@ class CommandAgent:
         log = (f"{head}\n{what}; {res.wall_s:.2f} s; isolation {res.isolation}\n"
                + "".join(f"{n}\n" for n in notes)
                + f"--- stdout ---\n{_tail(res.stdout)}\n--- stderr ---\n{_tail(res.stderr)}")
+        if (relay_stats is not None and relay_stats.connections
+                and relay_stats.upstream_failures == relay_stats.connections):
+            # the harness saw every connection of the agent fail to reach the endpoint: the
+            # agent never talked to its model, whatever it did about it
+            return infra_result(
+                "unreachable",
+                f"the endpoint {relay.endpoint.host}:{relay.endpoint.port} was unreachable during "
+                f"the rollout: all {relay_stats.connections} connection(s) of the agent failed "
+                f"({relay_stats.last_error})", log=log, meta=meta)
         return AgentResult(
             status=status,
             log=log,
