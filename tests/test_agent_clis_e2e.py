@@ -22,7 +22,6 @@ import os
 import signal
 import sys
 import textwrap
-import warnings
 from pathlib import Path
 from typing import Any
 
@@ -34,11 +33,10 @@ sys.path.insert(0, str(Path(__file__).parent))
 import contextlib
 
 from fake_openai_server import FakeOpenAIServer, Reply
+from sandbox_helpers import endpoint_narrowing_or_skip
 
-from reliabench.agents import command as command_mod
 from reliabench.agents.config import load_agents
 from reliabench.analysis import score
-from reliabench.errors import SandboxError
 from reliabench.report import render_score
 from reliabench.runner import RunSettings, run_suite
 from reliabench.store import RunStore
@@ -70,14 +68,7 @@ def cli_venv(name: str, exe: str) -> Path:
 
 @pytest.fixture(scope="module")
 def bubblewrap() -> None:
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        try:
-            name = command_mod.sandbox_backend("auto").name
-        except SandboxError as exc:  # pragma: no cover - depends on the host
-            pytest.skip(f"no sandbox: {exc}")
-    if name != "bubblewrap":  # pragma: no cover - depends on the host
-        pytest.skip(f'the examples use network = "endpoint", which needs bubblewrap, not {name}')
+    endpoint_narrowing_or_skip()
 
 
 def make_suite(root: Path) -> Path:

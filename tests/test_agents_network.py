@@ -6,7 +6,6 @@ import json
 import os
 import socket
 import sys
-import warnings
 from pathlib import Path
 
 import pytest
@@ -14,6 +13,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent))
 
 from fake_openai_server import FakeOpenAIServer
+from sandbox_helpers import endpoint_narrowing_or_skip
 
 from reliabench.agents import AgentRequest, CommandAgent, load_agents
 from reliabench.agents import command as command_mod
@@ -50,14 +50,7 @@ open("net.json", "w").write(json.dumps(out))
 
 @pytest.fixture(scope="module")
 def bubblewrap() -> None:
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        try:
-            name = command_mod.sandbox_backend("auto").name
-        except SandboxError as exc:  # pragma: no cover - depends on the host
-            pytest.skip(f"no sandbox: {exc}")
-    if name != "bubblewrap":  # pragma: no cover - depends on the host
-        pytest.skip(f'network = "endpoint" needs bubblewrap; this host has {name}')
+    endpoint_narrowing_or_skip()
 
 
 def agent_for(tmp_path: Path, base_url: str, network: str) -> CommandAgent:
