@@ -265,7 +265,9 @@ def test_examples_load(monkeypatch: pytest.MonkeyPatch) -> None:
     files = sorted(EXAMPLES.glob("*.toml"))
     assert {f.name for f in files} >= {"cli.toml", "openai.toml", "python.toml", "replay.toml"}
     kinds = set()
-    real_clis = {"aider.toml": "aider", "mini_swe_agent.toml": "mini-swe-agent"}
+    real_clis = {"aider.toml": "aider", "aider_local.toml": "aider",
+                 "mini_swe_agent.toml": "mini-swe-agent",
+                 "mini_swe_agent_local.toml": "mini-swe-agent"}
     assert set(real_clis) <= {f.name for f in files}
     for f in files:
         venv = EXAMPLES.parents[1] / ".venv-agents" / real_clis.get(f.name, "")

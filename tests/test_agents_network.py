@@ -180,3 +180,86 @@ def test_endpoint_down_during_run_is_infra_error(tmp_path: Path, monkeypatch: py
     assert res.meta["infra_reason"] == "unreachable"
     assert f"127.0.0.1:{port} was unreachable during the rollout" in res.meta["reason"]
     assert res.meta["network_relay"]["upstream_failures"] == res.meta["network_relay"]["connections"]
+
+
+CONNECT_PROBE = r'''
+import json, os, socket, sys
+host, port, other = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+proxy = os.environ["HTTPS_PROXY"]
+out = {"proxy": proxy}
+def tunnel(p):
+    s = socket.create_connection(("127.0.0.1", 3128), timeout=10)
+    s.sendall(f"CONNECT {host}:{p} HTTP/1.1\r\nHost: {host}:{p}\r\n\r\n".encode())
+    head = s.recv(200).split(b"\r\n")[0].decode()
+    if head.startswith("HTTP/1.1 200"):
+        s.sendall(b"ping")
+        head += " / " + s.recv(100).decode()
+    s.close()
+    return head
+out["endpoint"] = tunnel(port)
+out["other"] = tunnel(other)
+open("net.json", "w").write(json.dumps(out))
+'''
+
+
+def _echo_server(host: str) -> tuple[socket.socket, int]:
+    import threading
+
+    srv = socket.socket()
+    srv.bind((host, 0))
+    srv.listen(8)
+
+    def serve() -> None:
+        while True:
+            try:
+                conn, _ = srv.accept()
+            except OSError:
+                return
+            with conn:
+                data = conn.recv(100)
+                conn.sendall(b"echo:" + data)
+
+    threading.Thread(target=serve, daemon=True).start()
+    return srv, int(srv.getsockname()[1])
+
+
+@pytest.mark.sandbox
+def test_connect_mode_in_the_sandbox(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                     bubblewrap: None) -> None:
+    """An https endpoint elsewhere: only CONNECT to it, through the in-sandbox proxy port."""
+    probe = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    try:
+        probe.connect(("192.0.2.1", 9))  # no packet is sent: this only picks a local address
+        host = probe.getsockname()[0]
+    except OSError:  # pragma: no cover - depends on the host
+        pytest.skip("no non-loopback address on this host")
+    finally:
+        probe.close()
+    if host.startswith("127."):  # pragma: no cover - depends on the host
+        pytest.skip("no non-loopback address on this host")
+    monkeypatch.setenv("RB_NET_KEY", KEY)
+    srv, port = _echo_server(host)
+    other_srv, other = _echo_server(host)
+    try:
+        script = tmp_path / "connect_probe.py"
+        script.write_text(CONNECT_PROBE)
+        p = tmp_path / "agents.toml"
+        p.write_text(
+            f'[[agents]]\nname = "net"\nkind = "command"\n'
+            f'command = ["/usr/bin/python3", "-I", "{script}", "{host}", "{{seed}}", "{{rollout}}"]\n'
+            f'readonly = ["{script}"]\nbase_url = "https://{host}:{port}/v1"\n')
+        (agent,) = load_agents(p)
+        ws = tmp_path / "ws"
+        ws.mkdir()
+        res = agent.run(AgentRequest("t", "p", ws, seed=port, rollout=other, timeout_s=60.0,
+                                     slot=SLOT))
+    finally:
+        srv.close()
+        other_srv.close()
+    assert res.status == "completed", res.log
+    out = json.loads((ws / "net.json").read_text())
+    assert out["proxy"] == "http://127.0.0.1:3128"
+    assert out["endpoint"] == "HTTP/1.1 200 Connection established / echo:ping"
+    assert out["other"].startswith("HTTP/1.1 403")
+    relay = res.meta["network_relay"]
+    assert relay["mode"] == "connect" and relay["refused"] == 1
