@@ -7,7 +7,10 @@
     kind = "command"
     command = ["aider", "--yes-always", "--no-git", "--message-file", "{prompt_file}"]
     timeout_s = 600                 # optional: overrides the request's budget
-    network = true                  # optional (default false): keep the host network
+    base_url = "https://api.openai.com/v1"  # optional: its model endpoint (checked before a run)
+    api_key_env = "OPENAI_API_KEY"  # optional (needs base_url): the key's host variable
+    network = "endpoint"            # optional: false | "endpoint" | true (see below)
+    usage_parser = "aider"          # optional: read tokens and cost from the CLI's output
     sandbox = "auto"                # optional: auto | bubblewrap | namespaces | none
     readonly = ["/opt/aider-venv"]  # optional: host paths visible read-only inside
     memory_mb = 4096                # optional (default 2048): address space per process
@@ -25,12 +28,15 @@ that is relative is resolved against the agents file's folder and made visible r
 inside the sandbox.
 
 The command runs in the sandbox (:mod:`reliabench.sandbox`) with the workspace as its cwd and
-its only writable folder, the prompt file readable, ``/tmp`` private (bubblewrap) and no
-network unless ``network = true``. Its environment is ``PATH=/usr/local/bin:/usr/bin:/bin``,
-``HOME=/tmp``, ``LANG=C.UTF-8``, the ``RELIABENCH_*`` variables (``RELIABENCH_WORKSPACE``,
+its only writable folder, the prompt file readable, ``/tmp`` private (bubblewrap). Network:
+``false`` (the default without ``base_url``) none; ``"endpoint"`` (the default with
+``base_url``) only that endpoint (:mod:`reliabench.agents.netrelay`); ``true`` the host's
+whole network. Its environment is ``PATH=/usr/local/bin:/usr/bin:/bin``, ``HOME=/tmp``,
+``LANG=C.UTF-8``, the ``RELIABENCH_*`` variables (``RELIABENCH_WORKSPACE``,
 ``RELIABENCH_PROMPT_FILE``, ``RELIABENCH_TASK_ID``, ``RELIABENCH_ROLLOUT``,
-``RELIABENCH_SEED``) and the ``env`` table, in which ``${VAR}`` is replaced by the host's
-``VAR`` at run time; nothing else of the host environment leaks in.
+``RELIABENCH_SEED``, ``RELIABENCH_USAGE_FILE`` -- see :mod:`reliabench.agents.usage`) and the
+``env`` table, in which ``${VAR}`` is replaced by the host's ``VAR`` at run time; nothing else
+of the host environment leaks in.
 
 Outcomes: exit status 0 -> ``completed``; another status or a kill by a resource limit ->
 ``agent_error``; the wall-time limit -> ``timeout``; ``infra_error`` when the sandbox cannot
