@@ -53,13 +53,15 @@ def bubblewrap() -> None:
     endpoint_narrowing_or_skip()
 
 
-def agent_for(tmp_path: Path, base_url: str, network: str) -> CommandAgent:
+def agent_for(tmp_path: Path, base_url: str, network: str, script: str = PROBE,
+              first_args: str = "") -> CommandAgent:
+    """A command agent running ``script`` with ``[first_args,] {seed} {rollout}`` (two ports)."""
     probe = tmp_path / "probe.py"
-    probe.write_text(PROBE)
+    probe.write_text(script)
     p = tmp_path / "agents.toml"
     p.write_text(
         f'[[agents]]\nname = "net"\nkind = "command"\n'
-        f'command = ["/usr/bin/python3", "-I", "{probe}", "{{seed}}", "{{rollout}}"]\n'
+        f'command = ["/usr/bin/python3", "-I", "{probe}", {first_args}"{{seed}}", "{{rollout}}"]\n'
         f'readonly = ["{probe}"]\nbase_url = "{base_url}"\napi_key_env = "RB_NET_KEY"\n'
         f'network = {network}\nenv = {{ K = "${{RB_NET_KEY}}" }}\n')
     (agent,) = load_agents(p)
@@ -241,14 +243,8 @@ def test_connect_mode_in_the_sandbox(tmp_path: Path, monkeypatch: pytest.MonkeyP
     srv, port = _echo_server(host)
     other_srv, other = _echo_server(host)
     try:
-        script = tmp_path / "connect_probe.py"
-        script.write_text(CONNECT_PROBE)
-        p = tmp_path / "agents.toml"
-        p.write_text(
-            f'[[agents]]\nname = "net"\nkind = "command"\n'
-            f'command = ["/usr/bin/python3", "-I", "{script}", "{host}", "{{seed}}", "{{rollout}}"]\n'
-            f'readonly = ["{script}"]\nbase_url = "https://{host}:{port}/v1"\n')
-        (agent,) = load_agents(p)
+        agent = agent_for(tmp_path, f"https://{host}:{port}/v1", '"endpoint"',
+                          script=CONNECT_PROBE, first_args=f'"{host}", ')
         ws = tmp_path / "ws"
         ws.mkdir()
         res = agent.run(AgentRequest("t", "p", ws, seed=port, rollout=other, timeout_s=60.0,
