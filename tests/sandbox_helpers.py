@@ -67,3 +67,17 @@ def hidden_test_path_or_skip(name: str, slot: int) -> HiddenTestPath:
     """The named hidden-test path for ``slot``, or skip when it cannot work on this host."""
     backend = backend_or_skip(name)
     return HiddenTestPath(name, backend, python_for(backend, slot))
+
+
+def endpoint_narrowing_or_skip() -> None:
+    """Skip unless the agents' sandbox (``auto``) is bubblewrap, which ``network = "endpoint"`` needs."""
+    from reliabench.agents import command as command_mod
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            name = command_mod.sandbox_backend("auto").name
+        except SandboxError as exc:  # pragma: no cover - depends on the host
+            pytest.skip(f"no sandbox: {exc}")
+    if name != "bubblewrap":  # pragma: no cover - depends on the host
+        pytest.skip(f'network = "endpoint" needs the bubblewrap backend; this host has {name}')

@@ -464,6 +464,7 @@ def test_a_failure_before_the_agent_ran_is_infra(base: Path, monkeypatch: pytest
 
     suite = load_suite(_suite(base))
     monkeypatch.setattr(runner, "materialize", broken)
+    monkeypatch.setenv("RELIABENCH_BACKOFF_SCALE", "0")
     summary = run_suite(suite, [GoodAgent()], base / "run", _settings("bubblewrap"))
     with RunStore.open_existing(base / "run", readonly=True) as store:
         (r,) = store.rollouts()

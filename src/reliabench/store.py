@@ -276,8 +276,13 @@ class RunStore:
         """The key columns as stored (what :meth:`done_keys` returns for this rollout)."""
         return (_text(task_id) or "", _text(agent) or "", rollout)
 
-    def add(self, r: Rollout) -> None:
+    def add(self, r: Rollout, *, replace_status: str | None = None) -> None:
         """Record one rollout with its tests and findings, atomically.
+
+        Args:
+            r: The rollout.
+            replace_status: When set, a recorded rollout with the same key AND this status
+                (e.g. ``infra_error``, rerun on resume) is replaced in the same transaction.
 
         Raises:
             StoreError: The rollout is recorded already.
@@ -286,6 +291,14 @@ class RunStore:
         cost = r.cost
         record_json = _dumps(rollout_to_dict(r))
         with self._transaction() as conn:
+            if replace_status is not None:
+                key = self.stored_key(*r.key)
+                old = conn.execute("SELECT status FROM rollouts WHERE task_id = ? AND agent = ? "
+                                   "AND rollout = ?", key).fetchone()
+                if old is not None and old[0] == replace_status:
+                    for table in ("rollouts", "tests", "findings"):
+                        conn.execute(f"DELETE FROM {table} WHERE task_id = ? AND agent = ? "
+                                     "AND rollout = ?", key)
             try:
                 conn.execute(
                     "INSERT INTO rollouts VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
@@ -321,10 +334,11 @@ class RunStore:
 
     # ------------------------------------------------------------------ reading
 
-    def done_keys(self) -> set[tuple[str, str, int]]:
-        """Keys of the recorded rollouts."""
-        return {(t, a, int(i)) for t, a, i in
-                self._conn.execute("SELECT task_id, agent, rollout FROM rollouts")}
+    def done_keys(self, *, except_status: str | None = None) -> set[tuple[str, str, int]]:
+        """Keys of the recorded rollouts (without those of status ``except_status``)."""
+        return {(t, a, int(i)) for t, a, i, st in
+                self._conn.execute("SELECT task_id, agent, rollout, status FROM rollouts")
+                if st != except_status}
 
     def rollouts(self) -> list[Rollout]:
         """Every recorded rollout, ordered by (task, agent, rollout)."""
