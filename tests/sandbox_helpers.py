@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 import warnings
 from dataclasses import dataclass
@@ -81,3 +82,24 @@ def endpoint_narrowing_or_skip() -> None:
             pytest.skip(f"no sandbox: {exc}")
     if name != "bubblewrap":  # pragma: no cover - depends on the host
         pytest.skip(f'network = "endpoint" needs the bubblewrap backend; this host has {name}')
+
+
+def deep_chain(root: Path, depth: int, name: str = "d", leaf: tuple[str, str] | None = None) -> None:
+    """Make ``root/name/name/.../name`` (``depth`` levels) through directory descriptors.
+
+    The chain may be deeper than ``PATH_MAX`` and Python's recursion limit, as an agent can
+    make it; ``leaf`` is an optional ``(file name, text)`` written at the bottom. Keep such
+    trees out of pytest's temp dirs: its clean-up recurses and would fail on them.
+    """
+    fd = os.open(root, os.O_RDONLY)
+    try:
+        for _ in range(depth):
+            os.mkdir(name, dir_fd=fd)
+            nxt = os.open(name, os.O_RDONLY, dir_fd=fd)
+            os.close(fd)
+            fd = nxt
+        if leaf is not None:
+            with open(os.open(leaf[0], os.O_WRONLY | os.O_CREAT, 0o644, dir_fd=fd), "w") as fh:
+                fh.write(leaf[1])
+    finally:
+        os.close(fd)

@@ -26,6 +26,7 @@ from sandbox_helpers import (
     HIDDEN_TEST_PATHS,
     HiddenTestPath,
     backend_or_skip,
+    deep_chain,
     hidden_test_path_or_skip,
     python_for,
 )
@@ -181,22 +182,6 @@ def test_a_harness_that_never_starts_is_still_infra(base: Path, name: str) -> No
 # ------------------------------------------------------------------------------------------
 
 
-def _deep_chain(root: Path, depth: int, name: str, leaf: tuple[str, str] | None = None) -> None:
-    """``root/name/name/.../name`` (``depth`` levels), made with directory descriptors."""
-    fd = os.open(root, os.O_RDONLY)
-    try:
-        for _ in range(depth):
-            os.mkdir(name, dir_fd=fd)
-            nxt = os.open(name, os.O_RDONLY, dir_fd=fd)
-            os.close(fd)
-            fd = nxt
-        if leaf is not None:
-            with open(os.open(leaf[0], os.O_WRONLY | os.O_CREAT, 0o644, dir_fd=fd), "w") as fh:
-                fh.write(leaf[1])
-    finally:
-        os.close(fd)
-
-
 def _finishes(fn: Any, timeout: float = 20.0) -> Any:
     out: list[Any] = []
     t = threading.Thread(target=lambda: out.append(fn()), daemon=True)
@@ -226,7 +211,7 @@ def test_tamper_scan_of_a_deep_tree(base: Path) -> None:
     # not under tmp_path: pytest's own clean-up of old temp dirs would hit the recursion limit
     ws = base / "ws"
     ws.mkdir()
-    _deep_chain(ws, 1200, "d")  # deeper than Python's recursion limit
+    deep_chain(ws, 1200, "d")  # deeper than Python's recursion limit
     (ws / "conftest.py").write_text("")
     try:
         assert _finishes(lambda: find_tamper_files(ws)) == ("conftest.py",)
@@ -294,9 +279,9 @@ class HostileAgent:
         ws = request.workspace
         (ws / "adder.py").write_text(GOOD)
         # a directory chain deeper than PATH_MAX and Python's recursion limit
-        _deep_chain(ws, 600, "dddddddddd", leaf=("deep.py", "import os\nos.system('rm -rf /')\n"))
+        deep_chain(ws, 600, "dddddddddd", leaf=("deep.py", "import os\nos.system('rm -rf /')\n"))
         # a path that fits the workspace but not under the (long) run directory's artifacts
-        _deep_chain(ws, 120, "l" * 30, leaf=("x.py", "1\n"))
+        deep_chain(ws, 120, "l" * 30, leaf=("x.py", "1\n"))
         os.mkfifo(ws / "data.fifo")
         os.mkfifo(ws / "setup.cfg")
         if self.secret is not None:

@@ -10,6 +10,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from sandbox_helpers import deep_chain
 
 from reliabench.artifacts import ArtifactBudget, RolloutArtifacts, cap_record, take_snapshot, write_artifacts
 from reliabench.records import Finding, Rollout, read_jsonl, write_jsonl
@@ -22,19 +23,6 @@ def base() -> Iterator[Path]:
     path = Path(tempfile.mkdtemp(prefix="rb-untrusted-"))
     yield path
     remove_tree(path)
-
-
-def _chain(root: Path, depth: int, name: str = "d") -> None:
-    fd = os.open(root, os.O_RDONLY)
-    try:
-        for _ in range(depth):
-            os.mkdir(name, dir_fd=fd)
-            nxt = os.open(name, os.O_RDONLY, dir_fd=fd)
-            os.close(fd)
-            fd = nxt
-        os.close(os.open("leaf", os.O_WRONLY | os.O_CREAT, 0o644, dir_fd=fd))
-    finally:
-        os.close(fd)
 
 
 def test_read_bounded_reads_only_regular_files(base: Path) -> None:
@@ -56,21 +44,21 @@ def test_read_bounded_reads_only_regular_files(base: Path) -> None:
 
 
 def test_walk_tree_is_iterative_and_bounded(base: Path) -> None:
-    _chain(base, 3000)  # past Python's recursion limit and PATH_MAX (2 bytes a level)
+    deep_chain(base, 3000)  # past the recursion limit and PATH_MAX (2 bytes a level)
     entries = list(walk_tree(base, max_depth=50))
     assert len(entries) == 51
     assert entries[-1].kind == "error" and "deeper than 50" in entries[-1].error
 
 
 def test_walk_tree_reports_what_it_cannot_list(base: Path) -> None:
-    _chain(base, 2100, "ddd")  # 8400 bytes of path: past PATH_MAX within the depth bound
+    deep_chain(base, 2100, "ddd")  # 8400 bytes of path: past PATH_MAX within the depth bound
     entries = list(walk_tree(base, max_depth=5000))
     errors = [e for e in entries if e.kind == "error"]
     assert errors and all("too long" in e.error.lower() for e in errors)
 
 
 def test_chown_tree_never_raises_for_entries(base: Path) -> None:
-    _chain(base, 3000)
+    deep_chain(base, 3000)
     report = chown_tree(base, 61990, 61990)
     assert report.changed > 100 and report.failed >= 1
     assert os.lstat(base / "d").st_uid == 61990
@@ -94,7 +82,7 @@ def test_chown_tree_skips_hard_links_and_clears_setuid(base: Path) -> None:
 def test_remove_tree_handles_deep_and_unreadable_trees(base: Path) -> None:
     target = base / "t"
     target.mkdir()
-    _chain(target, 3000)
+    deep_chain(target, 3000)
     (target / "locked").mkdir()
     (target / "locked" / "f").write_text("x")
     os.chmod(target / "locked", 0)
