@@ -2,16 +2,17 @@
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 from rich.console import Console
 
 from reliabench.errors import InputError, InvalidArgumentError, UsageError
-from reliabench.records import Rollout, read_jsonl
+from reliabench.records import read_jsonl
 from reliabench.security import FindingFilter, SecurityThreshold, parse_threshold
 
 __all__ = [
@@ -23,29 +24,69 @@ __all__ = [
     "security_config_option",
     "format_option",
     "k_option",
-    "load_records",
-    "seed_option",
+    "input_format_option",
+    "load_source",
     "threshold_option",
 ]
+
+if TYPE_CHECKING:
+    from reliabench.importers import ImportResult
 
 F = TypeVar("F", bound=Callable[..., Any])
 
 
-def load_records(path: str) -> list[Rollout]:
-    """Read rollout records from a JSONL file, ``-`` (stdin), or a run directory."""
-    p = Path(path)
-    if path != "-" and p.is_dir():
-        from reliabench.store import RunStore, read_records
+def load_source(source: str | Path, input_format: str = "auto", **options: Any) -> ImportResult:
+    """Read rollout records from any source a command takes: the ONE loader of the CLI.
 
-        if not (p / RunStore.FILENAME).is_file():
-            raise UsageError(f"{p}: a directory but not a run directory (no {RunStore.FILENAME})")
-        records = read_records(p)
-    else:
-        records = read_jsonl(path)
-    if not records:
-        raise InputError("<stdin>" if path == "-" else p,
-                         "no rollout records (expected one JSON object per line)")
-    return records
+    ``source`` is ``-`` (rollout JSONL on stdin), a run directory of ``reliabench run``, a
+    rollout JSONL file, or any format ``reliabench import`` reads (``input_format`` names it,
+    or ``auto`` detects it; ``options`` are the format's own, e.g. ``scorer=``).
+
+    Raises:
+        UsageError: for a directory that is neither a run nor a known result folder.
+        InputError: for unreadable input or no records.
+    """
+    from reliabench.importers import ImportResult, load_foreign
+
+    if str(source) == "-":
+        if input_format not in ("auto", "jsonl"):
+            raise UsageError(f"standard input is read as rollout JSONL, not {input_format!r}")
+        records = read_jsonl("-")
+        if not records:
+            raise InputError("<stdin>", "no rollout records (expected one JSON object per line)")
+        if options.get("agent") is not None:
+            records = [dataclasses.replace(r, agent=options["agent"]) for r in records]
+        return ImportResult(tuple(records), "jsonl")
+    p = Path(source)
+    if input_format == "auto" and p.is_dir() and not (p / "reliabench.sqlite").is_file():
+        from reliabench.importers import detect_format
+
+        try:
+            detect_format(p)
+        except InputError:
+            raise UsageError(f"{p}: a directory but not a run directory (no reliabench.sqlite), nor a "
+                             "folder of SWE-bench or Terminal-Bench results") from None
+    if p.is_file() and _blank(p):
+        raise InputError(p, "no rollout records (expected one JSON object per line)")
+    return load_foreign(p, format=input_format, **options)
+
+
+def _blank(path: Path) -> bool:
+    """Whether a file holds only whitespace (read in chunks, stops at the first other byte)."""
+    with path.open("rb") as fh:
+        while chunk := fh.read(65536):
+            if chunk.strip():
+                return False
+    return True
+
+
+def input_format_option() -> Callable[[F], F]:
+    """``--input-format``: the format of the source (default: detected)."""
+    from reliabench.importers import FORMATS
+
+    return click.option("--input-format", "input_format", default="auto", show_default=True,
+                        type=click.Choice(["auto", *FORMATS]),
+                        help="Format of the source (auto: detected from its content).")
 
 
 def _parse_threshold_cb(ctx: click.Context, param: click.Parameter, value: str) -> SecurityThreshold:
@@ -73,11 +114,6 @@ def threshold_option() -> Callable[[F], F]:
                         callback=_parse_threshold_cb,
                         help="Findings at or above SEVERITY[:CONFIDENCE] make a rollout insecure "
                              "(severity: info|low|medium|high|critical; confidence: low|medium|high).")
-
-
-def seed_option(default: int = 0) -> Callable[[F], F]:
-    """``--seed``."""
-    return click.option("--seed", type=int, default=default, show_default=True, help="Random seed.")
 
 
 def emit(text: str) -> None:

