@@ -61,7 +61,7 @@ def test_simulate_html_with_sweep_figures(tmp_path: Path) -> None:
     assert code == 0
     text = out.read_text()
     assert "<h2>Sweeps</h2>" in text and "sweep of rollouts" in text
-    assert text.count("<svg") == 4  # three standard figures and one sweep
+    assert text.count("<svg") == 5  # three standard figures, the rank intervals and one sweep
     assert "[SIMULATED]" in text
 
 
