@@ -175,6 +175,16 @@ def test_bad_arguments_name_the_parameter() -> None:
         rank_agents([Rollout("t", "only", 0, verdict=True)])
 
 
+def test_note_when_permutation_resolution_limits_the_correction() -> None:
+    # 6 agents, 15 pairs; a clear gap in every pair with a0: p hits the floor 1/(B+1) = 1/51,
+    # and 15 x 1/51 > 0.05, so Holm cannot separate anything that is significant uncorrected
+    rates = np.tile([0.95, 0.3, 0.3, 0.3, 0.3, 0.3], (60, 1))
+    recs = _records(_simulate(np.random.default_rng(6), rates, 1))
+    r = rank_agents(recs, 1, n_resamples=50)
+    assert any("reached the smallest p-value 50 permutations can give" in n for n in r.notes)
+    assert not any("reached the smallest" in n for n in rank_agents(recs, 1, n_resamples=5000).notes)
+
+
 def test_tasks_needed_follows_the_formula() -> None:
     recs = _records(_simulate(np.random.default_rng(8), np.tile([0.7, 0.5], (40, 1)), 1))
     r = rank_agents(recs, 1, n_resamples=200, power=0.9)
@@ -294,12 +304,14 @@ def test_full_leaderboard_study_numbers() -> None:
     """The numbers of docs/leaderboard-study.md (same command, same seed)."""
     from reliabench.importers import load_foreign
 
-    r = rank_agents(load_foreign(FULL).records, 1, n_resamples=10_000)
+    records = load_foreign(FULL).records
+    r = rank_agents(records, 1, n_resamples=100_000)
     assert len(r.agents) == 25 and r.tasks == 500 and len(r.pairs) == 300
-    assert r.decisive_gaps == 3
-    assert r.gaps[0].difference == pytest.approx(0.002)
-    bh = rank_agents(load_foreign(FULL).records, 1, n_resamples=10_000, correction="bh")
-    assert bh.decisive_gaps >= r.decisive_gaps
+    assert r.decisive_gaps == 4 and sum(p.separated for p in r.pairs) == 222 and len(r.groups) == 10
+    assert r.gaps[0].difference == pytest.approx(0.002) and r.gaps[0].tasks_needed == 605942
+    assert [(a.rank_low, a.rank_high) for a in r.agents[:2]] == [(1, 2), (1, 2)]
+    bh = rank_agents(records, 1, n_resamples=100_000, correction="bh")
+    assert bh.decisive_gaps == 6 and sum(p.separated for p in bh.pairs) == 254
 
 
 # ----------------------------------------------------------------------------- figure and CLI

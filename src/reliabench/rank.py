@@ -433,6 +433,15 @@ def rank_agents(
         notes.append(f"with {n_resamples} resamples the smallest p-value is "
                      f"{1 / (1 + n_resamples):.2g}, above alpha/m = {alpha / m:.2g} for {m} pairs: "
                      f"use at least {math.ceil(m / alpha)} resamples so that any pair can be separated")
+    at_floor = p <= 1.0 / (1.0 + n_resamples) + _TOL
+    floor = int(at_floor.sum())
+    # would the decisions change if the pairs at the floor had (unobservably) smaller p-values?
+    if floor and np.any((adjust_p_values(np.where(at_floor, 0.0, p), correction) <= alpha + _TOL)
+                        != sep_flags):
+        notes.append(f"{floor} pair(s) reached the smallest p-value {n_resamples} permutations can give "
+                     f"(1/{n_resamples + 1}), and with smaller p-values there more pairs would be "
+                     "separated: the decisions are limited by the resamples; rerun with more "
+                     "--resamples (e.g. 100000) before calling a gap undecided")
     pos = {agent: i for i, agent in enumerate(order)}
     sep = np.zeros((n_agents, n_agents), dtype=bool)
     pairs = []
