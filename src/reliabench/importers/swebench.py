@@ -284,7 +284,7 @@ def _load_leaderboard(path: Path, data: list[Any], agent: str | None, where: str
              "verdicts only"]
     if skipped:
         notes.append(f"{len(skipped)} submission(s) without per-instance flags left out: "
-                     + ", ".join(skipped))
+                     + ", ".join(skipped[:5]) + (f" and {len(skipped) - 5} more" if len(skipped) > 5 else ""))
     return ImportResult(tuple(records), FORMAT, tuple(notes), stated=tuple(stated))
 
 
