@@ -1,8 +1,8 @@
 """The rank-interval figure (SVG) and its HTML section, for ``reliabench rank`` and the report.
 
 One row per agent, best first: a bar over the agent's bootstrap rank interval, a dot at its
-rank, the value and CI at the right, and a shaded band behind each group of agents that no
-corrected test separates (groups can overlap; each band is drawn in its own column at the left).
+rank, the value and CI at the right, and at the left one vertical mark per group of agents that
+no corrected test separates (groups can overlap, so each has its own column).
 """
 
 from __future__ import annotations
@@ -14,7 +14,6 @@ from reliabench.rank import Ranking
 __all__ = ["rank_figure_svg", "rank_section"]
 
 _SIM = "[SIMULATED]"
-_BAND_COLORS = ("#dbe9f6", "#fde2c8", "#d9f0d3", "#ead7ef")
 
 
 def rank_figure_svg(ranking: Ranking, *, width: int = 760, row: int = 18) -> str:
@@ -46,15 +45,17 @@ def rank_figure_svg(ranking: Ranking, *, width: int = 760, row: int = 18) -> str
     for g, group in enumerate(ranking.groups[:12]):
         i0, i1 = pos[group[0]], pos[group[-1]]
         gx = label_w + 3 + 6.0 * g
-        color = _BAND_COLORS[g % len(_BAND_COLORS)]
         parts.append(f'<rect x="{gx:.1f}" y="{y(i0) - row / 2 + 1:.1f}" width="4" '
                      f'height="{row * (i1 - i0 + 1) - 2:.1f}" fill="#7a9cc6">'
                      f"<title>group {g + 1}: {html.escape(', '.join(group))}</title></rect>")
-        parts.append(f'<rect x="{left:.1f}" y="{y(i0) - row / 2:.1f}" width="{pw:.1f}" '
-                     f'height="{row * (i1 - i0 + 1):.1f}" fill="{color}" opacity="0.35"/>')
+    if ranking.groups:
+        parts.append(f'<text x="{label_w + 3:.1f}" y="{top - 4:.1f}" font-size="9" fill="#555">groups</text>')
+    for i in range(0, n, 2):  # light stripes for reading across
+        parts.append(f'<rect x="{left:.1f}" y="{y(i) - row / 2:.1f}" width="{pw:.1f}" height="{row}" '
+                     'fill="#f4f6f9"/>')
     step = max(1, n // 10)
     for r in range(1, n + 1):
-        if r == 1 or r % step == 0 or r == n:
+        if r == 1 or r % step == 0 or (r == n and (n - 1) % step != 0):
             parts.append(f'<line x1="{x(r):.1f}" x2="{x(r):.1f}" y1="{top:.1f}" y2="{top + row * n:.1f}" '
                          'stroke="#eee"/>')
             parts.append(f'<text x="{x(r):.1f}" y="{top + row * n + 14:.1f}" font-size="10" '
@@ -84,8 +85,8 @@ def rank_section(ranking: Ranking) -> str:
     """An HTML section (heading, figure, caption) for the self-contained report."""
     caption = (f"Bars: the {round(100 * ranking.level)}% bootstrap range of each agent's rank over "
                f"paired resamples of the {ranking.tasks} shared tasks ({ranking.sampling} sampling, "
-               f"{ranking.n_resamples} resamples); dots: the rank of the point value. Shaded bands "
-               "(and the marks at the left): groups of consecutive agents that no pair test separates "
+               f"{ranking.n_resamples} resamples); dots: the rank of the point value. Marks at the "
+               "left: groups of consecutive agents that no pair test separates "
                f"at alpha = {1 - ranking.level:.2g} with the {ranking.correction_label} correction over "
                f"all pairs. {ranking.decisive_gaps} of {len(ranking.gaps)} adjacent gaps are decisive.")
     return (f"<h2>Ranking by {html.escape(ranking.metric_name)}</h2>"
