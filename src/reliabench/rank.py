@@ -398,8 +398,10 @@ def rank_agents(
                      "are resampled")
     rng = np.random.default_rng(seed)
     means = np.empty((n_resamples, n_agents))
-    for start in range(0, n_resamples, batch):
-        size = min(batch, n_resamples - start)
+    # two-level draws (batch, T, A) arrays: keep each below ~2M cells
+    step = max(1, min(batch, 2_000_000 // (n_tasks * n_agents))) if two_level else batch
+    for start in range(0, n_resamples, step):
+        size = min(step, n_resamples - start)
         if two_level:
             idx = rng.integers(0, n_tasks, size=(size, n_tasks))
             nn = n_sh[idx]
