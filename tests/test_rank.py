@@ -359,3 +359,7 @@ def test_every_records_command_reads_a_foreign_source(capsys: pytest.CaptureFixt
             assert code == 2 and "needs at least 2 tasks with >= 2 rollouts" in out.err, out.err
         else:
             assert code == 0, (argv, out.err)
+        # every one of them takes --leaderboard (a leaderboards file may hold several)
+        code = main([*argv, "--leaderboard", "Lite"])
+        err = capsys.readouterr().err
+        assert code == 2 and "leaderboard must be one of bash-only, got 'Lite'" in err, (argv, err)

@@ -24,7 +24,7 @@ __all__ = [
     "security_config_option",
     "format_option",
     "k_option",
-    "input_format_option",
+    "source_options",
     "load_source",
     "threshold_option",
 ]
@@ -80,13 +80,20 @@ def _blank(path: Path) -> bool:
     return True
 
 
-def input_format_option() -> Callable[[F], F]:
-    """``--input-format``: the format of the source (default: detected)."""
+def source_options() -> Callable[[F], F]:
+    """``--input-format`` and ``--leaderboard``: how ``load_source`` reads the source."""
     from reliabench.importers import FORMATS
 
-    return click.option("--input-format", "input_format", default="auto", show_default=True,
-                        type=click.Choice(["auto", *FORMATS]),
-                        help="Format of the source (auto: detected from its content).")
+    fmt = click.option("--input-format", "input_format", default="auto", show_default=True,
+                       type=click.Choice(["auto", *FORMATS]),
+                       help="Format of the source (auto: detected from its content).")
+    board = click.option("--leaderboard", default=None,
+                         help="SWE-bench leaderboards file: the leaderboard to read (e.g. bash-only).")
+
+    def decorate(f: F) -> F:
+        return fmt(board(f))
+
+    return decorate
 
 
 def _parse_threshold_cb(ctx: click.Context, param: click.Parameter, value: str) -> SecurityThreshold:

@@ -11,7 +11,7 @@ from rich.table import Table
 
 from reliabench.analysis import parse_ks
 from reliabench.audit import AuditFailed, AuditReport, audit_records, report_to_dict
-from reliabench.commands._common import agent_label, console, input_format_option, load_source
+from reliabench.commands._common import agent_label, console, load_source, source_options
 
 __all__ = ["command", "render"]
 
@@ -80,20 +80,18 @@ def render(report: AuditReport, console: Console) -> None:
 
 @click.command("audit")
 @click.argument("path", metavar="SOURCE")
-@input_format_option()
+@source_options()
 @click.option("-k", "ks", default=None, help="k values, e.g. 1,5,10 (default: from the data).")
 @click.option("--agent", default=None, help="Name for the agent (overrides the format's).")
 @click.option("--scorer", default=None, help="Inspect logs: the scorer that decides success.")
-@click.option("--leaderboard", default=None,
-              help="SWE-bench leaderboards file: the leaderboard to read (e.g. bash-only).")
 @click.option("--strict", is_flag=True, help="Exit 1 when there is any finding.")
 @click.option("--resamples", default=2000, show_default=True, type=click.IntRange(min=0),
               help="Bootstrap resamples for the CIs.")
 @click.option("--seed", default=0, show_default=True, type=int, help="Bootstrap seed.")
 @click.option("--format", "output", default="table", show_default=True,
               type=click.Choice(["table", "json"]), help="Output format.")
-def command(path: str, input_format: str, ks: str | None, agent: str | None, scorer: str | None,
-            leaderboard: str | None, strict: bool, resamples: int, seed: int, output: str) -> None:
+def command(path: str, input_format: str, leaderboard: str | None, ks: str | None, agent: str | None,
+            scorer: str | None, strict: bool, resamples: int, seed: int, output: str) -> None:
     """Check PATH (rollout JSONL, a foreign result file or folder) for misapplied pass@k."""
     loaded = load_source(path, input_format, agent=agent, scorer=scorer, leaderboard=leaderboard)
     report = audit_records(loaded.records, ks=parse_ks(ks) if ks else None, reported=loaded.reported,

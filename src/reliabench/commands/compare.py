@@ -9,7 +9,7 @@ import click
 from rich.table import Table
 
 from reliabench.analysis import count_pairs
-from reliabench.commands._common import agent_label, input_format_option, load_source
+from reliabench.commands._common import agent_label, load_source, source_options
 from reliabench.commands._common import console as make_console
 from reliabench.compare import compare_agents, rank_first
 from reliabench.errors import InvalidArgumentError
@@ -28,18 +28,18 @@ __all__ = ["command"]
 @click.option("--confidence", default=0.95, show_default=True,
               type=click.FloatRange(0.0, 1.0, min_open=True, max_open=True))
 @click.option("--seed", default=0, show_default=True, type=int)
-@input_format_option()
+@source_options()
 @click.option("--format", "output", default="table", show_default=True,
               type=click.Choice(["table", "json"]))
 def command(records: str, agent_a: str | None, agent_b: str | None, k: int, resamples: int,
-            confidence: float, seed: int, input_format: str, output: str) -> None:
+            confidence: float, seed: int, input_format: str, leaderboard: str | None, output: str) -> None:
     """Compare agents on shared tasks: A - B with a paired CI and p-value, or rank-first odds.
 
     Without --a/--b: the bootstrap probability that each agent has the highest reliability@k.
     """
     if (agent_a is None) != (agent_b is None):
         raise InvalidArgumentError("give both --a and --b, or neither (to rank all agents)")
-    table = count_pairs(load_source(records, input_format).records)
+    table = count_pairs(load_source(records, input_format, leaderboard=leaderboard).records)
     console = make_console()
     if agent_a is not None and agent_b is not None:
         r = compare_agents(table, agent_a, agent_b, k, n_resamples=resamples,

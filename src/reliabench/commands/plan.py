@@ -9,7 +9,7 @@ import click
 from rich.console import Console
 from rich.table import Table
 
-from reliabench.commands._common import console, input_format_option, load_source
+from reliabench.commands._common import console, load_source, source_options
 from reliabench.errors import InvalidArgumentError
 from reliabench.planning import (
     AgentModel,
@@ -95,7 +95,7 @@ def _render(plan: Plan, console: Console) -> None:
 @click.command("plan")
 @click.option("--pilot", default=None, metavar="SOURCE",
               help="Pilot records (any importable format) to estimate the rate model from.")
-@input_format_option()
+@source_options()
 @click.option("--rate", "rates", multiple=True,
               help="Assumed mean per-task success rate: 0.3, or AGENT=0.3 (repeat for two agents).")
 @click.option("--spread", "spreads", multiple=True,
@@ -118,8 +118,8 @@ def _render(plan: Plan, console: Console) -> None:
 @click.option("--rollouts", default=None, help="Candidate rollouts per task, e.g. 1,2,5,10.")
 @click.option("--format", "output", default="table", show_default=True,
               type=click.Choice(["table", "json"]))
-def command(pilot: str | None, input_format: str, rates: tuple[str, ...], spreads: tuple[str, ...],
-            icc: float, k: int, half_width: float | None, confidence: float,
+def command(pilot: str | None, input_format: str, leaderboard: str | None, rates: tuple[str, ...],
+            spreads: tuple[str, ...], icc: float, k: int, half_width: float | None, confidence: float,
             difference: float | None, power: float, alpha: float, correlation: float | None,
             agent_a: str | None, agent_b: str | None, max_tasks: int | None, rollouts: str | None,
             output: str) -> None:
@@ -127,7 +127,7 @@ def command(pilot: str | None, input_format: str, rates: tuple[str, ...], spread
     if (pilot is None) == (not rates):
         raise InvalidArgumentError("give either --pilot RECORDS or --rate (not both)")
     if pilot is not None:
-        records = load_source(pilot, input_format).records
+        records = load_source(pilot, input_format, leaderboard=leaderboard).records
         models = list(fit_pilot(records))
     else:
         records = ()

@@ -6,7 +6,7 @@ import json
 
 import click
 
-from reliabench.commands._common import emit, format_option, input_format_option, load_source
+from reliabench.commands._common import emit, format_option, load_source, source_options
 from reliabench.proxy import proxy_study, render_proxy
 
 __all__ = ["command"]
@@ -14,7 +14,7 @@ __all__ = ["command"]
 
 @click.command("proxy")
 @click.argument("source", metavar="SOURCE")
-@input_format_option()
+@source_options()
 @click.option("-k", "k", type=int, default=1, show_default=True,
               help="The k of reliability@k (pairs with fewer than k rollouts are left out).")
 @format_option()
@@ -22,15 +22,15 @@ __all__ = ["command"]
 @click.option("--resamples", type=int, default=2_000, show_default=True,
               help="Bootstrap resamples over tasks (0: no intervals).")
 @click.option("--seed", type=int, default=0, show_default=True, help="Bootstrap seed.")
-def command(source: str, input_format: str, k: int, fmt: str, confidence: float, resamples: int,
-            seed: int) -> None:
+def command(source: str, input_format: str, leaderboard: str | None, k: int, fmt: str, confidence: float,
+            resamples: int, seed: int) -> None:
     """Rank-correlate single-rollout proxies with reliability@k (SOURCE: any source `score` reads).
 
     Proxies: the first rollout's test pass fraction and its verdict. Reported: Spearman rho
     over (task, agent) pairs and over agents, Kendall tau of the agent ranking, each with a
     seeded bootstrap CI over tasks.
     """
-    records = list(load_source(source, input_format).records)
+    records = list(load_source(source, input_format, leaderboard=leaderboard).records)
     study = proxy_study(records, k=k, confidence=confidence, n_resamples=resamples, seed=seed)
     simulated = sorted({r.agent for r in records if r.simulated})
     text = render_proxy(study, fmt)

@@ -10,7 +10,7 @@ from typing import cast
 import click
 from rich.table import Table
 
-from reliabench.commands._common import SIMULATED, input_format_option, load_source
+from reliabench.commands._common import SIMULATED, load_source, source_options
 from reliabench.commands._common import console as make_console
 from reliabench.rank import (
     CORRECTIONS,
@@ -64,9 +64,7 @@ def render(r: Ranking) -> None:
 
 @click.command("rank")
 @click.argument("source", metavar="SOURCE")
-@input_format_option()
-@click.option("--leaderboard", default=None,
-              help="SWE-bench leaderboards file: the leaderboard to read (e.g. bash-only).")
+@source_options()
 @click.option("-k", "k", default=1, show_default=True, type=click.IntRange(min=1), help="The k.")
 @click.option("--metric", default="reliability", show_default=True, type=click.Choice(METRICS),
               help="reliability (reliability@k) or pass_hat (pass^k).")

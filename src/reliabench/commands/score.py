@@ -11,11 +11,11 @@ from reliabench.analysis import parse_ks, score
 from reliabench.commands._common import (
     emit,
     format_option,
-    input_format_option,
     k_option,
     load_source,
     resolve_security,
     security_config_option,
+    source_options,
     threshold_option,
 )
 from reliabench.errors import InvalidArgumentError
@@ -27,7 +27,7 @@ __all__ = ["command"]
 
 @click.command("score")
 @click.argument("source", metavar="SOURCE")
-@input_format_option()
+@source_options()
 @k_option()
 @format_option()
 @threshold_option()
@@ -39,7 +39,7 @@ __all__ = ["command"]
 @click.option("--html", "html_path", type=click.Path(path_type=Path, dir_okay=False), default=None,
               help="Also write a self-contained HTML report (figures, tables, per-task counts).")
 @click.pass_context
-def command(ctx: click.Context, source: str, input_format: str, ks: str, fmt: str,
+def command(ctx: click.Context, source: str, input_format: str, leaderboard: str | None, ks: str, fmt: str,
             threshold: SecurityThreshold, security_config: Path | None, confidence: float,
             resamples: int, seed: int, html_path: Path | None) -> None:
     """Score SOURCE: rollout JSONL (- for stdin), a run directory, or any importable format."""
@@ -47,7 +47,7 @@ def command(ctx: click.Context, source: str, input_format: str, ks: str, fmt: st
         k_values = parse_ks(ks)
     except InvalidArgumentError as exc:
         raise click.BadParameter(str(exc), param_hint="-k") from None
-    loaded = load_source(source, input_format)
+    loaded = load_source(source, input_format, leaderboard=leaderboard)
     records = list(loaded.records)
     threshold, finding_filter = resolve_security(ctx, threshold, security_config, source)
     report = score(records, k_values, threshold=threshold, finding_filter=finding_filter,
