@@ -83,6 +83,19 @@ def test_adjusted_p_values_exact_small_case() -> None:
         adjust_p_values([1.5], "holm")
 
 
+def test_sign_flip_p_values_match_full_enumeration() -> None:
+    from reliabench.stats import sign_flip_p_values
+
+    rng = np.random.default_rng(12)
+    d = rng.integers(-1, 2, size=(7, 5)).astype(float)  # 7 tasks, 5 columns (pairs)
+    signs = np.array(list(itertools.product((-1.0, 1.0), repeat=7)))  # all 128 patterns
+    exact = (np.abs(signs @ d) >= np.abs(d.sum(axis=0)) - 1e-12).mean(axis=0)
+    mc = sign_flip_p_values(d, 40_000, np.random.default_rng(0), batch=7_000)
+    assert np.allclose(mc, exact, atol=0.01)  # Monte Carlo sd <= 0.0025
+    with pytest.raises(InvalidArgumentError, match="n_permutations must be >= 1, got 0"):
+        sign_flip_p_values(d, 0, rng)
+
+
 # ----------------------------------------------------------------------------- groups
 
 

@@ -72,7 +72,7 @@ from reliabench.analysis import CountTable, count_pairs
 from reliabench.errors import InvalidArgumentError
 from reliabench.estimators import pass_at_k, pass_hat_k
 from reliabench.records import Rollout
-from reliabench.stats import resample_weights
+from reliabench.stats import resample_weights, sign_flip_p_values
 
 __all__ = [
     "CORRECTIONS",
@@ -421,13 +421,7 @@ def rank_agents(
     pair_idx = [(order[i], order[j]) for i in range(n_agents) for j in range(i + 1, n_agents)]
     diffs = np.stack([values[:, a] - values[:, b] for a, b in pair_idx], axis=1)  # (T, m)
     observed = diffs.mean(axis=0)
-    extreme = np.zeros(len(pair_idx))
-    for start in range(0, n_resamples, batch):
-        size = min(batch, n_resamples - start)
-        signs = rng.integers(0, 2, size=(size, n_tasks)).astype(np.float64) * 2.0 - 1.0
-        perm = np.abs(signs @ diffs) / n_tasks
-        extreme += (perm >= np.abs(observed) - _TOL).sum(axis=0)
-    p = np.minimum(1.0, (1.0 + extreme) / (1.0 + n_resamples))
+    p = sign_flip_p_values(diffs, n_resamples, rng, batch=batch)
     p_adj = adjust_p_values(p, correction)
     sep_flags = p_adj <= alpha + _TOL
     m = len(pair_idx)
