@@ -432,8 +432,8 @@ def rank_agents(
     at_floor = p <= 1.0 / (1.0 + n_resamples) + _TOL
     floor = int(at_floor.sum())
     # would the decisions change if the pairs at the floor had (unobservably) smaller p-values?
-    if floor and np.any((adjust_p_values(np.where(at_floor, 0.0, p), correction) <= alpha + _TOL)
-                        != sep_flags):
+    if floor and 1.0 / (1.0 + n_resamples) <= alpha / m and np.any(
+            (adjust_p_values(np.where(at_floor, 0.0, p), correction) <= alpha + _TOL) != sep_flags):
         notes.append(f"{floor} pair(s) reached the smallest p-value {n_resamples} permutations can give "
                      f"(1/{n_resamples + 1}), and with smaller p-values there more pairs would be "
                      "separated: the decisions are limited by the resamples; rerun with more "
