@@ -188,14 +188,20 @@ def test_bad_arguments_name_the_parameter() -> None:
         rank_agents([Rollout("t", "only", 0, verdict=True)])
 
 
-def test_note_when_permutation_resolution_limits_the_correction() -> None:
-    # 6 agents, 15 pairs; a clear gap in every pair with a0: p hits the floor 1/(B+1) = 1/51,
-    # and 15 x 1/51 > 0.05, so Holm cannot separate anything that is significant uncorrected
-    rates = np.tile([0.95, 0.3, 0.3, 0.3, 0.3, 0.3], (60, 1))
-    recs = _records(_simulate(np.random.default_rng(6), rates, 1))
-    r = rank_agents(recs, 1, n_resamples=50)
-    assert any("reached the smallest p-value 50 permutations can give" in n for n in r.notes)
-    assert not any("reached the smallest" in n for n in rank_agents(recs, 1, n_resamples=5000).notes)
+def test_note_when_monte_carlo_error_straddles_the_decision() -> None:
+    # 2 agents, 20 tasks where exactly one of them passes: 15 for a0, 5 for a1 (and 20 ties).
+    # Exact sign-flip p = P(|Bin(20, 1/2) - 10| >= 5) = 0.0414: near alpha = 0.05
+    out = np.zeros((40, 2, 1), bool)
+    out[:15, 0] = True
+    out[15:20, 1] = True
+    recs = _records(out)
+    few = rank_agents(recs, 1, n_resamples=200)  # Monte Carlo sd ~0.014: either side of 0.05
+    assert any("1 pair(s) are within Monte Carlo error of the decision" in n for n in few.notes)
+    assert few.pairs[0].borderline and few.gaps[0].borderline
+    many = rank_agents(recs, 1, n_resamples=100_000)  # sd ~0.0006
+    assert many.pairs[0].p_value == pytest.approx(0.0414, abs=0.003)
+    assert many.pairs[0].separated and not many.pairs[0].borderline
+    assert not any("Monte Carlo" in n for n in many.notes)
 
 
 def test_tasks_needed_follows_the_formula() -> None:
@@ -321,6 +327,8 @@ def test_full_leaderboard_study_numbers() -> None:
     r = rank_agents(records, 1, n_resamples=100_000)
     assert len(r.agents) == 25 and r.tasks == 500 and len(r.pairs) == 300
     assert r.decisive_gaps == 4 and sum(p.separated for p in r.pairs) == 222 and len(r.groups) == 10
+    assert [(p.agent_a, p.agent_b) for p in r.pairs if p.borderline] == [
+        ("20250807_mini-v1.7.0_kimi-k2-instruct", "20250807_mini-v1.7.0_gpt-5-nano")]
     assert r.gaps[0].difference == pytest.approx(0.002) and r.gaps[0].tasks_needed == 605942
     assert [(a.rank_low, a.rank_high) for a in r.agents[:2]] == [(1, 2), (1, 2)]
     bh = rank_agents(records, 1, n_resamples=100_000, correction="bh")

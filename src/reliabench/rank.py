@@ -145,6 +145,8 @@ class PairTest:
         p_value: Two-sided sign-flip permutation p-value.
         p_adjusted: The p-value corrected over all pairs.
         separated: ``p_adjusted <= alpha``.
+        borderline: Whether +-2 Monte Carlo standard deviations of the permutation p-values
+            could change ``separated`` (more resamples would settle it).
     """
 
     agent_a: str
@@ -153,6 +155,7 @@ class PairTest:
     p_value: float
     p_adjusted: float
     separated: bool
+    borderline: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -168,6 +171,7 @@ class AdjacentGap:
         sd: Standard deviation of the per-task differences.
         tasks_needed: Tasks that give the target power at the Bonferroni level with the
             same rollouts per task (None when the difference is 0).
+        borderline: Whether the decision is within Monte Carlo error (see ``PairTest``).
     """
 
     upper: str
@@ -177,6 +181,7 @@ class AdjacentGap:
     decisive: bool
     sd: float
     tasks_needed: int | None
+    borderline: bool = False
 
 
 @dataclass(frozen=True)
@@ -429,21 +434,22 @@ def rank_agents(
         notes.append(f"with {n_resamples} resamples the smallest p-value is "
                      f"{1 / (1 + n_resamples):.2g}, above alpha/m = {alpha / m:.2g} for {m} pairs: "
                      f"use at least {math.ceil(m / alpha)} resamples so that any pair can be separated")
-    at_floor = p <= 1.0 / (1.0 + n_resamples) + _TOL
-    floor = int(at_floor.sum())
-    # would the decisions change if the pairs at the floor had (unobservably) smaller p-values?
-    if floor and 1.0 / (1.0 + n_resamples) <= alpha / m and np.any(
-            (adjust_p_values(np.where(at_floor, 0.0, p), correction) <= alpha + _TOL) != sep_flags):
-        notes.append(f"{floor} pair(s) reached the smallest p-value {n_resamples} permutations can give "
-                     f"(1/{n_resamples + 1}), and with smaller p-values there more pairs would be "
-                     "separated: the decisions are limited by the resamples; rerun with more "
-                     "--resamples (e.g. 100000) before calling a gap undecided")
+    # permutation p-values are Monte Carlo estimates: would +-2 sd of that error change a decision?
+    mc_sd = np.sqrt(p * (1.0 - p) / n_resamples)
+    sep_lo = adjust_p_values(np.clip(p - 2 * mc_sd, 0.0, 1.0), correction) <= alpha + _TOL
+    sep_hi = adjust_p_values(np.clip(p + 2 * mc_sd, 0.0, 1.0), correction) <= alpha + _TOL
+    flip = sep_lo != sep_hi
+    uncertain = int(flip.sum())
+    if uncertain:
+        notes.append(f"{uncertain} pair(s) are within Monte Carlo error of the decision (p-values from "
+                     f"{n_resamples} permutations, +-2 sd): rerun with more --resamples (e.g. 100000) "
+                     "before calling those gaps")
     pos = {agent: i for i, agent in enumerate(order)}
     sep = np.zeros((n_agents, n_agents), dtype=bool)
     pairs = []
-    for (a, b), d, pv, pa, s in zip(pair_idx, observed, p, p_adj, sep_flags, strict=True):
+    for (a, b), d, pv, pa, s, f in zip(pair_idx, observed, p, p_adj, sep_flags, flip, strict=True):
         sep[pos[a], pos[b]] = sep[pos[b], pos[a]] = bool(s)
-        pairs.append(PairTest(names[a], names[b], float(d), float(pv), float(pa), bool(s)))
+        pairs.append(PairTest(names[a], names[b], float(d), float(pv), float(pa), bool(s), bool(f)))
     groups = tuple(tuple(names[order[i]] for i in g) for g in consecutive_groups(sep))
     z = float(sps.norm.ppf(1.0 - alpha / (2 * m)) + sps.norm.ppf(power))
     gaps = []
@@ -457,7 +463,7 @@ def rank_agents(
                 if abs(delta) > _TOL and math.isfinite(sd) else None)
         pt = by_pair[names[a], names[b]]
         gaps.append(AdjacentGap(names[a], names[b], delta, pt.p_adjusted, pt.separated, sd,
-                                None if need is None else max(2, need)))
+                                None if need is None else max(2, need), pt.borderline))
     agents = tuple(
         AgentRank(names[j], float(point[j]), float(ci[0, j]), float(ci[1, j]), int(point_rank[j]),
                   int(r_lo[j]), int(r_hi[j]), names[j] in table.simulated)
@@ -497,13 +503,13 @@ def ranking_to_dict(r: Ranking) -> dict[str, Any]:
                     "rank_high": a.rank_high, "simulated": a.simulated} for a in r.agents],
         "groups": [list(g) for g in r.groups],
         "gaps": [{"upper": g.upper, "lower": g.lower, "difference": _num(g.difference),
-                  "p_adjusted": _num(g.p_adjusted), "decisive": g.decisive, "sd": _num(g.sd),
-                  "tasks_needed": g.tasks_needed} for g in r.gaps],
+                  "p_adjusted": _num(g.p_adjusted), "decisive": g.decisive, "borderline": g.borderline,
+                  "sd": _num(g.sd), "tasks_needed": g.tasks_needed} for g in r.gaps],
         "decisive_gaps": r.decisive_gaps,
         "power": r.power,
         "pairs": [{"a": p.agent_a, "b": p.agent_b, "difference": _num(p.difference),
                    "p_value": _num(p.p_value), "p_adjusted": _num(p.p_adjusted),
-                   "separated": p.separated} for p in r.pairs],
+                   "separated": p.separated, "borderline": p.borderline} for p in r.pairs],
         "simulated_agents": sorted(a.agent for a in r.agents if a.simulated),
         "notes": list(r.notes),
     }

@@ -52,7 +52,7 @@ def render(r: Ranking) -> None:
         g.add_column(col, overflow="fold")
     for gap in r.gaps:
         g.add_row(gap.upper, gap.lower, f"{gap.difference:+.3f}", f"{gap.p_adjusted:.3g}",
-                  "yes" if gap.decisive else "no",
+                  ("yes" if gap.decisive else "no") + (" (borderline)" if gap.borderline else ""),
                   "-" if gap.tasks_needed is None else str(gap.tasks_needed))
     console.print(g)
     console.print(f"groups (maximal runs of consecutive agents with no separated pair; {len(r.groups)}):")
