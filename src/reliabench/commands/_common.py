@@ -20,12 +20,14 @@ __all__ = [
     "agent_label",
     "console",
     "emit",
+    "invocation",
     "resolve_security",
     "security_config_option",
     "format_option",
     "k_option",
     "source_options",
     "load_source",
+    "set_invocation",
     "threshold_option",
 ]
 
@@ -33,6 +35,18 @@ if TYPE_CHECKING:
     from reliabench.importers import ImportResult
 
 F = TypeVar("F", bound=Callable[..., Any])
+
+_INVOCATION: list[str] = []
+
+
+def set_invocation(args: list[str]) -> None:
+    """Remember the arguments the CLI was called with (for provenance in run metadata)."""
+    _INVOCATION[:] = args
+
+
+def invocation() -> list[str]:
+    """The command line of this CLI call: ``["reliabench", *args]``."""
+    return ["reliabench", *_INVOCATION]
 
 
 def load_source(source: str | Path, input_format: str = "auto", **options: Any) -> ImportResult:
