@@ -2,17 +2,15 @@
 
 from __future__ import annotations
 
-import dataclasses
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 
 import click
 from rich.console import Console
 
-from reliabench.errors import InputError, InvalidArgumentError, UsageError
-from reliabench.records import read_jsonl
+from reliabench.errors import InvalidArgumentError
 from reliabench.security import FindingFilter, SecurityThreshold, parse_threshold
 
 __all__ = [
@@ -26,13 +24,9 @@ __all__ = [
     "format_option",
     "k_option",
     "source_options",
-    "load_source",
     "set_invocation",
     "threshold_option",
 ]
-
-if TYPE_CHECKING:
-    from reliabench.importers import ImportResult
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -49,53 +43,8 @@ def invocation() -> list[str]:
     return ["reliabench", *_INVOCATION]
 
 
-def load_source(source: str | Path, input_format: str = "auto", **options: Any) -> ImportResult:
-    """Read rollout records from any source a command takes: the ONE loader of the CLI.
-
-    ``source`` is ``-`` (rollout JSONL on stdin), a run directory of ``reliabench run``, a
-    rollout JSONL file, or any format ``reliabench import`` reads (``input_format`` names it,
-    or ``auto`` detects it; ``options`` are the format's own, e.g. ``scorer=``).
-
-    Raises:
-        UsageError: for a directory that is neither a run nor a known result folder.
-        InputError: for unreadable input or no records.
-    """
-    from reliabench.importers import ImportResult, load_foreign
-
-    if str(source) == "-":
-        if input_format not in ("auto", "jsonl"):
-            raise UsageError(f"standard input is read as rollout JSONL, not {input_format!r}")
-        records = read_jsonl("-")
-        if not records:
-            raise InputError("<stdin>", "no rollout records (expected one JSON object per line)")
-        if options.get("agent") is not None:
-            records = [dataclasses.replace(r, agent=options["agent"]) for r in records]
-        return ImportResult(tuple(records), "jsonl")
-    p = Path(source)
-    if input_format == "auto" and p.is_dir() and not (p / "reliabench.sqlite").is_file():
-        from reliabench.importers import detect_format
-
-        try:
-            detect_format(p)
-        except InputError:
-            raise UsageError(f"{p}: a directory but not a run directory (no reliabench.sqlite), nor a "
-                             "folder of SWE-bench or Terminal-Bench results") from None
-    if p.is_file() and _blank(p):
-        raise InputError(p, "no rollout records (expected one JSON object per line)")
-    return load_foreign(p, format=input_format, **options)
-
-
-def _blank(path: Path) -> bool:
-    """Whether a file holds only whitespace (read in chunks, stops at the first other byte)."""
-    with path.open("rb") as fh:
-        while chunk := fh.read(65536):
-            if chunk.strip():
-                return False
-    return True
-
-
 def source_options() -> Callable[[F], F]:
-    """``--input-format`` and ``--leaderboard``: how ``load_source`` reads the source."""
+    """``--input-format`` and ``--leaderboard``: how ``importers.load_source`` reads the source."""
     from reliabench.importers import FORMATS
 
     fmt = click.option("--input-format", "input_format", default="auto", show_default=True,

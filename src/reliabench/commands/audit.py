@@ -11,7 +11,8 @@ from rich.table import Table
 
 from reliabench.analysis import parse_ks
 from reliabench.audit import AuditFailed, AuditReport, audit_records, report_to_dict
-from reliabench.commands._common import agent_label, console, load_source, source_options
+from reliabench.commands._common import agent_label, console, source_options
+from reliabench.importers import load_source
 
 __all__ = ["command", "render"]
 

@@ -9,10 +9,11 @@ import click
 from rich.table import Table
 
 from reliabench.analysis import count_pairs
-from reliabench.commands._common import agent_label, load_source, source_options
+from reliabench.commands._common import agent_label, source_options
 from reliabench.commands._common import console as make_console
 from reliabench.compare import compare_agents, rank_first
 from reliabench.errors import InvalidArgumentError
+from reliabench.importers import load_source
 
 __all__ = ["command"]
 

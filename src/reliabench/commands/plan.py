@@ -9,8 +9,9 @@ import click
 from rich.console import Console
 from rich.table import Table
 
-from reliabench.commands._common import console, load_source, source_options
+from reliabench.commands._common import console, source_options
 from reliabench.errors import InvalidArgumentError
+from reliabench.importers import load_source
 from reliabench.planning import (
     AgentModel,
     Plan,

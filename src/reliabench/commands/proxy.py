@@ -6,7 +6,8 @@ import json
 
 import click
 
-from reliabench.commands._common import emit, format_option, load_source, source_options
+from reliabench.commands._common import emit, format_option, source_options
+from reliabench.importers import load_source
 from reliabench.proxy import proxy_study, render_proxy
 
 __all__ = ["command"]

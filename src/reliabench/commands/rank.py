@@ -10,8 +10,9 @@ from typing import cast
 import click
 from rich.table import Table
 
-from reliabench.commands._common import SIMULATED, load_source, source_options
+from reliabench.commands._common import SIMULATED, source_options
 from reliabench.commands._common import console as make_console
+from reliabench.importers import load_source
 from reliabench.rank import (
     CORRECTIONS,
     METRICS,

@@ -12,13 +12,13 @@ from reliabench.commands._common import (
     emit,
     format_option,
     k_option,
-    load_source,
     resolve_security,
     security_config_option,
     source_options,
     threshold_option,
 )
 from reliabench.errors import InvalidArgumentError
+from reliabench.importers import load_source
 from reliabench.report import render_score
 from reliabench.security import SecurityThreshold
 
