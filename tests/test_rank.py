@@ -18,7 +18,7 @@ from reliabench.rank import adjust_p_values, consecutive_groups, rank_agents, ra
 from reliabench.records import Rollout, write_jsonl
 from reliabench.report.rank_figure import rank_figure_svg, rank_section
 
-FIXTURE = Path(__file__).parent / "fixtures" / "public" / "swe-bench-verified-bash-only-extract.json"
+FIXTURE = Path(__file__).parent / "fixtures" / "swebench-leaderboard-synthetic.json"
 FULL = (Path(__file__).resolve().parents[1].parent / "shared" / "data" / "public-results" / "swe-bench"
         / "leaderboard-verified-bash-only-per-instance.json")
 

@@ -13,7 +13,7 @@ from reliabench.errors import InputError, InvalidArgumentError
 from reliabench.importers import StatedTotal, load_foreign
 from reliabench.records import Rollout
 
-FIXTURE = Path(__file__).parent / "fixtures" / "public" / "swe-bench-verified-bash-only-extract.json"
+FIXTURE = Path(__file__).parent / "fixtures" / "swebench-leaderboard-synthetic.json"
 
 
 def _rows(agent: str, resolved: int, total: int) -> list[Rollout]:
@@ -50,14 +50,14 @@ def test_leaderboards_file_keeps_headlines_and_audit_flags_the_two() -> None:
     res = load_foreign(FIXTURE)
     assert res.format == "swebench" and len(res.records) == 4 * 500
     rates = {s.agent: round(s.rate * 100, 2) for s in res.stated if s.rate is not None}
-    assert rates == {"20251124_mini-v1.16.0_claude-opus-4-5-20251101": 74.4,
-                     "20251118_mini-v1.15.0_gemini-3-pro-preview-20251118": 74.2,
-                     "20250726_mini-v1.0.0_claude-sonnet-4-20250514": 64.93,
-                     "20250720_mini-v0.0.0-claude-3-7-sonnet-20250219": 52.8}
+    assert rates == {"20990101_synthetic-a": 74.4,
+                     "20990102_synthetic-b": 74.2,
+                     "20990103_synthetic-c": 64.93,
+                     "20990104_synthetic-d": 52.8}
     report = audit_path(FIXTURE, n_resamples=50)
     flagged = [f for f in report.findings if f.code == "STATED_TOTAL_MISMATCH"]
-    assert [f.agents for f in flagged] == [("20250726_mini-v1.0.0_claude-sonnet-4-20250514",),
-                                           ("20250720_mini-v0.0.0-claude-3-7-sonnet-20250219",)]
+    assert [f.agents for f in flagged] == [("20990103_synthetic-c",),
+                                           ("20990104_synthetic-d",)]
     assert "324 of 499" in flagged[0].message and "264 of 500" in flagged[1].message
 
 
