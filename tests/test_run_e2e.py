@@ -6,8 +6,8 @@ none duplicated, none lost.
 
 from __future__ import annotations
 
-import json
 import contextlib
+import json
 import os
 import signal
 import subprocess
