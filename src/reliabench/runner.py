@@ -22,7 +22,7 @@ import tempfile
 import threading
 import time
 import traceback
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -83,6 +83,8 @@ class RunSettings:
         executor: ``local`` (a thread pool on this machine) or ``ray`` (Ray actors, one per
             worker slot, on a local or remote cluster); not part of the run's identity.
         ray_address: Address of an existing Ray cluster (None: start a local one).
+        retest: Re-run each rollout's hidden tests this many times on its unchanged files
+            (``reliabench.retest``; harness noise); not part of the run's identity.
     """
 
     n: int
@@ -96,6 +98,7 @@ class RunSettings:
     security_policy: dict[str, Any] | None = None
     executor: str = "local"
     ray_address: str | None = None
+    retest: int = 0
 
     def __post_init__(self) -> None:
         if self.executor not in ("local", "ray"):
@@ -195,6 +198,7 @@ class RolloutArtifacts:
     diff: str
     test_log: str
     files: dict[str, bytes]
+    retests: tuple[Any, ...] = ()
 
 
 def write_artifacts(adir: Path, art: RolloutArtifacts) -> None:
@@ -267,6 +271,7 @@ class _Executor:
             findings, scan_errors, changed = scan_workspace(self.scanners, job.task.workspace_dir, workspace)
             files = snapshot_files(workspace, changed)
             meta["changed_files"] = list(changed)
+            meta["deleted_files"] = [f for f in changed if not os.path.lexists(workspace / f)]
             meta["scanned"] = [s.name for s in self.scanners]
             diff = workspace_diff(job.task.workspace_dir, workspace)
             status = result.status
@@ -295,8 +300,14 @@ class _Executor:
                 meta["forged_outcomes"] = True
             if hidden.tamper_files:
                 meta["tamper_files"] = list(hidden.tamper_files)
-            return self._record(job, status, hidden.outcomes, meta, result, agent_seconds, hidden,
-                                findings, scan_errors, diff, files)
+            outcome = self._record(job, status, hidden.outcomes, meta, result, agent_seconds, hidden,
+                                   findings, scan_errors, diff, files)
+            if self.settings.retest:
+                from reliabench.retest import retest_during_run
+
+                outcome = retest_during_run(outcome, job.task, self.expected[job.task.id],
+                                            self.backend, limits, slot, tmp, self.settings.retest)
+            return outcome
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
 
@@ -490,6 +501,7 @@ def run_suite(
     progress: Callable[[ProgressEvent], None] | None = None,
     stop: threading.Event | None = None,
     agents_file: str | Path | None = None,
+    n_per_agent: Mapping[str, int] | None = None,
 ) -> RunSummary:
     """Run every missing rollout of ``suite`` x ``agents`` x ``settings.n`` into ``out_dir``.
 
@@ -506,6 +518,8 @@ def run_suite(
         stop: Set it to stop after the rollouts in flight (they are recorded).
         agents_file: The agents file ``agents`` came from; the Ray executor needs it (its
             workers load the agents on their own nodes).
+        n_per_agent: Rollouts per task of these agents instead of ``settings.n`` (adaptive
+            runs); like n, not part of the run's identity.
 
     Returns:
         A ``RunSummary``.
@@ -540,12 +554,13 @@ def run_suite(
     )
     with store:
         done = store.done_keys()
+        per_agent = {a.name: (n_per_agent or {}).get(a.name, settings.n) for a in agents}
         jobs = [
             _Job(task, agent, r, derive_seed(settings.seed, task.id, agent.name, r))
-            for task in selected for agent in agents for r in range(settings.n)
+            for task in selected for agent in agents for r in range(per_agent[agent.name])
             if (task.id, agent.name, r) not in done
         ]
-        planned = len(selected) * len(agents) * settings.n
+        planned = len(selected) * sum(per_agent.values())
         skipped = planned - len(jobs)
         passed = sum(1 for r in store.rollouts() if r.passes) if done else 0
         executed = infra = 0
@@ -561,6 +576,8 @@ def run_suite(
                 # has its artifacts; artifacts without a record are replaced when it reruns
                 write_artifacts(store.artifact_dir(rollout.task_id, rollout.agent, rollout.rollout), art)
                 store.add(rollout)
+                if art.retests:
+                    store.add_retests(art.retests)
                 executed += 1
                 passed += rollout.passes
                 infra += rollout.status == "infra_error"
