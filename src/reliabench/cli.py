@@ -31,6 +31,7 @@ COMMANDS: dict[str, str] = {
     "compare": "compare",
     "proxy": "proxy",
     "import": "import_",
+    "retest": "retest",
 }
 
 
