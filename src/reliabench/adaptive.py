@@ -64,12 +64,15 @@ __all__ = [
     "AdaptiveDesign",
     "AgentCounts",
     "AgentLook",
+    "Continuation",
     "Interval",
     "PairLook",
+    "ProjectedLook",
     "Scenario",
     "SimulationResult",
     "Step",
     "boundary_constant",
+    "continuation",
     "critical_value",
     "evaluate",
     "fixed_decisions",
@@ -362,6 +365,13 @@ def _values(counts: AgentCounts, k: int) -> FloatArray:
     return np.asarray(pass_at_k(counts.n, counts.c, k, k_exceeds_n="nan"), dtype=np.float64)
 
 
+def _t_scale(z: float, df: int) -> float:
+    """The Student-t quantile with the same upper tail as the normal quantile z (tail-safe)."""
+    if not math.isfinite(z):
+        return z
+    return float(stats.t.isf(stats.norm.sf(z), df=df))
+
+
 def _interval(values: FloatArray, z_crit: float) -> Interval:
     v = values[~np.isnan(values)]
     t = int(v.size)
@@ -369,7 +379,7 @@ def _interval(values: FloatArray, z_crit: float) -> Interval:
         mean = float(v.mean()) if t else math.nan
         return Interval(mean, -math.inf, math.inf, math.inf, t, math.inf)
     se = float(v.std(ddof=1) / math.sqrt(t))
-    crit = float(stats.t.ppf(stats.norm.cdf(z_crit), df=t - 1))
+    crit = _t_scale(z_crit, t - 1)
     mean = float(v.mean())
     return Interval(mean, mean - crit * se, mean + crit * se, se, t, crit)
 
@@ -691,3 +701,119 @@ def simulate_design(design: AdaptiveDesign, scenario: Scenario, *, runs: int = 2
         agreement=float(agree.mean()), rollout_fraction=float(used.mean()),
         stop_reasons=reasons, decisions=decisions,
     )
+
+
+# ------------------------------------------------------------------------ continuation
+
+
+@dataclass(frozen=True, slots=True)
+class ProjectedLook:
+    """One future look of an adaptive continuation, projected from the pilot.
+
+    Attributes:
+        n: Rollouts per task of each agent at this look.
+        extra_rollouts: Rollouts beyond the pilot's needed to reach it.
+        half_widths: Projected interval half-width per target (agent, or ``a-b`` pair).
+        met: Whether every target would be met here (estimates held at the pilot's values).
+    """
+
+    n: Mapping[str, int]
+    extra_rollouts: int
+    half_widths: Mapping[str, float]
+    met: bool
+
+
+@dataclass(frozen=True, slots=True)
+class Continuation:
+    """Is a finished run's decision settled, and what would an adaptive continuation need?
+
+    Attributes:
+        design: The design (its ``first`` is the pilot's n).
+        now: The pilot's look (estimates, repeated intervals, decisions).
+        settled: Whether the target is met with the pilot's data.
+        looks: Projected future looks, up to the first that meets the target or ``max_n``.
+        extra_rollouts: Rollouts needed beyond the pilot (0 if settled; None if not even at
+            ``max_n``, as projected).
+    """
+
+    design: AdaptiveDesign
+    now: Step
+    settled: bool
+    looks: tuple[ProjectedLook, ...]
+    extra_rollouts: int | None
+
+
+def continuation(design: AdaptiveDesign, counts: Mapping[str, AgentCounts]) -> Continuation:
+    """Project an adaptive continuation of a finished run (the pilot).
+
+    The pilot is look 1 (every agent at ``design.first`` rollouts per task). Later looks
+    keep the pilot's estimates and shrink only the within-task variance, as the Beta model
+    fitted to the pilot says (``reliabench.planning``); the repeated-interval critical values
+    are those of the projected look sequence. It is a projection, not a promise: the
+    estimates will move.
+    """
+    names = list(counts)
+    now = {a: design.first for a in names}
+    step = evaluate(design, counts, [now])
+    settled = not step.advance and step.stop_reason == "target"
+    n_tasks = len(next(iter(counts.values())).n)
+    within = {a: _Within(c, design.k) for a, c in counts.items()}
+    values = {a: _values(c, design.k) for a, c in counts.items()}
+    schedule = design.schedule
+
+    def projected_interval(v: FloatArray, path: Sequence[tuple[int, ...]], state: tuple[int, ...],
+                           ws: Sequence[Callable[[int], float]], alpha: float) -> tuple[float, float]:
+        ok = v[~np.isnan(v)]
+        if ok.size < 2:
+            return math.nan, math.inf
+        base = max(float(ok.var(ddof=1)) - sum(w(design.first) for w in ws), 0.0)
+        info = [1.0 / max(base + sum(w(n) for w, n in zip(ws, s, strict=True)), 1e-12) for s in path]
+        current = 1.0 / max(base + sum(w(n) for w, n in zip(ws, state, strict=True)), 1e-12)
+        crit = critical_value([*info, current], current, alpha, design.boundary)
+        crit_t = _t_scale(crit, ok.size - 1)
+        return float(ok.mean()), crit_t * math.sqrt(1.0 / current / ok.size)
+
+    looks: list[ProjectedLook] = []
+    extra: int | None = 0 if settled else None
+    if not settled:
+        if design.mode == "half_width":
+            path_states: list[dict[str, int]] = [dict(now)]
+            for n in schedule[1:]:
+                path_states.append({a: n for a in names})
+        else:
+            path_states = [dict(now)]
+            members = sorted({x for p in design.settle for x in p})
+            while True:
+                nxt = _greedy(path_states[-1], members, schedule, within)
+                if not nxt:
+                    break
+                path_states.append({**path_states[-1], **nxt})
+        met_at: dict[str, int] = {}
+        for state in path_states[1:]:
+            widths: dict[str, float] = {}
+            all_met = True
+            if design.mode == "half_width":
+                target = design.target_half_width or 0.0
+                for a in names:
+                    _, hw = projected_interval(values[a], [(n,) for n in schedule], (state[a],),
+                                               [within[a]], 1.0 - design.confidence)
+                    widths[a] = hw
+                    if a not in met_at and hw <= target:
+                        met_at[a] = state[a]
+                    all_met &= a in met_at
+                cost_state = {a: met_at.get(a, state[a]) for a in names}
+            else:
+                for a, b in design.settle:
+                    path = _pair_states(path_states, a, b)
+                    mean, hw = projected_interval(values[a] - values[b], list(path), (state[a], state[b]),
+                                                  [within[a], within[b]], design.pair_alpha)
+                    widths[f"{a}-{b}"] = hw
+                    decided = _decide(Interval(mean, mean - hw, mean + hw, hw, 2, 1.0), design.margin)
+                    all_met &= decided != "open"
+                cost_state = state
+            cost = n_tasks * sum(cost_state[a] - now[a] for a in names)
+            looks.append(ProjectedLook(dict(cost_state), cost, widths, all_met))
+            if all_met:
+                extra = cost
+                break
+    return Continuation(design, step, settled, tuple(looks), extra)
