@@ -29,6 +29,11 @@ as pure functions (no I/O); ``reliabench.adaptive_run`` drives real runs with it
   all looks, so they keep coverage at any stopping time, whatever the stopping rule.
   Future variances are projected from the data at the current look with the Beta model of
   ``reliabench.planning`` (only the within-task part changes with n).
+* *Half-width mode* stops on the WIDTH of an agent's interval only (the spread of per-task
+  values over tasks), never on where it lies, so it reports the plain interval
+  :math:`\bar v \pm t_{T-1}\,\mathrm{SE}` (for normal data the mean is independent of the
+  sample variance; for 0/1 data the simulation checks it). The repeated intervals are for
+  stopping rules that look at the location: ``settle``.
 * *Pairs* (``settle``): :math:`d_t = v_{tA} - v_{tB}` on shared tasks; the same argument
   holds for the pair's sequence of (n_A, n_B) states. A pair is settled when its repeated
   interval excludes 0 (a winner) or lies inside ``+-margin`` (equivalent). With several pairs
@@ -489,9 +494,15 @@ def evaluate(design: AdaptiveDesign, counts: Mapping[str, AgentCounts],
     within = {a: _Within(c, k) for a, c in counts.items()}
     values = {a: _values(c, k) for a, c in counts.items()}
     agents: list[AgentLook] = []
+    z_plain = float(stats.norm.ppf(1.0 - alpha / 2.0))
     for a in counts:
-        single: list[tuple[int, ...]] = [(n,) for n in schedule]
-        iv = _rci(values[a], single, (now[a],), [within[a]], alpha, design.boundary)
+        if design.mode == "half_width":
+            # the stop depends on the interval's WIDTH only (the spread of per-task values),
+            # not on where it lies: the plain interval keeps its coverage (checked by simulation)
+            iv = _interval(values[a], z_plain)
+        else:
+            single: list[tuple[int, ...]] = [(n,) for n in schedule]
+            iv = _rci(values[a], single, (now[a],), [within[a]], alpha, design.boundary)
         met = design.target_half_width is not None and iv.half_width <= design.target_half_width
         agents.append(AgentLook(a, now[a], iv, met))
     pairs: list[PairLook] = []
@@ -769,7 +780,10 @@ def continuation(design: AdaptiveDesign, counts: Mapping[str, AgentCounts]) -> C
         base = max(float(ok.var(ddof=1)) - sum(w(design.first) for w in ws), 0.0)
         info = [1.0 / max(base + sum(w(n) for w, n in zip(ws, s, strict=True)), 1e-12) for s in path]
         current = 1.0 / max(base + sum(w(n) for w, n in zip(ws, state, strict=True)), 1e-12)
-        crit = critical_value([*info, current], current, alpha, design.boundary)
+        if design.mode == "half_width":
+            crit = float(stats.norm.ppf(1.0 - alpha / 2.0))  # plain interval (see evaluate)
+        else:
+            crit = critical_value([*info, current], current, alpha, design.boundary)
         crit_t = _t_scale(crit, ok.size - 1)
         return float(ok.mean()), crit_t * math.sqrt(1.0 / current / ok.size)
 
