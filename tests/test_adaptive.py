@@ -153,6 +153,8 @@ def test_small_simulation_settle() -> None:
     assert res.rollout_fraction < 0.5  # a 0.3 difference settles early
     assert res.agreement >= 0.95
     assert sum(res.stop_reasons.values()) == 200
+    # the first-look estimate is unbiased whatever the stop (simulation error only)
+    assert abs(res.first_bias[0]) <= 3.5 * res.first_bias_se[0]
 
 
 def make_suite(root: Path) -> Path:

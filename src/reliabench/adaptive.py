@@ -29,11 +29,6 @@ as pure functions (no I/O); ``reliabench.adaptive_run`` drives real runs with it
   all looks, so they keep coverage at any stopping time, whatever the stopping rule.
   Future variances are projected from the data at the current look with the Beta model of
   ``reliabench.planning`` (only the within-task part changes with n).
-* *Half-width mode* stops on the WIDTH of an agent's interval only (the spread of per-task
-  values over tasks), never on where it lies, so it reports the plain interval
-  :math:`\bar v \pm t_{T-1}\,\mathrm{SE}` (for normal data the mean is independent of the
-  sample variance; for 0/1 data the simulation checks it). The repeated intervals are for
-  stopping rules that look at the location: ``settle``.
 * *Pairs* (``settle``): :math:`d_t = v_{tA} - v_{tB}` on shared tasks; the same argument
   holds for the pair's sequence of (n_A, n_B) states. A pair is settled when its repeated
   interval excludes 0 (a winner) or lies inside ``+-margin`` (equivalent). With several pairs
@@ -329,17 +324,23 @@ class AgentCounts:
 
 @dataclass(frozen=True, slots=True)
 class AgentLook:
-    """An agent at one look."""
+    """An agent at one look.
+
+    ``first_value`` is the estimate from each task's first ``design.first`` rollouts only:
+    every run has them whatever it decides later, so it is exactly unbiased (the estimate
+    at the stop, ``interval.value``, may carry optional-stopping bias; see the module).
+    """
 
     agent: str
     n: int
     interval: Interval
     met: bool
+    first_value: float = math.nan
 
 
 @dataclass(frozen=True, slots=True)
 class PairLook:
-    """A pair at one look; the difference is ``a - b``."""
+    """A pair at one look; the difference is ``a - b`` (``first_value``: see ``AgentLook``)."""
 
     a: str
     b: str
@@ -347,6 +348,7 @@ class PairLook:
     n_b: int
     interval: Interval
     decision: str
+    first_value: float = math.nan
 
 
 @dataclass(frozen=True, slots=True)
@@ -464,7 +466,8 @@ def _pair_states(history: Sequence[Mapping[str, int]], a: str, b: str) -> list[t
 
 
 def evaluate(design: AdaptiveDesign, counts: Mapping[str, AgentCounts],
-             history: Sequence[Mapping[str, int]]) -> Step:
+             history: Sequence[Mapping[str, int]],
+             first_counts: Mapping[str, AgentCounts] | None = None) -> Step:
     """Look at the data of the current round and decide where the next round goes.
 
     Args:
@@ -473,6 +476,8 @@ def evaluate(design: AdaptiveDesign, counts: Mapping[str, AgentCounts],
             rollouts, aligned over the same tasks for every agent.
         history: The n of every agent at each look so far, this look last (the run loop
             appends to it; the path matters for the repeated intervals).
+        first_counts: The counts among each task's first ``design.first`` rollouts (for the
+            unbiased first-look estimates); default: ``counts`` when this is the first look.
 
     Returns:
         A ``Step``: estimates, intervals, pair decisions, and the agents to advance.
@@ -493,18 +498,21 @@ def evaluate(design: AdaptiveDesign, counts: Mapping[str, AgentCounts],
     alpha = 1.0 - design.confidence
     within = {a: _Within(c, k) for a, c in counts.items()}
     values = {a: _values(c, k) for a, c in counts.items()}
+    if first_counts is None and len(history) == 1:
+        first_counts = counts
+    first = {a: _values(c, k) for a, c in (first_counts or {}).items()}
+
+    def first_mean(v: FloatArray | None) -> float:
+        if v is None or np.all(np.isnan(v)):
+            return math.nan
+        return float(np.nanmean(v))
+
     agents: list[AgentLook] = []
-    z_plain = float(stats.norm.ppf(1.0 - alpha / 2.0))
     for a in counts:
-        if design.mode == "half_width":
-            # the stop depends on the interval's WIDTH only (the spread of per-task values),
-            # not on where it lies: the plain interval keeps its coverage (checked by simulation)
-            iv = _interval(values[a], z_plain)
-        else:
-            single: list[tuple[int, ...]] = [(n,) for n in schedule]
-            iv = _rci(values[a], single, (now[a],), [within[a]], alpha, design.boundary)
+        single: list[tuple[int, ...]] = [(n,) for n in schedule]
+        iv = _rci(values[a], single, (now[a],), [within[a]], alpha, design.boundary)
         met = design.target_half_width is not None and iv.half_width <= design.target_half_width
-        agents.append(AgentLook(a, now[a], iv, met))
+        agents.append(AgentLook(a, now[a], iv, met, first_mean(first.get(a))))
     pairs: list[PairLook] = []
     if design.mode == "half_width":
         advance = {}
@@ -529,7 +537,8 @@ def evaluate(design: AdaptiveDesign, counts: Mapping[str, AgentCounts],
         iv = _rci(d, states, (now[a], now[b]), [within[a], within[b]], design.pair_alpha,
                   design.boundary)
         decision = _decide(iv, design.margin)
-        pairs.append(PairLook(a, b, now[a], now[b], iv, decision))
+        fd = first[a] - first[b] if a in first and b in first else None
+        pairs.append(PairLook(a, b, now[a], now[b], iv, decision, first_mean(fd)))
         if decision == "open":
             open_agents.update((a, b))
     advance = _greedy(now, sorted(open_agents), schedule, within)
@@ -592,6 +601,8 @@ class SimulationResult:
         bias: Mean of estimate minus truth at the stop.
         bias_se: Simulation standard error of the bias.
         fixed_coverage: Coverage of the fixed-n (n = max_n) plain interval.
+        first_bias: Bias of the first-look estimate (``first_value``).
+        first_bias_se: Its simulation standard error.
         agreement: Share of runs whose decisions all equal the fixed-n design's (settle:
             every pair's decision; half-width: the ranking of agents by estimate).
         rollout_fraction: Mean rollouts of the adaptive run / rollouts of the fixed-n run.
@@ -609,6 +620,8 @@ class SimulationResult:
     bias: tuple[float, ...]
     bias_se: tuple[float, ...]
     fixed_coverage: tuple[float, ...]
+    first_bias: tuple[float, ...]
+    first_bias_se: tuple[float, ...]
     agreement: float
     rollout_fraction: float
     stop_reasons: dict[str, int] = field(default_factory=dict)
@@ -658,6 +671,7 @@ def simulate_design(design: AdaptiveDesign, scenario: Scenario, *, runs: int = 2
     schedule = design.schedule
     z_fixed = float(stats.norm.ppf(1.0 - (design.pair_alpha if design.settle else 1 - design.confidence) / 2))
     est = np.empty((runs, len(targets)))
+    first_est = np.empty((runs, len(targets)))
     cover = np.empty((runs, len(targets)), bool)
     fixed_cover = np.empty((runs, len(targets)), bool)
     agree = np.empty(runs, bool)
@@ -675,8 +689,9 @@ def simulate_design(design: AdaptiveDesign, scenario: Scenario, *, runs: int = 2
                     for j, a in enumerate(names)}
 
         history: list[dict[str, int]] = [{a: schedule[0] for a in names}]
+        first_counts = counts_at(history[0])
         while True:
-            step = evaluate(design, counts_at(history[-1]), history)
+            step = evaluate(design, counts_at(history[-1]), history, first_counts)
             if not step.advance:
                 break
             history.append({**history[-1], **step.advance})
@@ -685,12 +700,14 @@ def simulate_design(design: AdaptiveDesign, scenario: Scenario, *, runs: int = 2
         fixed_counts = counts_at({a: design.max_n for a in names})
         if design.mode == "half_width":
             ivs = [x.interval for x in step.agents]
+            firsts = [x.first_value for x in step.agents]
             fixed_ivs = [_interval(_values(fixed_counts[a], k), z_fixed) for a in names]
             order = np.argsort([-iv.value for iv in ivs], kind="stable")
             fixed_order = np.argsort([-iv.value for iv in fixed_ivs], kind="stable")
             agree[r] = bool(np.array_equal(order, fixed_order))
         else:
             ivs = [x.interval for x in step.pairs]
+            firsts = [x.first_value for x in step.pairs]
             fixed = fixed_decisions(design, fixed_counts)
             fixed_ivs = [x.interval for x in fixed]
             agree[r] = all(x.decision == y.decision for x, y in zip(step.pairs, fixed, strict=True))
@@ -698,10 +715,12 @@ def simulate_design(design: AdaptiveDesign, scenario: Scenario, *, runs: int = 2
             decisions[key] = decisions.get(key, 0) + 1
         for j, (iv, fiv) in enumerate(zip(ivs, fixed_ivs, strict=True)):
             est[r, j] = iv.value
+            first_est[r, j] = firsts[j]
             cover[r, j] = iv.low <= truth[j] <= iv.high
             fixed_cover[r, j] = fiv.low <= truth[j] <= fiv.high
     cov = cover.mean(axis=0)
     err = est - np.asarray(truth)[None, :]
+    first_err = first_est - np.asarray(truth)[None, :]
     return SimulationResult(
         scenario=scenario, design=design, runs=runs, targets=targets, truth=truth,
         coverage=tuple(float(x) for x in cov),
@@ -709,6 +728,8 @@ def simulate_design(design: AdaptiveDesign, scenario: Scenario, *, runs: int = 2
         bias=tuple(float(x) for x in np.nanmean(err, axis=0)),
         bias_se=tuple(float(x) for x in np.nanstd(err, axis=0, ddof=1) / math.sqrt(runs)),
         fixed_coverage=tuple(float(x) for x in fixed_cover.mean(axis=0)),
+        first_bias=tuple(float(x) for x in np.nanmean(first_err, axis=0)),
+        first_bias_se=tuple(float(x) for x in np.nanstd(first_err, axis=0, ddof=1) / math.sqrt(runs)),
         agreement=float(agree.mean()), rollout_fraction=float(used.mean()),
         stop_reasons=reasons, decisions=decisions,
     )
@@ -780,10 +801,7 @@ def continuation(design: AdaptiveDesign, counts: Mapping[str, AgentCounts]) -> C
         base = max(float(ok.var(ddof=1)) - sum(w(design.first) for w in ws), 0.0)
         info = [1.0 / max(base + sum(w(n) for w, n in zip(ws, s, strict=True)), 1e-12) for s in path]
         current = 1.0 / max(base + sum(w(n) for w, n in zip(ws, state, strict=True)), 1e-12)
-        if design.mode == "half_width":
-            crit = float(stats.norm.ppf(1.0 - alpha / 2.0))  # plain interval (see evaluate)
-        else:
-            crit = critical_value([*info, current], current, alpha, design.boundary)
+        crit = critical_value([*info, current], current, alpha, design.boundary)
         crit_t = _t_scale(crit, ok.size - 1)
         return float(ok.mean()), crit_t * math.sqrt(1.0 / current / ok.size)
 

@@ -86,9 +86,11 @@ def step_to_json(step: Step) -> dict[str, Any]:
                 "se": _num(i.se), "tasks": i.tasks, "critical": _num(i.critical)}
 
     return {
-        "agents": [{"agent": a.agent, "n": a.n, "met": a.met, **iv(a.interval)} for a in step.agents],
+        "agents": [{"agent": a.agent, "n": a.n, "met": a.met, **iv(a.interval),
+                    "first_look_value": _num(a.first_value)} for a in step.agents],
         "pairs": [{"a": p.a, "b": p.b, "n_a": p.n_a, "n_b": p.n_b, "decision": p.decision,
-                   "difference": iv(p.interval)} for p in step.pairs],
+                   "difference": iv(p.interval), "first_look_difference": _num(p.first_value)}
+                  for p in step.pairs],
         "advance": dict(step.advance),
         "stop_reason": step.stop_reason,
     }
@@ -144,7 +146,8 @@ def run_adaptive(
             break  # stopped before the round was complete: resume later
         with RunStore.open_existing(out) as store:
             records = store.rollouts()
-        step = evaluate(design, counts_at(records, task_ids, history[-1]), history)
+        step = evaluate(design, counts_at(records, task_ids, history[-1]), history,
+                        counts_at(records, task_ids, history[0]))
         steps.append(step)
         if on_round is not None:
             on_round(len(steps), step)
