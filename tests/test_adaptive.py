@@ -94,8 +94,9 @@ def _counts(n: int, cs: list[int]) -> AgentCounts:
 
 
 def test_half_width_rules() -> None:
-    design = AdaptiveDesign(first=2, max_n=8, target_half_width=0.2)
     counts = {"same": _counts(2, [2] * 10), "mixed": _counts(2, [0, 1, 2, 0, 1, 2, 0, 1, 2, 2])}
+    # sequential rule: one schedule step at a time, repeated intervals
+    design = AdaptiveDesign(first=2, max_n=8, target_half_width=0.2, half_width_rule="sequential")
     step = evaluate(design, counts, [{"same": 2, "mixed": 2}])
     looks = {a.agent: a for a in step.agents}
     assert looks["same"].met and looks["same"].interval.half_width == 0.0
@@ -106,6 +107,17 @@ def test_half_width_rules() -> None:
     step = evaluate(design, at_max, [{"same": 2, "mixed": 2}, {"same": 2, "mixed": 4},
                                      {"same": 2, "mixed": 8}])
     assert not step.advance and step.stop_reason == "max_n"
+    # two-stage rule (default): round 1 fixes the final n (here straight to max_n: the mixed
+    # agent's spread over tasks is mostly between tasks), round 2 only reports
+    two = AdaptiveDesign(first=2, max_n=8, target_half_width=0.2)
+    step = evaluate(two, counts, [{"same": 2, "mixed": 2}])
+    assert dict(step.advance) == {"mixed": 8}
+    done = evaluate(two, at_max, [{"same": 2, "mixed": 2}, {"same": 2, "mixed": 8}])
+    assert not done.advance and done.stop_reason == "max_n"
+    # the plain t-interval: mean 1/2 +- t_{9} * sd / sqrt(10)
+    mixed = {a.agent: a for a in done.agents}["mixed"].interval
+    v = np.array([0, 4, 8, 0, 4, 8, 0, 4, 8, 8]) / 8
+    assert mixed.half_width == pytest.approx(2.2621571628 * v.std(ddof=1) / math.sqrt(10))
 
 
 def test_settle_rules() -> None:

@@ -121,6 +121,9 @@ class AdaptiveDesign:
         margin: Equivalence margin of ``settle`` (0: only a winner settles a pair).
         boundary: Shape of the repeated intervals over looks: ``obrien-fleming`` (default:
             wide early, close to the fixed design's interval at max_n) or ``pocock``.
+        half_width_rule: ``two-stage`` (default: the first round's spread of per-task values
+            fixes each agent's final n, which is then run in one go, plain intervals) or
+            ``sequential`` (a look at every step of the schedule, repeated intervals).
     """
 
     first: int
@@ -131,6 +134,7 @@ class AdaptiveDesign:
     settle: tuple[tuple[str, str], ...] = ()
     margin: float = 0.0
     boundary: str = "obrien-fleming"
+    half_width_rule: str = "two-stage"
 
     def __post_init__(self) -> None:
         look_schedule(self.first, self.max_n)
@@ -148,6 +152,9 @@ class AdaptiveDesign:
         for pair in self.settle:
             if len(pair) != 2 or pair[0] == pair[1]:
                 raise InvalidArgumentError(f"settle: a pair is two different agents, got {pair!r}")
+        if self.half_width_rule not in ("two-stage", "sequential"):
+            raise InvalidArgumentError(
+                f"half_width_rule must be 'two-stage' or 'sequential', got {self.half_width_rule!r}")
         if self.boundary not in ("pocock", "obrien-fleming"):
             raise InvalidArgumentError(
                 f"boundary must be 'pocock' or 'obrien-fleming', got {self.boundary!r}")
@@ -431,6 +438,20 @@ def _rci(values: FloatArray, path: Sequence[tuple[int, ...]], now: tuple[int, ..
     return _interval(values, critical_value([*info, current], current, alpha, shape))
 
 
+def _two_stage_n(values: FloatArray, n_now: int, schedule: tuple[int, ...],
+                 within: Callable[[int], float], z: float, target: float) -> int:
+    """The smallest scheduled n whose projected plain half-width meets ``target`` (else max_n)."""
+    v = values[~np.isnan(values)]
+    if v.size < 2:
+        return schedule[-1]
+    base = max(float(v.var(ddof=1)) - within(n_now), 0.0)
+    crit = _t_scale(z, int(v.size) - 1)
+    for n in schedule[schedule.index(n_now):]:
+        if crit * math.sqrt((base + within(n)) / v.size) <= target:
+            return n
+    return schedule[-1]
+
+
 def _greedy(n_now: Mapping[str, int], candidates: Sequence[str], schedule: tuple[int, ...],
             within: Mapping[str, Callable[[int], float]]) -> dict[str, int]:
     """Next n of the candidates whose step cuts the most within-task variance per rollout."""
@@ -508,12 +529,26 @@ def evaluate(design: AdaptiveDesign, counts: Mapping[str, AgentCounts],
         return float(np.nanmean(v))
 
     agents: list[AgentLook] = []
+    two_stage = design.mode == "half_width" and design.half_width_rule == "two-stage"
+    z_plain = float(stats.norm.ppf(1.0 - alpha / 2.0))
+    planned: dict[str, int] = {}
     for a in counts:
-        single: list[tuple[int, ...]] = [(n,) for n in schedule]
-        iv = _rci(values[a], single, (now[a],), [within[a]], alpha, design.boundary)
+        if two_stage:
+            iv = _interval(values[a], z_plain)
+            if len(history) == 1 and design.target_half_width is not None:
+                planned[a] = _two_stage_n(values[a], now[a], schedule, within[a], z_plain,
+                                          design.target_half_width)
+        else:
+            single: list[tuple[int, ...]] = [(n,) for n in schedule]
+            iv = _rci(values[a], single, (now[a],), [within[a]], alpha, design.boundary)
         met = design.target_half_width is not None and iv.half_width <= design.target_half_width
         agents.append(AgentLook(a, now[a], iv, met, first_mean(first.get(a))))
     pairs: list[PairLook] = []
+    if two_stage:
+        advance = {a: n for a, n in planned.items() if n > now[a]}
+        if advance:
+            return Step(tuple(agents), (), advance, "")
+        return Step(tuple(agents), (), {}, "target" if all(x.met for x in agents) else "max_n")
     if design.mode == "half_width":
         advance = {}
         for look in agents:
