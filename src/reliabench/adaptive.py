@@ -836,7 +836,10 @@ def continuation(design: AdaptiveDesign, counts: Mapping[str, AgentCounts]) -> C
         base = max(float(ok.var(ddof=1)) - sum(w(design.first) for w in ws), 0.0)
         info = [1.0 / max(base + sum(w(n) for w, n in zip(ws, s, strict=True)), 1e-12) for s in path]
         current = 1.0 / max(base + sum(w(n) for w, n in zip(ws, state, strict=True)), 1e-12)
-        crit = critical_value([*info, current], current, alpha, design.boundary)
+        if design.mode == "half_width" and design.half_width_rule == "two-stage":
+            crit = float(stats.norm.ppf(1.0 - alpha / 2.0))  # plain intervals (see evaluate)
+        else:
+            crit = critical_value([*info, current], current, alpha, design.boundary)
         crit_t = _t_scale(crit, ok.size - 1)
         return float(ok.mean()), crit_t * math.sqrt(1.0 / current / ok.size)
 

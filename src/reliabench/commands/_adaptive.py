@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import itertools
+import sys
 from dataclasses import replace
 from pathlib import Path
 
@@ -12,7 +13,7 @@ from reliabench.adaptive_run import ADAPTIVE_FILE, AdaptiveRunResult, run_adapti
 from reliabench.agents.config import load_agents
 from reliabench.commands._common import console
 from reliabench.errors import InvalidArgumentError
-from reliabench.runner import RunSettings
+from reliabench.runner import ProgressEvent, RunSettings
 from reliabench.tasks.suite import resolve_suite
 
 __all__ = ["execute_adaptive", "parse_settle", "render_step"]
@@ -85,8 +86,14 @@ def execute_adaptive(suite_spec: str, agents_file: Path, out: Path, settings: Ru
         for line in render_step(step, k):
             err.print(line, highlight=False)
 
+    def progress(ev: ProgressEvent) -> None:
+        step = max(1, ev.total // 10)
+        if (ev.done - ev.total) % step == 0 or ev.done == ev.total:
+            print(f"rollouts {ev.done}/{ev.total} (this round's plan) passed {ev.passed}",
+                  file=sys.stderr, flush=True)
+
     result = run_adaptive(suite, agents, out, settings, design, tasks=tasks or None, on_round=on_round,
-                          agents_file=agents_file)
+                          agents_file=agents_file, progress=progress)
     if result.stop_reason == "interrupted":
         err.print("stopped before the round finished: run the same command again to resume")
     else:
