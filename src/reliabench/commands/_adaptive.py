@@ -50,11 +50,12 @@ def render_step(step: Step, k: int) -> list[str]:
     for a in step.agents:
         iv = a.interval
         lines.append(f"  {a.agent:<20} n={a.n:<3} reliability@{k} {iv.value:.3f} "
-                     f"[{iv.low:.3f}, {iv.high:.3f}] (+-{iv.half_width:.3f})"
+                     f"[{iv.low:.3f}, {iv.high:.3f}] (+-{iv.half_width:.3f}); first-look {a.first_value:.3f}"
                      + (" target met" if a.met else ""))
     for p in step.pairs:
         iv = p.interval
-        lines.append(f"  {p.a} - {p.b}: {iv.value:+.3f} [{iv.low:+.3f}, {iv.high:+.3f}] -> {p.decision}")
+        lines.append(f"  {p.a} - {p.b}: {iv.value:+.3f} [{iv.low:+.3f}, {iv.high:+.3f}] -> {p.decision}; "
+                     f"first-look {p.first_value:+.3f}")
     if step.advance:
         lines.append("  next: " + ", ".join(f"{a} to n={n}" for a, n in sorted(step.advance.items())))
     return lines
