@@ -117,10 +117,12 @@ def run_adaptive(
     on_round: Callable[[int, Step], None] | None = None,
     stop: threading.Event | None = None,
     agents_file: str | Path | None = None,
+    provenance: Mapping[str, Any] | None = None,
 ) -> AdaptiveRunResult:
     """Run rounds until the design's target is met or ``max_n`` is reached.
 
-    ``settings.n`` is ignored (the design's ``first`` is stored as the run's n).
+    ``settings.n`` is ignored (the design's ``first`` is stored as the run's n); ``provenance``
+    goes to ``run_suite`` (kept with the run, not part of its identity).
 
     Raises:
         InvalidArgumentError: a settle pair names an agent that is not in ``agents``.
@@ -140,7 +142,7 @@ def run_adaptive(
     out = Path(out_dir)
     while True:
         summary = run_suite(suite, agents, out, base, tasks=tasks, progress=progress, stop=stop,
-                            agents_file=agents_file, n_per_agent=history[-1])
+                            agents_file=agents_file, n_per_agent=history[-1], provenance=provenance)
         summaries.append(summary)
         if summary.skipped + summary.executed < summary.planned:
             break  # stopped before the round was complete: resume later

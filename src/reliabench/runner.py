@@ -501,6 +501,7 @@ def run_suite(
     progress: Callable[[ProgressEvent], None] | None = None,
     stop: threading.Event | None = None,
     agents_file: str | Path | None = None,
+    provenance: Mapping[str, Any] | None = None,
     n_per_agent: Mapping[str, int] | None = None,
 ) -> RunSummary:
     """Run every missing rollout of ``suite`` x ``agents`` x ``settings.n`` into ``out_dir``.
@@ -518,6 +519,8 @@ def run_suite(
         stop: Set it to stop after the rollouts in flight (they are recorded).
         agents_file: The agents file ``agents`` came from; the Ray executor needs it (its
             workers load the agents on their own nodes).
+        provenance: Kept with the run for reports, not part of its identity (e.g. the command
+            line and the agents' configuration, secrets masked by the caller).
         n_per_agent: Rollouts per task of these agents instead of ``settings.n`` (adaptive
             runs); like n, not part of the run's identity.
 
@@ -546,6 +549,7 @@ def run_suite(
     config["suite_path"] = str(suite.root.resolve())  # where `reliabench scan` finds the starters
     if settings.security_policy:
         config["security_policy"] = settings.security_policy
+    config.update({k: v for k, v in (provenance or {}).items() if k not in config})
     t0 = time.perf_counter()
     store, resumed = RunStore.create_or_resume(
         out_dir, config={**config, "n": settings.n}, config_hash=config_hash,

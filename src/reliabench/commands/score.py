@@ -35,7 +35,7 @@ __all__ = ["command"]
               help="Bootstrap resamples over tasks (0: no intervals).")
 @click.option("--seed", type=int, default=0, show_default=True, help="Bootstrap seed.")
 @click.option("--html", "html_path", type=click.Path(path_type=Path, dir_okay=False), default=None,
-              help="Also write a self-contained HTML report (figures, tables, per-task counts).")
+              help="Also write the HTML report of `reliabench report` (figures, heatmap, explorer).")
 @click.option("--exclude-flaky-tests", is_flag=True,
               help="Run with re-tests: leave out tests whose outcome changed on identical code.")
 @click.option("--flaky-verdict", type=click.Choice(["original", "majority"]), default="original",
@@ -64,8 +64,8 @@ def command(ctx: click.Context, source: str, ks: str, fmt: str, threshold: Secur
     if noise is not None:
         text = noise.attach(text, fmt)
     emit(text)
-    if html_path is not None:
-        from reliabench.report.html import write_html_report
+    if html_path is not None:  # the same page as `reliabench report SOURCE -o FILE`
+        from reliabench.report.explorer import write_source_page
 
-        write_html_report(report, html_path, title=f"reliabench: {source}")
+        write_source_page(source, records, report, html_path)
         click.echo(f"HTML report: {html_path}", err=True)
