@@ -130,6 +130,15 @@ def _unkept(rollout: Rollout, starter: Path, kept: set[str]) -> list[str]:
     return missing
 
 
+def _not_reproducible(rollout: Rollout, missing: Sequence[str]) -> NotReproducibleError:
+    why = ("the run did not record deletions (made before re-tests existed)"
+           if "deleted_files" not in rollout.meta else "larger than 1 MiB or not a regular file")
+    return NotReproducibleError(
+        f"rollout {rollout.task_id}/{rollout.agent}/{rollout.rollout}: changed file "
+        f"{missing[0]!r} was not kept ({why}); its workspace cannot be rebuilt "
+        "(--skip-unreproducible skips such rollouts)")
+
+
 def rebuild_workspace(dest: Path, starter: Path, files: Mapping[str, bytes], rollout: Rollout) -> None:
     """Rebuild the workspace a rollout's hidden tests ran on.
 
@@ -138,11 +147,7 @@ def rebuild_workspace(dest: Path, starter: Path, files: Mapping[str, bytes], rol
     """
     missing = _unkept(rollout, starter, set(files))
     if missing:
-        why = ("the run did not record deletions (made before re-tests existed)"
-               if "deleted_files" not in rollout.meta else "larger than 1 MiB or not a regular file")
-        raise NotReproducibleError(
-            f"rollout {rollout.task_id}/{rollout.agent}/{rollout.rollout}: changed file "
-            f"{missing[0]!r} was not kept ({why}); its workspace cannot be rebuilt")
+        raise _not_reproducible(rollout, missing)
     materialize(dest, [starter])
     for rel in rollout.meta.get("deleted_files", []):
         target = dest / str(rel)
@@ -262,7 +267,7 @@ def retest_run(run_dir: str | Path, times: int = 5, *, workers: int = 1, sandbox
             missing = _unkept(r, suite.task(r.task_id).workspace_dir, set(files))
             if missing:
                 if not skip_unreproducible:
-                    rebuild_workspace(Path("/nonexistent"), suite.task(r.task_id).workspace_dir, files, r)
+                    raise _not_reproducible(r, missing)
                 skipped.append(f"{r.task_id}/{r.agent}/{r.rollout}")
                 continue
             jobs.append((r, files, reps))
