@@ -63,10 +63,15 @@ def render_step(step: Step, k: int) -> list[str]:
 
 def execute_adaptive(suite_spec: str, agents_file: Path, out: Path, settings: RunSettings, *,
                      first: int, max_n: int, k: int, half_width: float | None, settle: tuple[str, ...],
-                     margin: float, tasks: tuple[str, ...] = ()) -> AdaptiveRunResult:
-    """Load suite and agents, run an adaptive run, print each round and the outcome."""
+                     margin: float, tasks: tuple[str, ...] = (), preflight: bool = True) -> AdaptiveRunResult:
+    """Load suite and agents, check them (as ``run`` does), run adaptively, print each round."""
+    from reliabench.agents.preflight import check_agents, preflight_error
+
     suite = resolve_suite(suite_spec)
     agents = load_agents(agents_file)
+    problems = check_agents(agents, network=preflight)
+    if problems:
+        raise preflight_error(problems)
     names = [a.name for a in agents]
     if (half_width is None) == (not settle):
         raise InvalidArgumentError("--adaptive needs one target: --target-half-width H or --settle A,B")

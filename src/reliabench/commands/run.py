@@ -18,6 +18,7 @@ from rich.progress import (
 )
 
 from reliabench.agents.config import load_agents
+from reliabench.agents.preflight import check_agents, preflight_error
 from reliabench.commands._common import console, invocation, security_config_option
 from reliabench.runner import ProgressEvent, RunSettings, RunSummary, run_suite
 from reliabench.tasks.suite import resolve_suite
@@ -29,10 +30,20 @@ def execute_run(suite_spec: str, agents_file: Path, n: int, out: Path, *, worker
                 sandbox: str, scanners: tuple[str, ...], tasks: tuple[str, ...] = (),
                 test_timeout: float | None = None, security_config: Path | None = None,
                 executor: str = "local", ray_address: str | None = None,
-                quiet: bool = False, retest: int = 0) -> RunSummary:
-    """Load suite and agents, run with a progress display, and return the summary."""
+                quiet: bool = False, preflight: bool = True, retest: int = 0) -> RunSummary:
+    """Load suite and agents, check them, run with a progress display, return the summary.
+
+    The checks are :mod:`reliabench.agents.preflight`'s.
+
+    Raises:
+        PreflightError: an agent's key variable is unset or its endpoint is not usable
+            (``preflight=False`` checks only the variables).
+    """
     suite = resolve_suite(suite_spec)
     agents = load_agents(agents_file)
+    problems = check_agents(agents, network=preflight)
+    if problems:
+        raise preflight_error(problems)
     settings = RunSettings(
         n=n, seed=seed, workers=workers, sandbox=sandbox, scanners=scanners,
         agents_config_hash=hashlib.sha256(agents_file.read_bytes()).hexdigest(),
@@ -125,6 +136,9 @@ def _policy(path: Path | None) -> dict[str, object] | None:
               help="Where rollouts run: threads here, or Ray actors (pip install 'reliabench[ray]').")
 @click.option("--ray-address", default=None,
               help="Address of a running Ray cluster (default: start a local one with --workers CPUs).")
+@click.option("--no-preflight", "no_preflight", is_flag=True, default=False,
+              help="Do not probe the agents' endpoints (GET /models) before the run; key variables "
+                   "are still checked.")
 @click.option("--retest", type=click.IntRange(min=0), default=0, show_default=True,
               help="Re-run each rollout's hidden tests R times on its unchanged files (harness noise).")
 @click.option("--adaptive", is_flag=True,
@@ -141,9 +155,9 @@ def _policy(path: Path | None) -> dict[str, object] | None:
               help="Adaptive: the k of reliability@k the target is about.")
 def command(suite: str, agents_file: Path, n: int, out: Path, workers: int, seed: int, sandbox: str,
             scanners: tuple[str, ...], tasks: tuple[str, ...], test_timeout: float | None,
-            security_config: Path | None, executor: str, ray_address: str | None, retest: int,
-            adaptive: bool, max_n: int | None, target_half_width: float | None, settle: tuple[str, ...],
-            margin: float, k: int) -> None:
+            security_config: Path | None, executor: str, ray_address: str | None,
+            no_preflight: bool, retest: int, adaptive: bool, max_n: int | None,
+            target_half_width: float | None, settle: tuple[str, ...], margin: float, k: int) -> None:
     """Run every agent of the agents file n times on each task of SUITE (a path or a bundled name)."""
     if not agents_file.is_file():
         raise click.BadParameter(f"{agents_file}: no such file", param_hint="--agents")
@@ -156,7 +170,8 @@ def command(suite: str, agents_file: Path, n: int, out: Path, workers: int, seed
                                test_timeout_s=test_timeout, security_policy=_policy(security_config),
                                executor=executor, ray_address=ray_address, retest=retest)
         execute_adaptive(suite, agents_file, out, settings, first=n, max_n=max_n, k=k,
-                         half_width=target_half_width, settle=settle, margin=margin, tasks=tasks)
+                         half_width=target_half_width, settle=settle, margin=margin, tasks=tasks,
+                         preflight=not no_preflight)
         click.echo(f"run directory: {out}  (score it with: reliabench score {out})")
         return
     if max_n is not None or target_half_width is not None or settle:
@@ -164,5 +179,5 @@ def command(suite: str, agents_file: Path, n: int, out: Path, workers: int, seed
                                  param_hint="--adaptive")
     execute_run(suite, agents_file, n, out, workers=workers, seed=seed, sandbox=sandbox,
                 scanners=scanners, tasks=tasks, test_timeout=test_timeout, security_config=security_config,
-                executor=executor, ray_address=ray_address, retest=retest)
+                executor=executor, ray_address=ray_address, preflight=not no_preflight, retest=retest)
     click.echo(f"run directory: {out}  (score it with: reliabench score {out})")
