@@ -34,6 +34,7 @@ COMMANDS: dict[str, str] = {
     "import": "import_",
     "report": "report",
     "view": "view",
+    "retest": "retest",
 }
 
 

@@ -38,10 +38,16 @@ __all__ = ["command"]
 @click.option("--seed", type=int, default=0, show_default=True, help="Bootstrap seed.")
 @click.option("--html", "html_path", type=click.Path(path_type=Path, dir_okay=False), default=None,
               help="Also write the HTML report of `reliabench report` (figures, heatmap, explorer).")
+@click.option("--exclude-flaky-tests", is_flag=True,
+              help="Run with re-tests: leave out tests whose outcome changed on identical code.")
+@click.option("--flaky-verdict", type=click.Choice(["original", "majority"]), default="original",
+              show_default=True, help="Run with re-tests: judge a rollout whose verdict flips by the "
+                                      "majority of its runs.")
 @click.pass_context
 def command(ctx: click.Context, source: str, input_format: str, leaderboard: str | None, ks: str, fmt: str,
             threshold: SecurityThreshold, security_config: Path | None, confidence: float,
-            resamples: int, seed: int, html_path: Path | None) -> None:
+            resamples: int, seed: int, html_path: Path | None, exclude_flaky_tests: bool,
+            flaky_verdict: str) -> None:
     """Score SOURCE: rollout JSONL (- for stdin), a run directory, or any importable format."""
     try:
         k_values = parse_ks(ks)
@@ -49,10 +55,19 @@ def command(ctx: click.Context, source: str, input_format: str, leaderboard: str
         raise click.BadParameter(str(exc), param_hint="-k") from None
     loaded = load_source(source, input_format, leaderboard=leaderboard)
     records = list(loaded.records)
+    from reliabench.commands._noise_score import noise_for_score
+
+    noise = noise_for_score(source, records, exclude_flaky_tests=exclude_flaky_tests,
+                            flaky_verdict=flaky_verdict)
+    if noise is not None:
+        records = list(noise.records)
     threshold, finding_filter = resolve_security(ctx, threshold, security_config, source)
     report = score(records, k_values, threshold=threshold, finding_filter=finding_filter,
                    confidence=confidence, n_resamples=resamples, seed=seed)
-    emit(render_score(report, fmt, color=fmt == "table" and sys.stdout.isatty()))
+    text = render_score(report, fmt, color=fmt == "table" and sys.stdout.isatty())
+    if noise is not None:
+        text = noise.attach(text, fmt)
+    emit(text)
     if html_path is not None:  # the same page as `reliabench report SOURCE -o FILE`
         from reliabench.report.explorer import write_source_page
 
