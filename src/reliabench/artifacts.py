@@ -116,6 +116,7 @@ class RolloutArtifacts:
         test_log: The hidden-test run's output.
         files: Agent files kept for re-scanning (relative path -> bytes).
         omitted: ``(path, reason)`` of changed files not kept (named in ``OMITTED.txt``).
+        retests: Rows of hidden-test re-runs (``run --retest``), stored with the record.
     """
 
     agent_log: str
@@ -123,6 +124,7 @@ class RolloutArtifacts:
     test_log: str
     files: dict[str, bytes]
     omitted: tuple[tuple[str, str], ...] = field(default=())
+    retests: tuple[Any, ...] = ()
 
 
 def cap_text(text: str, limit: int) -> str:

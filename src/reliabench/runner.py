@@ -101,6 +101,8 @@ class RunSettings:
         executor: ``local`` (a thread pool on this machine) or ``ray`` (Ray actors, one per
             worker slot, on a local or remote cluster); not part of the run's identity.
         ray_address: Address of an existing Ray cluster (None: start a local one).
+        retest: Re-run each rollout's hidden tests this many times on its unchanged files
+            (``reliabench.retest``; harness noise); not part of the run's identity.
     """
 
     n: int
@@ -114,6 +116,7 @@ class RunSettings:
     security_policy: dict[str, Any] | None = None
     executor: str = "local"
     ray_address: str | None = None
+    retest: int = 0
 
     def __post_init__(self) -> None:
         if self.executor not in ("local", "ray"):
@@ -359,8 +362,15 @@ class _Executor:
             if hidden.tamper_files:
                 meta["tamper_files"] = list(hidden.tamper_files)
             stage = "recording the rollout"
-            return self._record(job, status, hidden.outcomes, meta, result, agent_seconds, hidden,
-                                findings, scan_errors, diff, snap.files, snap.omitted)
+            outcome = self._record(job, status, hidden.outcomes, meta, result, agent_seconds, hidden,
+                                   findings, scan_errors, diff, snap.files, snap.omitted)
+            if self.settings.retest:
+                from reliabench.retest import retest_during_run
+
+                stage = "re-testing the rollout"
+                outcome = retest_during_run(outcome, job.task, self.expected[job.task.id],
+                                            self.backend, limits, slot, tmp, self.settings.retest)
+            return outcome
         except Exception as exc:
             if result is None:
                 # nothing of the agent's ran yet (_call_agent turns the agent's own
@@ -603,6 +613,7 @@ def run_suite(
     stop: threading.Event | None = None,
     agents_file: str | Path | None = None,
     provenance: Mapping[str, Any] | None = None,
+    n_per_agent: Mapping[str, int] | None = None,
 ) -> RunSummary:
     """Run every missing rollout of ``suite`` x ``agents`` x ``settings.n`` into ``out_dir``.
 
@@ -621,6 +632,8 @@ def run_suite(
             workers load the agents on their own nodes).
         provenance: Kept with the run for reports, not part of its identity (e.g. the command
             line and the agents' configuration, secrets masked by the caller).
+        n_per_agent: Rollouts per task of these agents instead of ``settings.n`` (adaptive
+            runs); like n, not part of the run's identity.
 
     Returns:
         A ``RunSummary``.
@@ -657,12 +670,13 @@ def run_suite(
     stopped: dict[str, str] = {}  # agent -> why it was stopped early
     with store:
         done = store.done_keys(except_status="infra_error")  # infra errors are rerun
+        per_agent = {a.name: (n_per_agent or {}).get(a.name, settings.n) for a in agents}
         jobs = [
             _Job(task, agent, r, derive_seed(settings.seed, task.id, agent.name, r))
-            for task in selected for agent in agents for r in range(settings.n)
+            for task in selected for agent in agents for r in range(per_agent[agent.name])
             if RunStore.stored_key(task.id, agent.name, r) not in done
         ]
-        planned = len(selected) * len(agents) * settings.n
+        planned = len(selected) * sum(per_agent.values())
         skipped = planned - len(jobs)
         passed = sum(1 for r in store.rollouts() if r.passes) if done else 0
         executed = infra = 0
@@ -681,6 +695,8 @@ def run_suite(
                 # has its artifacts; artifacts without a record are replaced when it reruns.
                 # OutputError (full or read-only run directory) stops the run: resumable.
                 rollout = _store_rollout(store, rollout, art)
+                if art.retests:
+                    store.add_retests(art.retests)
                 executed += 1
                 passed += rollout.passes
                 infra += rollout.status == "infra_error"
