@@ -47,7 +47,14 @@ from typing import Any, Final
 from reliabench.errors import OutputError, RunMismatchError, StoreError, UsageError
 from reliabench.records import Finding, Rollout, ScanError, rollout_from_dict, rollout_to_dict
 
-__all__ = ["STORE_SCHEMA_VERSION", "RunStore", "artifact_component", "artifact_path", "read_records"]
+__all__ = [
+    "STORE_SCHEMA_VERSION",
+    "RunStore",
+    "artifact_component",
+    "artifact_path",
+    "is_run_directory",
+    "read_records",
+]
 
 STORE_SCHEMA_VERSION = 1
 
@@ -488,6 +495,26 @@ def _dumps(obj: Any) -> str:
     except UnicodeEncodeError:
         return json.dumps(obj, ensure_ascii=True)
     return text
+
+
+def is_run_directory(path: str | Path) -> bool:
+    """Whether ``path`` is a run directory (holds the store); never a traceback.
+
+    Raises:
+        OutputError: ``path`` is a directory this user cannot look into (permissions): said
+            in one line instead of being mistaken for "not a run".
+    """
+    try:
+        os.stat(Path(path) / RunStore.FILENAME)
+    except (FileNotFoundError, NotADirectoryError):
+        return False
+    except PermissionError as exc:
+        if os.path.isdir(path):
+            raise OutputError(f"{path}: cannot read the run directory ({exc.strerror})") from None
+        return False
+    except (OSError, ValueError):
+        return False
+    return True
 
 
 def read_records(run_dir: str | Path) -> list[Rollout]:

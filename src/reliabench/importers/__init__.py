@@ -157,8 +157,9 @@ def load_foreign(path: str | Path, *, format: str = "auto", agent: str | None = 
     """
     p = Path(path)
     data: Any = None
-    if format == "auto" and p.is_dir() and (p / "reliabench.sqlite").is_file():
-        from reliabench.store import read_records  # a run directory of `reliabench run`
+    from reliabench.store import is_run_directory, read_records
+
+    if format == "auto" and is_run_directory(p):  # a run directory of `reliabench run`
 
         records = read_records(p)
         if not records:
@@ -207,7 +208,9 @@ def load_source(source: str | Path, input_format: str = "auto", **options: Any) 
             records = [dataclasses.replace(r, agent=options["agent"]) for r in records]
         return ImportResult(tuple(records), "jsonl")
     p = Path(source)
-    if input_format == "auto" and p.is_dir() and not (p / "reliabench.sqlite").is_file():
+    from reliabench.store import is_run_directory
+
+    if input_format == "auto" and p.is_dir() and not is_run_directory(p):
         try:
             detect_format(p)
         except InputError:
