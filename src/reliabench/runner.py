@@ -36,6 +36,8 @@ from reliabench.scanners import Scanner, changed_files, get_scanner, workspace_d
 from reliabench.store import RunStore
 from reliabench.tasks.suite import Suite, Task, materialize
 from reliabench.testing import HiddenTestRun, collect_hidden_tests, run_hidden_tests
+from reliabench.warm.hidden import WarmTests, open_test_workers
+from reliabench.warm.plain_tests import collect_plain_tests
 
 __all__ = [
     "ProgressEvent",
@@ -83,6 +85,9 @@ class RunSettings:
         executor: ``local`` (a thread pool on this machine) or ``ray`` (Ray actors, one per
             worker slot, on a local or remote cluster); not part of the run's identity.
         ray_address: Address of an existing Ray cluster (None: start a local one).
+        test_workers: ``auto`` (warm test workers where they work, else fresh sandboxed
+            processes), ``warm`` or ``fresh``; not part of the run's identity (verdicts are
+            the same), each rollout records the path in ``meta["test_path"]``.
     """
 
     n: int
@@ -96,6 +101,7 @@ class RunSettings:
     security_policy: dict[str, Any] | None = None
     executor: str = "local"
     ray_address: str | None = None
+    test_workers: str = "auto"
 
     def __post_init__(self) -> None:
         if self.executor not in ("local", "ray"):
@@ -129,6 +135,7 @@ class RunSummary:
     infra_errors: int
     isolation: str
     seconds: float
+    test_path: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -219,8 +226,9 @@ class _Executor:
 
     def __init__(self, settings: RunSettings, backend: SandboxBackend,
                  scanners: Sequence[Scanner], expected: dict[str, tuple[TestOutcome, ...]],
-                 scratch: Path) -> None:
+                 scratch: Path, warm: WarmTests | None = None) -> None:
         self.settings = settings
+        self.warm = warm
         self.backend = backend
         self.scanners = scanners
         self.expected = expected
@@ -276,10 +284,13 @@ class _Executor:
             if self.settings.test_timeout_s is not None:
                 wall = min(wall, self.settings.test_timeout_s)
             limits = replace(self.settings.limits, wall_s=wall, cpu_s=wall)
+            meta["test_path"] = "fresh" if self.warm is None else "warm"
+            meta["test_runner"] = job.task.test_runner if self.warm is not None else "pytest"
             try:
                 hidden = run_hidden_tests(workspace, job.task.tests_dir, expected=self.expected[job.task.id],
                                           backend=self.backend, limits=limits, slot=slot,
-                                          starter=job.task.workspace_dir)
+                                          starter=job.task.workspace_dir, worker=self.warm,
+                                          test_runner=job.task.test_runner)
             except SandboxError as exc:
                 meta["reason"] = f"sandbox failed: {exc}"
                 return self._record(job, "infra_error", (), meta, result, agent_seconds, None, (), (), diff)
@@ -317,8 +328,15 @@ class _Executor:
 
 
 def _collect_expected(suite: Suite, backend: SandboxBackend, workers: int,
-                      tasks: Sequence[Task]) -> dict[str, tuple[TestOutcome, ...]]:
-    """Learn each task's hidden tests once, on its untouched starter workspace."""
+                      tasks: Sequence[Task],
+                      warm: WarmTests | None = None) -> dict[str, tuple[TestOutcome, ...]]:
+    """Learn each task's hidden tests once, cheaply.
+
+    Plain tests are read from their source on the host; others are collected on the untouched
+    starter workspace (in a warm worker when there is one).
+    """
+    out = {t.id: collect_plain_tests(t.tests_dir) for t in tasks if t.test_runner == "plain"}
+    tasks = [t for t in tasks if t.id not in out]
     scratch = Path(tempfile.mkdtemp(prefix="reliabench-collect-"))
     os.chmod(scratch, 0o711)
 
@@ -328,11 +346,13 @@ def _collect_expected(suite: Suite, backend: SandboxBackend, workers: int,
         materialize(ws, [task.workspace_dir])
         os.chmod(ws, 0o755)
         return task.id, collect_hidden_tests(ws, task.tests_dir, backend=backend, slot=slot,
-                                             limits=Limits(wall_s=max(60.0, task.timeout_s)))
+                                             limits=Limits(wall_s=max(60.0, task.timeout_s)),
+                                             worker=warm)
 
     try:
         with ThreadPoolExecutor(max_workers=workers) as pool:
-            return dict(pool.map(one, [(t, i % workers) for i, t in enumerate(tasks)]))
+            out.update(pool.map(one, [(t, i % workers) for i, t in enumerate(tasks)]))
+        return out
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
 
@@ -417,7 +437,8 @@ class RayRolloutWorker:
         scratch = Path(tempfile.mkdtemp(prefix="reliabench-ray-"))
         os.chmod(scratch, 0o711)
         self.executor = _Executor(spec.settings, get_backend(spec.settings.sandbox),
-                                  [get_scanner(n) for n in spec.settings.scanners], spec.expected, scratch)
+                                  [get_scanner(n) for n in spec.settings.scanners], spec.expected, scratch,
+                                  open_test_workers(spec.settings.test_workers))
         self.slot = slot
 
     def run(self, task_id: str, agent: str, rollout: int, seed: int) -> _Outcome:
@@ -549,39 +570,50 @@ def run_suite(
         skipped = planned - len(jobs)
         passed = sum(1 for r in store.rollouts() if r.passes) if done else 0
         executed = infra = 0
+        test_path = ""
         if jobs:
             needed = sorted({j.task.id for j in jobs})
-            expected = _collect_expected(suite, backend, settings.workers,
-                                         [suite.task(t) for t in needed])
+            warm = open_test_workers(settings.test_workers)
+            test_path = "fresh" if warm is None else "warm"
+            try:
+                expected = _collect_expected(suite, backend, settings.workers,
+                                             [suite.task(t) for t in needed], warm)
 
-            def record(outcome: _Outcome) -> None:
-                nonlocal executed, passed, infra
-                rollout, art = outcome
-                # artifacts first, then the one-transaction commit: a recorded rollout always
-                # has its artifacts; artifacts without a record are replaced when it reruns
-                write_artifacts(store.artifact_dir(rollout.task_id, rollout.agent, rollout.rollout), art)
-                store.add(rollout)
-                executed += 1
-                passed += rollout.passes
-                infra += rollout.status == "infra_error"
-                if progress is not None:
-                    progress(ProgressEvent(skipped + executed, planned, passed, rollout))
+                def record(outcome: _Outcome) -> None:
+                    nonlocal executed, passed, infra
+                    rollout, art = outcome
+                    # artifacts first, then the one-transaction commit: a recorded rollout always
+                    # has its artifacts; artifacts without a record are replaced when it reruns
+                    write_artifacts(store.artifact_dir(rollout.task_id, rollout.agent, rollout.rollout), art)
+                    store.add(rollout)
+                    executed += 1
+                    passed += rollout.passes
+                    infra += rollout.status == "infra_error"
+                    if progress is not None:
+                        progress(ProgressEvent(skipped + executed, planned, passed, rollout))
 
-            if settings.executor == "ray":
-                if agents_file is None:
-                    raise InvalidArgumentError("executor='ray' needs agents_file (workers load the agents)")
-                spec = _WorkerSpec(str(suite.root.resolve()), suite.content_hash,
-                                   str(Path(agents_file).resolve()), settings, expected)
-                _run_ray(jobs, settings, spec, record, stop)
-            else:
-                scratch = Path(tempfile.mkdtemp(prefix="reliabench-run-"))
-                os.chmod(scratch, 0o711)
-                try:
-                    executor = _Executor(settings, backend, scanners, expected, scratch)
-                    _run_local(jobs, settings.workers, executor, record, stop)
-                finally:
-                    shutil.rmtree(scratch, ignore_errors=True)
+                if settings.executor == "ray":
+                    if agents_file is None:
+                        raise InvalidArgumentError(
+                            "executor='ray' needs agents_file (workers load the agents)")
+                    if warm is not None:
+                        warm.close()  # each Ray actor opens its own
+                        warm = None
+                    spec = _WorkerSpec(str(suite.root.resolve()), suite.content_hash,
+                                       str(Path(agents_file).resolve()), settings, expected)
+                    _run_ray(jobs, settings, spec, record, stop)
+                else:
+                    scratch = Path(tempfile.mkdtemp(prefix="reliabench-run-"))
+                    os.chmod(scratch, 0o711)
+                    try:
+                        executor = _Executor(settings, backend, scanners, expected, scratch, warm)
+                        _run_local(jobs, settings.workers, executor, record, stop)
+                    finally:
+                        shutil.rmtree(scratch, ignore_errors=True)
+            finally:
+                if warm is not None:
+                    warm.close()
     return RunSummary(Path(out_dir), resumed, planned, skipped, executed, passed, infra, backend.name,
-                      time.perf_counter() - t0)
+                      time.perf_counter() - t0, test_path)
 
 

@@ -44,7 +44,7 @@ import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 from reliabench.errors import SandboxError, SuiteError
 from reliabench.records import OUTCOMES, TestOutcome
@@ -56,6 +56,9 @@ from reliabench.sandbox import (
     get_backend,
     slot_uid,
 )
+
+if TYPE_CHECKING:
+    from reliabench.warm.hidden import WarmTests
 
 __all__ = [
     "PLUGIN_MODULE",
@@ -437,6 +440,7 @@ def collect_hidden_tests(
     limits: Limits | None = None,
     slot: int = 0,
     python: str | None = None,
+    worker: WarmTests | None = None,
 ) -> tuple[TestOutcome, ...]:
     """Learn the expected hidden tests of a task by collecting them on its starter workspace.
 
@@ -451,6 +455,7 @@ def collect_hidden_tests(
         limits: Resource limits (default: :class:`Limits`).
         slot: The worker slot to run as.
         python: The interpreter (default: ``sys.executable``); it needs pytest.
+        worker: Collect in a warm test worker instead of a fresh sandboxed process.
 
     Returns:
         One ``TestOutcome`` per collected test, in collection order, with its pytest node id
@@ -461,16 +466,20 @@ def collect_hidden_tests(
         SuiteError: Some test modules cannot be collected, or no test was found.
         SandboxError: The harness could not run pytest at all.
     """
-    raw = _run_pytest(
-        workspace,
-        tests_dir,
-        backend=backend or get_backend("auto"),
-        limits=limits or Limits(),
-        slot=slot,
-        python=python or sys.executable,
-        extra=["--collect-only"],
-        expected=None,
-    )
+    if worker is not None:
+        raw = worker.run_tests(workspace, tests_dir, limits=limits or Limits(), slot=slot,
+                               extra=["--collect-only"], expected=None)
+    else:
+        raw = _run_pytest(
+            workspace,
+            tests_dir,
+            backend=backend or get_backend("auto"),
+            limits=limits or Limits(),
+            slot=slot,
+            python=python or sys.executable,
+            extra=["--collect-only"],
+            expected=None,
+        )
     ch = raw.channel
     if not ch.started or ch.collected is None:
         raise SandboxError(
@@ -498,6 +507,8 @@ def run_hidden_tests(
     slot: int = 0,
     python: str | None = None,
     starter: Path | None = None,
+    worker: WarmTests | None = None,
+    test_runner: str = "pytest",
 ) -> HiddenTestRun:
     """Run the hidden tests on a rollout's workspace in a fresh sandboxed pytest process.
 
@@ -512,6 +523,10 @@ def run_hidden_tests(
         slot: The worker slot to run as.
         python: The interpreter (default: ``sys.executable``); it needs pytest.
         starter: The untouched starter workspace; files it shipped are not flagged.
+        worker: Run in a warm test worker (:mod:`reliabench.warm`) instead of a fresh
+            sandboxed process; ``backend`` and ``python`` are then not used.
+        test_runner: The task's ``test_runner``; a warm worker runs ``plain`` tests with its
+            lean runner (the fresh path runs every suite with pytest).
 
     Returns:
         The outcomes and what was observed. Failures of the agent's code are outcomes, not
@@ -520,7 +535,6 @@ def run_hidden_tests(
     Raises:
         SandboxError: The sandbox itself could not be set up.
     """
-    backend = backend or get_backend("auto")
     started = time.monotonic()
     tamper = find_tamper_files(Path(workspace), starter=starter)
     exp_list: list[tuple[str, bool | None]] | None = None
@@ -530,16 +544,20 @@ def run_hidden_tests(
             for e in expected
         ]
     exp_names = None if exp_list is None else {name for name, _ in exp_list}
-    raw = _run_pytest(
-        workspace,
-        tests_dir,
-        backend=backend,
-        limits=limits or Limits(),
-        slot=slot,
-        python=python or sys.executable,
-        extra=[],
-        expected=exp_names,
-    )
+    if worker is not None:
+        raw = worker.run_tests(workspace, tests_dir, limits=limits or Limits(), slot=slot,
+                               extra=[], expected=exp_names, test_runner=test_runner)
+    else:
+        raw = _run_pytest(
+            workspace,
+            tests_dir,
+            backend=backend or get_backend("auto"),
+            limits=limits or Limits(),
+            slot=slot,
+            python=python or sys.executable,
+            extra=[],
+            expected=exp_names,
+        )
     result, ch = raw.result, raw.channel
     reasons: list[str] = []
     if exp_list is None:

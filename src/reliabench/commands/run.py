@@ -18,7 +18,7 @@ from rich.progress import (
 )
 
 from reliabench.agents.config import load_agents
-from reliabench.commands._common import console, security_config_option
+from reliabench.commands._common import console, security_config_option, test_workers_option
 from reliabench.runner import ProgressEvent, RunSettings, RunSummary, run_suite
 from reliabench.tasks.suite import resolve_suite
 
@@ -29,7 +29,7 @@ def execute_run(suite_spec: str, agents_file: Path, n: int, out: Path, *, worker
                 sandbox: str, scanners: tuple[str, ...], tasks: tuple[str, ...] = (),
                 test_timeout: float | None = None, security_config: Path | None = None,
                 executor: str = "local", ray_address: str | None = None,
-                quiet: bool = False) -> RunSummary:
+                quiet: bool = False, test_workers: str = "auto") -> RunSummary:
     """Load suite and agents, run with a progress display, and return the summary."""
     suite = resolve_suite(suite_spec)
     agents = load_agents(agents_file)
@@ -40,6 +40,7 @@ def execute_run(suite_spec: str, agents_file: Path, n: int, out: Path, *, worker
         security_policy=_policy(security_config),
         executor=executor,
         ray_address=ray_address,
+        test_workers=test_workers,
     )
     err = console(stderr=True)
     simulated = [a.name for a in agents if a.simulated]
@@ -72,7 +73,8 @@ def execute_run(suite_spec: str, agents_file: Path, n: int, out: Path, *, worker
                             agents_file=agents_file)
     verb = "resumed" if summary.resumed else "ran"
     err.print(f"{verb}: {summary.executed} rollout(s) executed, {summary.skipped} already recorded, "
-              f"{summary.infra_errors} infra error(s); isolation: {summary.isolation}; "
+              f"{summary.infra_errors} infra error(s); isolation: {summary.isolation}"
+              f"{f' (hidden tests: {summary.test_path} workers)' if summary.test_path else ''}; "
               f"{summary.seconds:.1f} s")
     if summary.isolation == "none":
         err.print("[bold red]WARNING: no sandbox isolation: agent code ran with rlimits only[/]")
@@ -113,13 +115,15 @@ def _policy(path: Path | None) -> dict[str, object] | None:
               help="Where rollouts run: threads here, or Ray actors (pip install 'reliabench[ray]').")
 @click.option("--ray-address", default=None,
               help="Address of a running Ray cluster (default: start a local one with --workers CPUs).")
+@test_workers_option()
 def command(suite: str, agents_file: Path, n: int, out: Path, workers: int, seed: int, sandbox: str,
             scanners: tuple[str, ...], tasks: tuple[str, ...], test_timeout: float | None,
-            security_config: Path | None, executor: str, ray_address: str | None) -> None:
+            security_config: Path | None, executor: str, ray_address: str | None,
+            test_workers: str) -> None:
     """Run every agent of the agents file n times on each task of SUITE (a path or a bundled name)."""
     if not agents_file.is_file():
         raise click.BadParameter(f"{agents_file}: no such file", param_hint="--agents")
     execute_run(suite, agents_file, n, out, workers=workers, seed=seed, sandbox=sandbox,
                 scanners=scanners, tasks=tasks, test_timeout=test_timeout, security_config=security_config,
-                executor=executor, ray_address=ray_address)
+                executor=executor, ray_address=ray_address, test_workers=test_workers)
     click.echo(f"run directory: {out}  (score it with: reliabench score {out})")

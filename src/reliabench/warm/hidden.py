@@ -1,0 +1,132 @@
+"""Hidden tests on a warm worker: the glue between :mod:`reliabench.testing` and the servers.
+
+:class:`WarmTests` is what :func:`reliabench.testing.run_hidden_tests` and
+:func:`~reliabench.testing.collect_hidden_tests` take as ``worker``: the same staging, the same
+signed channel and the same parsing as the fresh-process path, only the process that runs the
+tests differs (a jailed fork of a warm server instead of a new sandboxed interpreter).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+
+from reliabench.errors import InvalidArgumentError, SandboxError
+from reliabench.sandbox import Limits
+from reliabench.testing import _parse_channel, _pytest_command, _RawRun, _staged
+from reliabench.warm.client import TEST_PATHS, WarmWorkers, new_key, warm_unavailable_reason
+
+__all__ = ["WarmTests", "open_test_workers", "probe_round_trip"]
+
+logger = logging.getLogger(__name__)
+
+
+class WarmTests:
+    """Runs hidden tests on warm workers (one server per slot); close() stops the servers.
+
+    Args:
+        workers: The servers to use (default: a new :class:`WarmWorkers`, owned and closed
+            by this object).
+    """
+
+    path: str = "warm"
+
+    def __init__(self, workers: WarmWorkers | None = None) -> None:
+        self._own = workers is None
+        self.workers = workers or WarmWorkers()
+
+    def __enter__(self) -> WarmTests:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Stop the servers if this object started them."""
+        if self._own:
+            self.workers.close()
+
+    def run_tests(
+        self,
+        workspace: Path,
+        tests_dir: Path,
+        *,
+        limits: Limits,
+        slot: int,
+        extra: Sequence[str],
+        expected: set[str] | None,
+        test_runner: str = "pytest",
+    ) -> _RawRun:
+        """Stage ``tests_dir``, run it on ``workspace`` in the slot's warm worker, parse the channel.
+
+        ``test_runner`` ``plain`` uses the lean runner (not with ``extra`` arguments, which
+        are pytest's); anything else runs pytest in the warm fork.
+
+        Raises:
+            SandboxError: The workspace is not a directory, or the worker failed twice.
+        """
+        workspace = Path(os.path.realpath(workspace))
+        if not workspace.is_dir():
+            raise SandboxError(f"workspace is not a directory: {workspace}")
+        runner = "plain" if test_runner == "plain" and not extra else "pytest"
+        key = new_key()
+        with _staged(Path(tests_dir), slot) as staging:
+            args = _pytest_command("python", staging, extra)[5:]
+            raw = self.workers.run_raw(workspace, staging, runner=runner, pytest_args=args,
+                                       key=key, limits=limits, slot=slot)
+        return _RawRun(raw.result, _parse_channel(raw.channel, key, expected))
+
+
+def probe_round_trip() -> str | None:
+    """Run one trivial plain test on a warm worker; return why it failed, or None."""
+    base = Path(tempfile.mkdtemp(prefix="rb-warm-probe-"))
+    try:
+        os.chmod(base, 0o711)
+        ws = base / "ws"
+        tests = base / "tests"
+        ws.mkdir()
+        tests.mkdir()
+        (tests / "test_probe.py").write_text("def test_probe():\n    assert True\n", encoding="utf-8")
+        with WarmTests() as warm:
+            raw = warm.run_tests(ws, tests, limits=Limits(wall_s=30.0), slot=0, extra=[],
+                                 expected={"test_probe.py::test_probe"}, test_runner="plain")
+        if raw.channel.tests.get("test_probe.py::test_probe", ("", False))[0] != "passed":
+            detail = (raw.result.stderr or raw.result.stdout).strip().splitlines()[-3:]
+            return f"warm test worker probe failed: {' | '.join(detail) or raw.result.returncode}"
+        return None
+    except SandboxError as exc:
+        return str(exc)
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+
+
+def open_test_workers(choice: str) -> WarmTests | None:
+    """The test workers of a run: warm servers, or None for fresh sandboxed processes.
+
+    Args:
+        choice: ``auto`` (warm where :func:`~reliabench.warm.client.warm_unavailable_reason`
+            says it works, else fresh), ``warm`` (warm or an error) or ``fresh``.
+
+    Returns:
+        A :class:`WarmTests` to close after the run, or None.
+
+    Raises:
+        InvalidArgumentError: ``choice`` is not one of :data:`~reliabench.warm.client.TEST_PATHS`.
+        SandboxError: ``warm`` was asked for and does not work here.
+    """
+    if choice not in TEST_PATHS:
+        raise InvalidArgumentError(
+            f"test_workers must be one of {', '.join(TEST_PATHS)}, got {choice!r}")
+    if choice == "fresh":
+        return None
+    why = warm_unavailable_reason()
+    if why is None:
+        return WarmTests()
+    if choice == "warm":
+        raise SandboxError(f"warm test workers are not available here: {why}")
+    logger.info("warm test workers unavailable, using fresh sandboxed processes: %s", why)
+    return None
