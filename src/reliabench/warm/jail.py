@@ -6,9 +6,10 @@ Called only in processes forked from the warm server (root), never in the caller
 1. :func:`enter_namespaces` (in the first child ``A``; the server itself already lives in
    its own empty network and UTS namespaces): ``unshare`` mount, pid and IPC namespaces;
    ``/`` becomes private (no mount event goes back to the host); a tmpfs becomes the new
-   root with read-only binds of the system directories, a few ``/etc`` files, the interpreter's prefixes and the staged hidden tests, a writable bind of the
-   workspace at its own path, a minimal ``/dev``, and private, sized tmpfs mounts on ``/tmp``
-   and ``/dev/shm``; then ``pivot_root`` and the old root is detached.
+   root with read-only binds of the system directories, a few ``/etc`` files, the
+   interpreter's prefixes and the staged hidden tests, a writable bind of the workspace at
+   its own path, a minimal ``/dev``, and private, sized tmpfs mounts on ``/tmp`` and
+   ``/dev/shm``; then ``pivot_root`` and the old root is detached.
 2. :func:`mount_proc` (in ``C``, pid 1 of the new pid namespace and the test runner): a
    ``/proc`` that shows only the rollout's processes. When ``C`` exits the kernel kills every
    process left in the namespace: nothing a rollout starts outlives it.

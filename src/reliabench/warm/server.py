@@ -13,17 +13,17 @@ Per request it forks three processes::
            the slot uid, no_new_privs, and pytest.main (test_runner "pytest") or the lean
            runner ("plain")
 
-``C`` and ``A`` die with their parent (``PR_SET_PDEATHSIG``); when ``C`` exits the kernel kills
-every process left in its namespace. The network namespace is the server's own: empty (a
-loopback that is down and that no rollout can bring up without ``CAP_NET_ADMIN``), made once per
-server instead of once per rollout (a new network namespace is the costliest one to make and
-to tear down); rollouts of one slot run one after another and nothing of one survives it, so
-sharing it carries nothing from one rollout to the next. The server supervises from outside:
-the wall-time limit (it kills ``C``, whose host pid ``A`` reports), the output limit on the
-stdout/stderr files (kept in the server's private directory, outside the jail), and the
-outcome channel, a pipe it drains while the tests run (the runner cannot rewind or truncate
-a pipe). Every rollout forks from the same pristine server: no module state, file or process of one rollout can be
-seen by the next.
+``C`` and ``A`` die with their parent (``PR_SET_PDEATHSIG``); when ``C`` exits the kernel
+kills every process left in its namespace. The network namespace is the server's own: empty
+(a loopback that is down and that no rollout can bring up without ``CAP_NET_ADMIN``), made
+once per server instead of once per rollout (a new network namespace is the costliest one to
+make and to tear down); rollouts of one slot run one after another and nothing of one
+survives it, so sharing it carries nothing from one rollout to the next. The server
+supervises from outside: the wall-time limit (it kills ``C``, whose host pid ``A`` reports),
+the output limit on the stdout/stderr files (kept in the server's private directory, outside
+the jail), and the outcome channel, a pipe it drains while the tests run (the runner cannot
+rewind or truncate a pipe). Every rollout forks from the same pristine server: no module
+state, file or process of one rollout can be seen by the next.
 """
 
 from __future__ import annotations
