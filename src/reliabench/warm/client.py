@@ -257,7 +257,6 @@ class WarmWorkers:
         """
         if runner not in ("pytest", "plain"):
             raise SandboxError(f"warm worker: runner must be 'pytest' or 'plain', got {runner!r}")
-        uid = slot_uid(slot)
         ws = os.path.realpath(workspace)
         env = {
             "PATH": DEFAULT_PATH,
@@ -270,18 +269,33 @@ class WarmWorkers:
             "RELIABENCH_OUTCOME_KEY_FD": "4",
             "RELIABENCH_WORKSPACE": ws,
         }
+        extra = {"tests": str(staging / "tests"), "plugin_dir": str(staging / "plugin"),
+                 "pytest_args": list(pytest_args), "key_hex": key.hex()}
+        return self.request(runner, Path(ws), readonly=[str(staging)], env=env, limits=limits,
+                            slot=slot, fields=extra)
+
+    def request(self, runner: str, workspace: Path, *, readonly: Sequence[str],
+                env: dict[str, str], limits: Limits, slot: int,
+                fields: dict[str, Any]) -> WarmRaw:
+        """Send one request to the slot's server (see :meth:`run_raw`).
+
+        ``runner`` ``exec`` runs ``fields["argv"]`` in the jail instead of tests.
+
+        Raises:
+            SandboxError: The server could not run the request (twice).
+        """
+        uid = slot_uid(slot)
+        ws = str(workspace)
         cpu = max(1, int(-(-limits.cpu_s // 1)))
         req = {
+            **fields,
             "op": "run",
             "runner": runner,
             "workspace": ws,
-            "readonly": [*self._base["prefixes"], str(staging)],
-            "tests": str(staging / "tests"),
-            "plugin_dir": str(staging / "plugin"),
-            "pytest_args": list(pytest_args),
+            "readonly": [*self._base["prefixes"], *readonly],
             "env": env,
             "uid": uid,
-            "key_hex": key.hex(),
+            "key_hex": fields.get("key_hex", "00"),
             "jail": {k: self._base[k] for k in ("system", "symlinks", "files")},
             "limits": {
                 "wall_s": limits.wall_s,

@@ -55,6 +55,7 @@ SETUP_FAILED = 121
 """Exit status of a rollout process whose jail could not be set up (nothing of it ran)."""
 
 _CHAN_CAP = 16 * 1024 * 1024
+_KILL_GRACE_S = 10.0
 _POLL_MS = 50
 _CHANNEL_FD, _KEY_FD, _CTL_FD = 3, 4, 5
 
@@ -151,6 +152,10 @@ def _child_c(req: dict[str, Any]) -> None:
         started = True
         if "random" in sys.modules:
             sys.modules["random"].seed()  # each rollout its own random state, like a fresh process
+        if req["runner"] == "exec":
+            os.close(_CHANNEL_FD)
+            os.close(_KEY_FD)
+            os.execve(req["argv"][0], req["argv"], req["env"])
         if req["runner"] == "plain":
             from reliabench.warm.plain_runner import run_plain
 
@@ -220,6 +225,21 @@ def _read_capped(fd: int, cap: int, marker: str) -> tuple[str, int]:
             + tail.decode("utf-8", "replace")), size
 
 
+def _sweep_uid(uid: int, timeout: float = 5.0) -> None:
+    """Kill every process of ``uid`` (only needed when A had to be killed before C was known)."""
+    from reliabench.sandbox import _procs_of_uid
+
+    end = time.monotonic() + timeout
+    while True:
+        pids = _procs_of_uid(uid)
+        if not pids or time.monotonic() > end:
+            return
+        for p in pids:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(p, signal.SIGKILL)
+        time.sleep(0.01)
+
+
 class _Server:
     def __init__(self, work: str, new_root: str) -> None:
         self.work = work
@@ -251,7 +271,8 @@ class _Server:
             for fd in (chan_w, key_r, ctl_w):
                 os.close(fd)
             chan_w = key_r = ctl_w = -1
-            return self._supervise(pid, start, wall, max_out, out_fd, err_fd, chan_r, ctl_r, lim)
+            return self._supervise(pid, start, wall, max_out, out_fd, err_fd, chan_r, ctl_r, lim,
+                                   int(req["uid"]))
         finally:
             for fd in (out_fd, err_fd, chan_r, chan_w, key_r, key_w, ctl_r, ctl_w):
                 if fd >= 0:
@@ -259,7 +280,8 @@ class _Server:
                         os.close(fd)
 
     def _supervise(self, pid: int, start: float, wall: float, max_out: int, out_fd: int,
-                   err_fd: int, chan_r: int, ctl_r: int, lim: dict[str, Any]) -> dict[str, Any]:
+                   err_fd: int, chan_r: int, ctl_r: int, lim: dict[str, Any],
+                   uid: int) -> dict[str, Any]:
         pidfd = os.pidfd_open(pid)
         poller = select.poll()
         poller.register(pidfd, select.POLLIN)
@@ -273,11 +295,20 @@ class _Server:
         exited = False
         status = 0
 
-        def kill() -> None:
-            for target in (inner, pid):
-                if target is not None:
-                    with contextlib.suppress(ProcessLookupError):
-                        os.kill(target, signal.SIGKILL)
+        killed_a = False
+
+        def kill(both: bool = False) -> None:
+            # Killing C (pid 1 of the rollout) ends its namespace; A reaps C only once every
+            # process of the namespace is gone, then exits. A is killed only when C is not
+            # known yet (or A does not exit): C then dies by its PR_SET_PDEATHSIG.
+            nonlocal killed_a
+            if inner is not None:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(inner, signal.SIGKILL)
+            if inner is None or both:
+                killed_a = True
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
 
         try:
             while True:
@@ -285,6 +316,8 @@ class _Server:
                 if reason is None and now >= deadline:
                     reason = "wall time limit"
                     kill()
+                elif reason is not None and now >= deadline + _KILL_GRACE_S and not killed_a:
+                    kill(both=True)
                 if reason is None and max(os.fstat(out_fd).st_size,
                                           os.fstat(err_fd).st_size) > max_out:
                     reason = "output limit"
@@ -324,10 +357,12 @@ class _Server:
                     got += len(data)
         finally:
             if not exited:
-                kill()
+                kill(both=True)
                 with contextlib.suppress(ChildProcessError):
                     os.waitpid(pid, 0)
             os.close(pidfd)
+            if killed_a:
+                _sweep_uid(int(uid))
         code = _exit_code(status)
         returncode = code if code < 128 else -(code - 128)
         cap = int(lim["output_bytes"])
