@@ -124,7 +124,11 @@ def test_run_resume_score_export(setup: tuple[Path, Path], tmp_path: Path,
     assert any(t.security and t.outcome == "failed" for t in insecure.tests or ())
     assert any(f.cwe == 78 for f in insecure.findings)
     assert missing.status == "agent_error" and not missing.passes
-    assert all(r.isolation in ("bubblewrap", "namespaces", "none") for r in recs.values())
+    assert all(r.isolation in ("bubblewrap", "namespaces", "none", "warm") for r in recs.values())
+    # the hidden tests ran on warm workers where they work (the default), and say so
+    ran = [r for r in recs.values() if r.status != "agent_error"]
+    assert {r.meta["test_path"] for r in ran} <= {"warm", "fresh"}
+    assert all((r.isolation == "warm") == (r.meta["test_path"] == "warm") for r in ran)
     art = store.artifact_dir("adder", "recorded", 1)
     assert "a - b" in (art / "diff.patch").read_text()
     assert "test_big" in (art / "tests.log").read_text()
