@@ -159,8 +159,9 @@ class _Slot:
             for attempt in range(2):
                 if self.server is None or not self.server.alive():
                     if self.server is not None:
-                        self.restarts += 1
                         self.server.stop()
+                    if self.server is not None or attempt:
+                        self.restarts += 1
                     self.server = _Server(self.log_dir, self.slot)
                 try:
                     return self.server.request(req, timeout)
