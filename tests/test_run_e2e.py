@@ -6,6 +6,7 @@ none duplicated, none lost.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -179,7 +180,8 @@ def test_mismatch_error_is_usage_error(setup: tuple[Path, Path], tmp_path: Path)
 def test_kill_9_then_resume_loses_and_duplicates_nothing(setup: tuple[Path, Path], tmp_path: Path) -> None:
     suite_dir, agents_file = setup
     # slow the python agent down so kills land mid-run
-    text = agents_file.read_text().replace('path = "."', 'path = "."\n[agents.options]\ndelay = 0.05')
+    # (warm test workers make the rest of a rollout fast: the delay keeps the run long enough)
+    text = agents_file.read_text().replace('path = "."', 'path = "."\n[agents.options]\ndelay = 0.2')
     agents_file.write_text(text)
     out = tmp_path / "run"
     n = 12
@@ -204,7 +206,8 @@ def test_kill_9_then_resume_loses_and_duplicates_nothing(setup: tuple[Path, Path
         while count() <= before and proc.poll() is None and time.monotonic() < deadline:
             time.sleep(0.05)  # wait until this process has recorded something: then kill mid-run
         time.sleep(extra_delay)
-        os.killpg(proc.pid, signal.SIGKILL)
+        with contextlib.suppress(ProcessLookupError):  # a run that already finished
+            os.killpg(proc.pid, signal.SIGKILL)
         proc.wait()
         recorded.append(count())
     done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)

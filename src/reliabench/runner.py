@@ -219,6 +219,7 @@ def write_artifacts(adir: Path, art: RolloutArtifacts) -> None:
 
 
 _Outcome = tuple[Rollout, RolloutArtifacts]
+_WRITTEN = RolloutArtifacts("", "", "", {})  # marker: a worker already wrote these artifacts
 
 
 class _Executor:
@@ -358,8 +359,13 @@ def _collect_expected(suite: Suite, backend: SandboxBackend, workers: int,
 
 
 def _run_local(jobs: Sequence[_Job], workers: int, executor: _Executor,
-               record: Callable[[_Outcome], None], stop: threading.Event | None) -> None:
-    """Run ``jobs`` on a thread pool; each thread borrows a sandbox slot per rollout."""
+               record: Callable[[_Outcome], None], stop: threading.Event | None,
+               finish: Callable[[_Outcome], _Outcome] | None = None) -> None:
+    """Run ``jobs`` on a thread pool; each thread borrows a sandbox slot per rollout.
+
+    ``finish`` (writing the artifacts) runs in the worker thread, so that only the store
+    commit is left to the single writer.
+    """
     slots: queue.Queue[int] = queue.Queue()
     for slot in range(workers):
         slots.put(slot)
@@ -367,9 +373,10 @@ def _run_local(jobs: Sequence[_Job], workers: int, executor: _Executor,
     def work(job: _Job) -> _Outcome:
         slot = slots.get()
         try:
-            return executor.run_one(job, slot)
+            outcome = executor.run_one(job, slot)
         finally:
             slots.put(slot)
+        return finish(outcome) if finish is not None else outcome
 
     pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="rollout")
     pending: set[Future[_Outcome]] = set()
@@ -584,7 +591,9 @@ def run_suite(
                     rollout, art = outcome
                     # artifacts first, then the one-transaction commit: a recorded rollout always
                     # has its artifacts; artifacts without a record are replaced when it reruns
-                    write_artifacts(store.artifact_dir(rollout.task_id, rollout.agent, rollout.rollout), art)
+                    if art is not _WRITTEN:
+                        write_artifacts(store.artifact_dir(rollout.task_id, rollout.agent, rollout.rollout),
+                                        art)
                     store.add(rollout)
                     executed += 1
                     passed += rollout.passes
@@ -607,7 +616,14 @@ def run_suite(
                     os.chmod(scratch, 0o711)
                     try:
                         executor = _Executor(settings, backend, scanners, expected, scratch, warm)
-                        _run_local(jobs, settings.workers, executor, record, stop)
+
+                        def finish(outcome: _Outcome) -> _Outcome:
+                            rollout, art = outcome  # in the worker thread: no single-writer queue
+                            write_artifacts(store.artifact_dir(rollout.task_id, rollout.agent,
+                                                               rollout.rollout), art)
+                            return rollout, _WRITTEN
+
+                        _run_local(jobs, settings.workers, executor, record, stop, finish)
                     finally:
                         shutil.rmtree(scratch, ignore_errors=True)
             finally:

@@ -60,11 +60,21 @@ _BOOT: Final = (
 
 @dataclass(frozen=True, slots=True)
 class WarmRaw:
-    """What one warm request returned: the sandbox result and the raw outcome stream."""
+    """What one warm request returned: the sandbox result and the raw outcome stream.
+
+    Attributes:
+        result: The run, as a sandbox backend reports it.
+        channel: The raw outcome stream.
+        setup_failed: The jail could not be set up (nothing of the rollout ran).
+        setup_s: Server-side seconds from the request to a ready jail (fork, namespaces, mounts).
+        run_s: Server-side seconds from a ready jail to the end of every process in it.
+    """
 
     result: SandboxResult
     channel: bytes
     setup_failed: bool
+    setup_s: float = 0.0
+    run_s: float = 0.0
 
 
 def _jail_base() -> dict[str, Any]:
@@ -325,7 +335,8 @@ class WarmWorkers:
             isolation=ISOLATION,
             killed_reason=reason,
         )
-        return WarmRaw(result, base64.b64decode(resp["channel_b64"]), bool(resp["setup_failed"]))
+        return WarmRaw(result, base64.b64decode(resp["channel_b64"]), bool(resp["setup_failed"]),
+                       float(resp.get("setup_s", 0.0)), float(resp.get("run_s", 0.0)))
 
 
 def new_key() -> bytes:

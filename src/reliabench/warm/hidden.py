@@ -8,10 +8,12 @@ tests differs (a jailed fork of a warm server instead of a new sandboxed interpr
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import shutil
 import tempfile
+import threading
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -38,6 +40,9 @@ class WarmTests:
     def __init__(self, workers: WarmWorkers | None = None) -> None:
         self._own = workers is None
         self.workers = workers or WarmWorkers()
+        self._staged: dict[tuple[str, int], tuple[tuple[tuple[str, int, int], ...], Path,
+                                                  contextlib.ExitStack]] = {}
+        self._lock = threading.Lock()
 
     def __enter__(self) -> WarmTests:
         return self
@@ -46,9 +51,38 @@ class WarmTests:
         self.close()
 
     def close(self) -> None:
-        """Stop the servers if this object started them."""
+        """Remove the staged tests; stop the servers if this object started them."""
+        with self._lock:
+            staged = list(self._staged.values())
+            self._staged.clear()
+        for _, _, stack in staged:
+            stack.close()
         if self._own:
             self.workers.close()
+
+    def _staging(self, tests_dir: Path, slot: int) -> Path:
+        """The slot's staged copy of ``tests_dir``, made once and reused while it is unchanged.
+
+        Reuse is safe: the copy is bound read-only into every jail and no rollout can reach
+        its host path, so nothing of one rollout can change what the next one runs.
+        """
+        real = os.path.realpath(tests_dir)
+        stamp = tuple(sorted(
+            (os.path.join(d, f), st.st_size, st.st_mtime_ns)
+            for d, _, files in os.walk(real) for f in files
+            for st in (os.stat(os.path.join(d, f)),)
+        ))
+        key = (real, slot)
+        with self._lock:
+            hit = self._staged.get(key)
+            if hit is not None and hit[0] == stamp and hit[1].is_dir():
+                return hit[1]
+            stack = contextlib.ExitStack()
+            staging = stack.enter_context(_staged(Path(real), slot))
+            self._staged[key] = (stamp, staging, stack)
+        if hit is not None:
+            hit[2].close()
+        return staging
 
     def run_tests(
         self,
@@ -74,10 +108,10 @@ class WarmTests:
             raise SandboxError(f"workspace is not a directory: {workspace}")
         runner = "plain" if test_runner == "plain" and not extra else "pytest"
         key = new_key()
-        with _staged(Path(tests_dir), slot) as staging:
-            args = _pytest_command("python", staging, extra)[5:]
-            raw = self.workers.run_raw(workspace, staging, runner=runner, pytest_args=args,
-                                       key=key, limits=limits, slot=slot)
+        staging = self._staging(Path(tests_dir), slot)
+        args = _pytest_command("python", staging, extra)[5:]
+        raw = self.workers.run_raw(workspace, staging, runner=runner, pytest_args=args,
+                                   key=key, limits=limits, slot=slot)
         return _RawRun(raw.result, _parse_channel(raw.channel, key, expected))
 
 

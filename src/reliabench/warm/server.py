@@ -294,6 +294,7 @@ class _Server:
         deadline = start + wall
         exited = False
         status = 0
+        jailed: float | None = None
 
         killed_a = False
 
@@ -337,6 +338,7 @@ class _Server:
                         data = os.read(ctl_r, 4)
                         if len(data) == 4:
                             inner = int.from_bytes(data, "little")
+                            jailed = time.monotonic()
                         poller.unregister(ctl_r)
                     elif fd == pidfd and not exited:
                         _, status = os.waitpid(pid, 0)
@@ -363,6 +365,7 @@ class _Server:
             os.close(pidfd)
             if killed_a:
                 _sweep_uid(int(uid))
+        ended = time.monotonic()
         code = _exit_code(status)
         returncode = code if code < 128 else -(code - 128)
         cap = int(lim["output_bytes"])
@@ -380,6 +383,8 @@ class _Server:
             "stderr": stderr,
             "channel_b64": base64.b64encode(b"".join(chunks)).decode("ascii"),
             "setup_failed": code == SETUP_FAILED,
+            "setup_s": (jailed or ended) - start,
+            "run_s": ended - (jailed or ended),
         }
 
 
