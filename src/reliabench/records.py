@@ -17,7 +17,7 @@ Schema version 1 (``docs/rollout.schema.json``)::
                    "message"}],
      "scan_errors": [{"tool", "path", "message"}],
      "cost": {"tokens": 0, "usd": 0.0, "seconds": 0.0},
-     "isolation": "bubblewrap|namespaces|none", "tamper_suspected": false,
+     "isolation": "bubblewrap|namespaces|warm|none", "tamper_suspected": false,
      "simulated": false, "meta": {}}
 
 When a rollout passes: it completed (``status == "completed"``) and either its ``passed``
