@@ -26,6 +26,7 @@ __all__ = [
     "MS_REC",
     "MS_REMOUNT",
     "drop_bounding_set",
+    "fork_into",
     "mount",
     "pivot_root",
     "prctl",
@@ -56,6 +57,8 @@ PR_CAPBSET_DROP = 24
 PR_SET_NO_NEW_PRIVS = 38
 
 _SYS_PIVOT_ROOT = {"x86_64": 155, "aarch64": 41}
+_SYS_CLONE = {"x86_64": 56, "aarch64": 220}
+_SIGCHLD = 17
 
 _libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
 _libc.mount.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_ulong,
@@ -65,6 +68,8 @@ _libc.unshare.argtypes = [ctypes.c_int]
 _libc.prctl.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong,
                         ctypes.c_ulong]
 _libc.syscall.restype = ctypes.c_long
+_pylibc = ctypes.PyDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+_pylibc.syscall.restype = ctypes.c_long
 
 
 def _check(rc: int, what: str) -> None:
@@ -75,6 +80,36 @@ def _check(rc: int, what: str) -> None:
 
 def _b(value: str | None) -> bytes | None:
     return None if value is None else os.fsencode(value)
+
+
+def fork_into(flags: int) -> int:
+    """``fork()`` straight into new namespaces: ``clone(flags | SIGCHLD)`` with Python's fork hooks.
+
+    One process instead of a fork that unshares and forks again (with ``CLONE_NEWPID`` the
+    child is pid 1 of the new pid namespace). The call holds the GIL (``PyDLL``) and runs
+    ``PyOS_BeforeFork``/``PyOS_AfterFork_*`` around the system call, as ``os.fork`` does;
+    glibc's own fork handlers do not run, so the caller must be single-threaded.
+
+    Returns:
+        0 in the child, the child's pid in the parent.
+
+    Raises:
+        OSError: The clone failed (or the machine's syscall number is unknown).
+    """
+    number = _SYS_CLONE.get(os.uname().machine)
+    if number is None:
+        raise OSError(38, f"clone: unknown syscall number on {os.uname().machine}")
+    api = ctypes.pythonapi
+    api.PyOS_BeforeFork()
+    pid = int(_pylibc.syscall(number, ctypes.c_ulong(flags | _SIGCHLD), 0, 0, 0, 0))
+    if pid == 0:
+        api.PyOS_AfterFork_Child()
+        return 0
+    err = ctypes.get_errno()
+    api.PyOS_AfterFork_Parent()
+    if pid < 0:
+        raise OSError(err, f"clone({flags:#x}): {os.strerror(err)}")
+    return pid
 
 
 def unshare(flags: int) -> None:

@@ -3,7 +3,8 @@
 Called only in processes forked from the warm server (root), never in the caller. The steps
 (what ``bwrap`` does as root, done with system calls in an already warm Python process):
 
-1. :func:`enter_namespaces` (in the first child ``A``; the server itself already lives in
+1. :func:`enter_namespaces` (in ``C``, forked by the server straight into new mount, pid and
+   IPC namespaces, or unsharing them itself; the server already lives in
    its own empty network and UTS namespaces): ``unshare`` mount, pid and IPC namespaces;
    ``/`` becomes private (no mount event goes back to the host); a tmpfs becomes the new
    root with read-only binds of the system directories, a few ``/etc`` files, the
@@ -28,12 +29,12 @@ from dataclasses import dataclass
 
 from reliabench.warm import _linux as lx
 
-__all__ = ["JailSpec", "RlimitSpec", "drop_privileges", "enter_namespaces", "mount_proc"]
+__all__ = ["NS_FLAGS", "JailSpec", "RlimitSpec", "drop_privileges", "enter_namespaces", "mount_proc"]
 
 _DEV_NODES = ("null", "zero", "full", "random", "urandom", "tty")
 _DEV_LINKS = {"fd": "/proc/self/fd", "stdin": "/proc/self/fd/0", "stdout": "/proc/self/fd/1",
               "stderr": "/proc/self/fd/2", "ptmx": "pts/ptmx"}
-_NS_FLAGS = lx.CLONE_NEWNS | lx.CLONE_NEWPID | lx.CLONE_NEWIPC
+NS_FLAGS = lx.CLONE_NEWNS | lx.CLONE_NEWPID | lx.CLONE_NEWIPC
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,13 +108,16 @@ def _tmpfs(root: str, path: str, size: int, mode: int, flags: int) -> None:
     lx.mount("tmpfs", root + path, "tmpfs", flags, f"size={size},mode={mode:o}")
 
 
-def enter_namespaces(spec: JailSpec) -> None:
+def enter_namespaces(spec: JailSpec, *, unshare: bool = True) -> None:
     """Unshare the namespaces and pivot into the rollout's minimal root (see the module doc).
+
+    ``unshare=False``: the caller is already in new namespaces (:func:`_linux.fork_into`).
 
     Raises:
         OSError: A namespace or mount could not be made (the caller reports it).
     """
-    lx.unshare(_NS_FLAGS)
+    if unshare:
+        lx.unshare(NS_FLAGS)
     lx.mount(None, "/", None, lx.MS_REC | lx.MS_PRIVATE)
     root = spec.new_root
     lx.mount("tmpfs", root, "tmpfs", lx.MS_NOSUID | lx.MS_NODEV, "size=4m,mode=755")

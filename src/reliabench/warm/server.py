@@ -4,26 +4,25 @@ One server per worker slot, started by :class:`reliabench.warm.client.WarmWorker
 with ``python -I -B``, outside any workspace (cwd ``/``), not dumpable. It reads one request
 frame at a time on its stdin and answers on its stdout (:mod:`reliabench.warm.protocol`).
 
-Per request it forks three processes::
+Per request it forks one process, straight into new mount, pid and IPC namespaces
+(``clone``, :func:`reliabench.warm._linux.fork_into`)::
 
     server (root; its own network and UTS namespaces, empty; never runs rollout code)
-      A    root: unshares mount, pid and IPC namespaces, builds the minimal root,
-           pivot_root (jail.py), forks C, waits for it, exits with its status
-        C  pid 1 of the new pid namespace: mounts /proc, then rlimits, no capabilities,
-           the slot uid, no_new_privs, and pytest.main (test_runner "pytest") or the lean
-           runner ("plain")
+      C    pid 1 of the new pid namespace, root at first: builds the minimal root and
+           pivot_root (jail.py), mounts /proc, then rlimits, no capabilities, the slot uid,
+           no_new_privs, and pytest.main (test_runner "pytest") or the lean runner ("plain")
 
-``C`` and ``A`` die with their parent (``PR_SET_PDEATHSIG``); when ``C`` exits the kernel
-kills every process left in its namespace. The network namespace is the server's own: empty
-(a loopback that is down and that no rollout can bring up without ``CAP_NET_ADMIN``), made
-once per server instead of once per rollout (a new network namespace is the costliest one to
-make and to tear down); rollouts of one slot run one after another and nothing of one
-survives it, so sharing it carries nothing from one rollout to the next. The server
-supervises from outside: the wall-time limit (it kills ``C``, whose host pid ``A`` reports),
-the output limit on the stdout/stderr files (kept in the server's private directory, outside
-the jail), and the outcome channel, a pipe it drains while the tests run (the runner cannot
-rewind or truncate a pipe). Every rollout forks from the same pristine server: no module
-state, file or process of one rollout can be seen by the next.
+``C`` dies with the server (``PR_SET_PDEATHSIG``); when ``C`` exits the kernel kills every
+process left in its namespace, and the server reaps ``C`` only after that. The network
+namespace is the server's own: empty (a loopback that is down and that no rollout can bring
+up without ``CAP_NET_ADMIN``), made once per server instead of once per rollout (a new
+network namespace is the costliest one to make and to tear down); rollouts of one slot run
+one after another and nothing of one survives it, so sharing it carries nothing from one
+rollout to the next. The server supervises from outside: the wall-time limit (it kills
+``C``), the output limit on the stdout/stderr files (kept in the server's private directory,
+outside the jail), and the outcome channel, a pipe it drains while the tests run (the runner
+cannot rewind or truncate a pipe). Every rollout forks from the same pristine server: no
+module state, file or process of one rollout can be seen by the next.
 """
 
 from __future__ import annotations
@@ -41,6 +40,7 @@ from typing import Any
 
 from reliabench.warm import _linux as lx
 from reliabench.warm.jail import (
+    NS_FLAGS,
     JailSpec,
     RlimitSpec,
     drop_privileges,
@@ -127,17 +127,19 @@ def fcntl_dup_at_least(fd: int, minimum: int) -> int:
     return fcntl.fcntl(fd, fcntl.F_DUPFD, minimum)
 
 
-def _child_c(req: dict[str, Any]) -> None:
+def _child_c(req: dict[str, Any], spec: JailSpec | None = None) -> None:
     """The test runner, pid 1 of the rollout's pid namespace. Never returns.
 
-    As pid 1 it mounts the namespace's ``/proc``, then drops to the slot uid and runs the
-    tests. When it ends, the kernel kills every process left in the namespace.
+    Forked straight into new namespaces (``spec`` given), it builds the jail itself. As pid 1
+    it mounts the namespace's ``/proc``, then drops to the slot uid and runs the tests. When
+    it ends, the kernel kills every process left in the namespace.
     """
     code = SETUP_FAILED
     started = False
     try:
         lx.prctl(lx.PR_SET_PDEATHSIG, signal.SIGKILL)
-        os.close(_CTL_FD)
+        if spec is not None:
+            enter_namespaces(spec, unshare=False)
         mount_proc()
         lim = req["limits"]
         drop_privileges(
@@ -147,6 +149,8 @@ def _child_c(req: dict[str, Any]) -> None:
             env=req["env"],
             cwd=req["workspace"],
         )
+        os.write(_CTL_FD, b"\0\0\0\0")  # the jail is ready
+        os.close(_CTL_FD)
         lx.prctl(lx.PR_SET_DUMPABLE, 1)  # like a fresh process: its own /proc entries are its own
         signal.signal(signal.SIGINT, signal.default_int_handler)
         started = True
@@ -174,27 +178,6 @@ def _child_c(req: dict[str, Any]) -> None:
             with contextlib.suppress(BaseException):
                 stream.flush()
         os._exit(code)
-
-
-def _child_a(req: dict[str, Any], spec: JailSpec) -> None:
-    """Sets up the jail, forks pid 1 of the new pid namespace, relays its exit. Never returns."""
-    try:
-        lx.prctl(lx.PR_SET_PDEATHSIG, signal.SIGKILL)
-        enter_namespaces(spec)
-        c = os.fork()
-        if c == 0:
-            _child_c(req)
-        os.write(_CTL_FD, c.to_bytes(4, "little"))
-        os.close(_CTL_FD)
-        os.close(_CHANNEL_FD)
-        os.close(_KEY_FD)
-        _, status = os.waitpid(c, 0)
-        os._exit(_exit_code(status))
-    except BaseException:
-        with contextlib.suppress(BaseException):
-            os.write(2, ("warm worker: the rollout jail could not be set up:\n"
-                         + traceback.format_exc()).encode())
-    os._exit(SETUP_FAILED)
 
 
 def _spec_of(req: dict[str, Any], new_root: str) -> JailSpec:
@@ -226,7 +209,7 @@ def _read_capped(fd: int, cap: int, marker: str) -> tuple[str, int]:
 
 
 def _sweep_uid(uid: int, timeout: float = 5.0) -> None:
-    """Kill every process of ``uid`` (only needed when A had to be killed before C was known)."""
+    """Kill every process of ``uid`` (only when a killed rollout was not reaped in time)."""
     from reliabench.sandbox import _procs_of_uid
 
     end = time.monotonic() + timeout
@@ -261,13 +244,13 @@ class _Server:
             os.close(key_w)
             key_w = -1
             spec = _spec_of(req, self.new_root)
-            pid = os.fork()
+            pid = lx.fork_into(NS_FLAGS)
             if pid == 0:  # pragma: no cover - runs in the child
                 try:
                     _place_fds([self.devnull, out_fd, err_fd, chan_w, key_r, ctl_w])
                 except BaseException:
                     os._exit(SETUP_FAILED)
-                _child_a(req, spec)
+                _child_c(req, spec)
             for fd in (chan_w, key_r, ctl_w):
                 os.close(fd)
             chan_w = key_r = ctl_w = -1
@@ -289,27 +272,19 @@ class _Server:
         poller.register(ctl_r, select.POLLIN)
         chunks: list[bytes] = []
         got = 0
-        inner: int | None = None
         reason: str | None = None
         deadline = start + wall
         exited = False
         status = 0
         jailed: float | None = None
 
-        killed_a = False
+        swept = False
 
-        def kill(both: bool = False) -> None:
-            # Killing C (pid 1 of the rollout) ends its namespace; A reaps C only once every
-            # process of the namespace is gone, then exits. A is killed only when C is not
-            # known yet (or A does not exit): C then dies by its PR_SET_PDEATHSIG.
-            nonlocal killed_a
-            if inner is not None:
-                with contextlib.suppress(ProcessLookupError):
-                    os.kill(inner, signal.SIGKILL)
-            if inner is None or both:
-                killed_a = True
-                with contextlib.suppress(ProcessLookupError):
-                    os.kill(pid, signal.SIGKILL)
+        def kill() -> None:
+            # C is pid 1 of the rollout: killing it ends its namespace, and C is reaped only
+            # once every process of the namespace is gone
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
 
         try:
             while True:
@@ -317,8 +292,10 @@ class _Server:
                 if reason is None and now >= deadline:
                     reason = "wall time limit"
                     kill()
-                elif reason is not None and now >= deadline + _KILL_GRACE_S and not killed_a:
-                    kill(both=True)
+                elif reason is not None and now >= deadline + _KILL_GRACE_S and not swept:
+                    swept = True  # still not reaped: a second line of defence
+                    kill()
+                    _sweep_uid(uid)
                 if reason is None and max(os.fstat(out_fd).st_size,
                                           os.fstat(err_fd).st_size) > max_out:
                     reason = "output limit"
@@ -336,8 +313,7 @@ class _Server:
                             got += len(data)
                     elif fd == ctl_r:
                         data = os.read(ctl_r, 4)
-                        if len(data) == 4:
-                            inner = int.from_bytes(data, "little")
+                        if len(data) == 4:  # C says its jail is ready
                             jailed = time.monotonic()
                         poller.unregister(ctl_r)
                     elif fd == pidfd and not exited:
@@ -359,12 +335,10 @@ class _Server:
                     got += len(data)
         finally:
             if not exited:
-                kill(both=True)
+                kill()
                 with contextlib.suppress(ChildProcessError):
                     os.waitpid(pid, 0)
             os.close(pidfd)
-            if killed_a:
-                _sweep_uid(int(uid))
         ended = time.monotonic()
         code = _exit_code(status)
         returncode = code if code < 128 else -(code - 128)
