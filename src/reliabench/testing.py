@@ -205,11 +205,11 @@ def find_tamper_files(workspace: Path, *, starter: Path | None = None) -> tuple[
 
 
 @contextlib.contextmanager
-def _staged(tests_dir: Path, slot: int) -> Iterator[Path]:
+def _staged(tests_dir: Path, slot: int, parent: Path | None = None) -> Iterator[Path]:
     """Copy the hidden tests and the plugin to a private directory; remove it afterwards."""
     if not tests_dir.is_dir():
         raise SandboxError(f"hidden tests directory not found: {tests_dir}")
-    staging = Path(tempfile.mkdtemp(prefix="rb-hidden-"))
+    staging = Path(tempfile.mkdtemp(prefix="rb-hidden-", dir=parent))
     try:
         shutil.copytree(
             tests_dir,

@@ -43,6 +43,10 @@ class WarmTests:
         self._staged: dict[tuple[str, int], tuple[tuple[tuple[str, int, int], ...], Path,
                                                   contextlib.ExitStack]] = {}
         self._lock = threading.Lock()
+        # root-owned (0711): a sweep of the slot uid's files in /tmp (the namespaces backend's,
+        # after an agent phase) does not see the staged copies kept for the whole run
+        self._stage_root = Path(tempfile.mkdtemp(prefix="rb-warm-stage-"))
+        os.chmod(self._stage_root, 0o711)
 
     def __enter__(self) -> WarmTests:
         return self
@@ -57,6 +61,7 @@ class WarmTests:
             self._staged.clear()
         for _, _, stack in staged:
             stack.close()
+        shutil.rmtree(self._stage_root, ignore_errors=True)
         if self._own:
             self.workers.close()
 
@@ -78,7 +83,7 @@ class WarmTests:
             if hit is not None and hit[0] == stamp and hit[1].is_dir():
                 return hit[1]
             stack = contextlib.ExitStack()
-            staging = stack.enter_context(_staged(Path(real), slot))
+            staging = stack.enter_context(_staged(Path(real), slot, self._stage_root))
             self._staged[key] = (stamp, staging, stack)
         if hit is not None:
             hit[2].close()
