@@ -298,12 +298,12 @@ def run_reliabench(suite_root: Path, samples: list[tuple[str, str]], mapping: di
         suite = load_suite(suite_root)
         tasks = sorted({mapping[t][0] for t, _ in samples})
         phases = Phases()
-        servers: list[int] = []
         orig_close = client.WarmWorkers.close
 
         def close(self: Any) -> None:
-            servers.extend(p for s in range(workers) if (p := self.server_pid(s)) is not None)
-            memory.extend(memory_of(servers))
+            # the run's servers, measured as the run ends (the availability probe's is skipped)
+            pids = [p for s in range(workers) if (p := self.server_pid(s)) is not None]
+            memory.extend(m for m in memory_of(pids) if m[1] > 0 and len(pids) == workers)
             orig_close(self)
 
         memory: list[tuple[int, int, int]] = []
