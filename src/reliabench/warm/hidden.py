@@ -8,6 +8,7 @@ tests differs (a jailed fork of a warm server instead of a new sandboxed interpr
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import logging
 import os
@@ -31,14 +32,14 @@ class WarmTests:
     """Runs hidden tests on warm workers (one server per slot); close() stops the servers.
 
     Args:
-        workers: The servers to use (default: a new :class:`WarmWorkers`, owned and closed
-            by this object).
+        workers: The servers to use (default: a new :class:`WarmWorkers`).
+        own: Close ``workers`` in :meth:`close` (default: only when they were made here).
     """
 
     path: str = "warm"
 
-    def __init__(self, workers: WarmWorkers | None = None) -> None:
-        self._own = workers is None
+    def __init__(self, workers: WarmWorkers | None = None, *, own: bool | None = None) -> None:
+        self._own = workers is None if own is None else own
         self.workers = workers or WarmWorkers()
         self._staged: dict[tuple[str, int], tuple[tuple[tuple[str, int, int], ...], Path,
                                                   contextlib.ExitStack]] = {}
@@ -120,8 +121,29 @@ class WarmTests:
         return _RawRun(raw.result, _parse_channel(raw.channel, key, expected))
 
 
+_spare: list[WarmWorkers] = []
+_spare_lock = threading.Lock()
+
+
+def _close_spare() -> None:
+    while (spare := _take_spare()) is not None:
+        spare.close()
+
+
+atexit.register(_close_spare)
+
+
+def _take_spare() -> WarmWorkers | None:
+    """The probe's servers (slot 0 already warm), once; None after that."""
+    with _spare_lock:
+        return _spare.pop() if _spare else None
+
+
 def probe_round_trip() -> str | None:
-    """Run one trivial plain test on a warm worker; return why it failed, or None."""
+    """Run one trivial plain test on a warm worker; return why it failed, or None.
+
+    The probe's server (slot 0) is kept for the first run that opens test workers.
+    """
     base = Path(tempfile.mkdtemp(prefix="rb-warm-probe-"))
     try:
         os.chmod(base, 0o711)
@@ -130,9 +152,15 @@ def probe_round_trip() -> str | None:
         ws.mkdir()
         tests.mkdir()
         (tests / "test_probe.py").write_text("def test_probe():\n    assert True\n", encoding="utf-8")
-        with WarmTests() as warm:
+        workers = WarmWorkers()
+        with WarmTests(workers, own=False) as warm:
             raw = warm.run_tests(ws, tests, limits=Limits(wall_s=30.0), slot=0, extra=[],
                                  expected={"test_probe.py::test_probe"}, test_runner="plain")
+        if raw.channel.tests.get("test_probe.py::test_probe", ("", False))[0] == "passed":
+            with _spare_lock:
+                _spare.append(workers)
+        else:
+            workers.close()
         if raw.channel.tests.get("test_probe.py::test_probe", ("", False))[0] != "passed":
             detail = (raw.result.stderr or raw.result.stdout).strip().splitlines()[-3:]
             return f"warm test worker probe failed: {' | '.join(detail) or raw.result.returncode}"
@@ -164,7 +192,7 @@ def open_test_workers(choice: str) -> WarmTests | None:
         return None
     why = warm_unavailable_reason()
     if why is None:
-        return WarmTests()
+        return WarmTests(_take_spare(), own=True)
     if choice == "warm":
         raise SandboxError(f"warm test workers are not available here: {why}")
     logger.info("warm test workers unavailable, using fresh sandboxed processes: %s", why)
