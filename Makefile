@@ -10,7 +10,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 PIP    := $(BIN)/python -m pip --disable-pip-version-check -q
 
-.PHONY: demo test install install-test lint typecheck bench clean sandbox-deps
+.PHONY: demo test install install-test lint typecheck bench clean sandbox-deps browser-deps
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -40,10 +40,22 @@ sandbox-deps:
 	  fi; \
 	fi
 
+# The report's browser tests need Debian's Chromium (Playwright drives /usr/bin/chromium; no browser
+# is downloaded). Without it they skip locally and fail in CI (CI=1).
+browser-deps:
+	@if [ ! -x /usr/bin/chromium ]; then \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null) \
+	      || echo "could not install chromium: the report's browser tests will skip"; \
+	  else \
+	    echo "note: chromium is not installed: the report's browser tests skip (sudo apt-get install chromium)"; \
+	  fi; \
+	fi
+
 demo: $(VENV)/.installed sandbox-deps
 	$(BIN)/reliabench demo
 
-test: $(VENV)/.installed-test sandbox-deps
+test: $(VENV)/.installed-test sandbox-deps browser-deps
 	$(BIN)/python -m pytest
 	$(BIN)/ruff check src tests benchmarks
 	$(BIN)/mypy

@@ -22,7 +22,7 @@ import tempfile
 import threading
 import time
 import traceback
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -518,6 +518,7 @@ def run_suite(
     progress: Callable[[ProgressEvent], None] | None = None,
     stop: threading.Event | None = None,
     agents_file: str | Path | None = None,
+    provenance: Mapping[str, Any] | None = None,
 ) -> RunSummary:
     """Run every missing rollout of ``suite`` x ``agents`` x ``settings.n`` into ``out_dir``.
 
@@ -534,6 +535,8 @@ def run_suite(
         stop: Set it to stop after the rollouts in flight (they are recorded).
         agents_file: The agents file ``agents`` came from; the Ray executor needs it (its
             workers load the agents on their own nodes).
+        provenance: Kept with the run for reports, not part of its identity (e.g. the command
+            line and the agents' configuration, secrets masked by the caller).
 
     Returns:
         A ``RunSummary``.
@@ -560,6 +563,7 @@ def run_suite(
     config["suite_path"] = str(suite.root.resolve())  # where `reliabench scan` finds the starters
     if settings.security_policy:
         config["security_policy"] = settings.security_policy
+    config.update({k: v for k, v in (provenance or {}).items() if k not in config})
     t0 = time.perf_counter()
     store, resumed = RunStore.create_or_resume(
         out_dir, config={**config, "n": settings.n}, config_hash=config_hash,

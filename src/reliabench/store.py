@@ -26,7 +26,7 @@ from typing import Any
 from reliabench.errors import RunMismatchError, StoreError, UsageError
 from reliabench.records import Finding, Rollout, ScanError, rollout_from_dict, rollout_to_dict
 
-__all__ = ["STORE_SCHEMA_VERSION", "RunStore", "read_records"]
+__all__ = ["STORE_SCHEMA_VERSION", "RunStore", "artifact_path", "read_records"]
 
 STORE_SCHEMA_VERSION = 1
 
@@ -60,6 +60,10 @@ CREATE TABLE IF NOT EXISTS findings (
 );
 CREATE INDEX IF NOT EXISTS findings_by_rollout ON findings (task_id, agent, rollout);
 """
+
+
+# kept in the run's configuration for reports, never part of its identity
+_PROVENANCE_KEYS = frozenset({"command_line", "agents_config"})
 
 
 class RunStore:
@@ -136,7 +140,8 @@ class RunStore:
         if row is not None:
             if row[0] != config_hash:
                 old = json.loads(row[1])
-                changed = sorted(k for k in set(old) | set(config) if old.get(k) != config.get(k))
+                changed = sorted(k for k in set(old) | set(config)
+                                 if old.get(k) != config.get(k) and k not in _PROVENANCE_KEYS)
                 conn.close()
                 raise RunMismatchError(
                     f"{path}: holds a run with a different configuration (changed: "
@@ -252,10 +257,15 @@ class RunStore:
 
     def artifact_dir(self, task_id: str, agent: str, rollout: int) -> Path:
         """``RUN/artifacts/<task>/<agent>/<rollout>/`` (names made safe for a path)."""
-        def safe(s: str) -> str:
-            return "".join(ch if ch.isalnum() or ch in "-_.@+" else "_" for ch in s) or "_"
+        return artifact_path(self.root, task_id, agent, rollout)
 
-        return self.root / "artifacts" / safe(task_id) / safe(agent) / str(rollout)
+
+def artifact_path(run_dir: str | Path, task_id: str, agent: str, rollout: int) -> Path:
+    """``RUN/artifacts/<task>/<agent>/<rollout>/`` of a run directory (names made safe for a path)."""
+    def safe(s: str) -> str:
+        return "".join(ch if ch.isalnum() or ch in "-_.@+" else "_" for ch in s) or "_"
+
+    return Path(run_dir) / "artifacts" / safe(task_id) / safe(agent) / str(rollout)
 
 
 def read_records(run_dir: str | Path) -> list[Rollout]:

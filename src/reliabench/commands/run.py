@@ -18,7 +18,7 @@ from rich.progress import (
 )
 
 from reliabench.agents.config import load_agents
-from reliabench.commands._common import console, security_config_option, test_workers_option
+from reliabench.commands._common import console, invocation, security_config_option, test_workers_option
 from reliabench.runner import ProgressEvent, RunSettings, RunSummary, run_suite
 from reliabench.tasks.suite import resolve_suite
 
@@ -49,8 +49,10 @@ def execute_run(suite_spec: str, agents_file: Path, n: int, out: Path, *, worker
                   f"{len(agents)} agent(s) x n={n} -> {out}")
         if simulated:
             err.print(f"[yellow]SIMULATED agents (not real models): {', '.join(simulated)}[/]")
+    prov = _provenance(agents_file)
     if quiet:
-        return run_suite(suite, agents, out, settings, tasks=tasks or None, agents_file=agents_file)
+        return run_suite(suite, agents, out, settings, tasks=tasks or None, agents_file=agents_file,
+                         provenance=prov)
     if err.is_terminal:
         with Progress(TextColumn("[bold]rollouts"), BarColumn(), MofNCompleteColumn(),
                       TextColumn("passed {task.fields[passed]}"), TimeElapsedColumn(),
@@ -61,7 +63,7 @@ def execute_run(suite_spec: str, agents_file: Path, n: int, out: Path, *, worker
                 bar.update(handle, completed=ev.done, total=ev.total, passed=ev.passed)
 
             summary = run_suite(suite, agents, out, settings, tasks=tasks or None, progress=show,
-                                agents_file=agents_file)
+                                agents_file=agents_file, provenance=prov)
     else:
         step = max(1, (len(tasks) or len(suite.tasks)) * len(agents) * n // 20)
 
@@ -70,7 +72,7 @@ def execute_run(suite_spec: str, agents_file: Path, n: int, out: Path, *, worker
                 print(f"rollouts {ev.done}/{ev.total} passed {ev.passed}", file=sys.stderr, flush=True)
 
         summary = run_suite(suite, agents, out, settings, tasks=tasks or None, progress=plain,
-                            agents_file=agents_file)
+                            agents_file=agents_file, provenance=prov)
     verb = "resumed" if summary.resumed else "ran"
     err.print(f"{verb}: {summary.executed} rollout(s) executed, {summary.skipped} already recorded, "
               f"{summary.infra_errors} infra error(s); isolation: {summary.isolation}"
@@ -79,6 +81,15 @@ def execute_run(suite_spec: str, agents_file: Path, n: int, out: Path, *, worker
     if summary.isolation == "none":
         err.print("[bold red]WARNING: no sandbox isolation: agent code ran with rlimits only[/]")
     return summary
+
+
+def _provenance(agents_file: Path) -> dict[str, object]:
+    """The command line and the agents' configuration, secrets masked, to keep with the run."""
+    from reliabench.report.provenance import mask_argv, mask_secrets
+    from reliabench.tomlfile import read_toml
+
+    return {"command_line": mask_argv(invocation()),
+            "agents_config": mask_secrets(dict(read_toml(agents_file, "an agents file")))}
 
 
 def _policy(path: Path | None) -> dict[str, object] | None:
