@@ -24,7 +24,7 @@ from __future__ import annotations
 import os
 import resource
 import stat
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from reliabench.warm import _linux as lx
@@ -162,14 +162,12 @@ def mount_proc() -> None:
     lx.mount("proc", "/proc", "proc", lx.MS_NOSUID | lx.MS_NODEV | lx.MS_NOEXEC)
 
 
-def drop_privileges(uid: int, limits: RlimitSpec, env: Mapping[str, str], cwd: str,
-                    keep_fds: Sequence[int] = ()) -> None:
+def drop_privileges(uid: int, limits: RlimitSpec, env: Mapping[str, str], cwd: str) -> None:
     """Become the rollout's test runner: rlimits, no capabilities, the slot uid, no_new_privs.
 
     Raises:
         OSError: A step failed (the caller must then exit without running anything).
     """
-    del keep_fds
     os.setsid()
     pairs = (
         (resource.RLIMIT_CPU, (limits.cpu_s, limits.cpu_s + 1)),

@@ -13,7 +13,7 @@ for it): a test function with parameters (fixtures), a decorator other than
 Examples:
     >>> import pathlib, tempfile
     >>> d = pathlib.Path(tempfile.mkdtemp())
-    >>> _ = (d / "test_a.py").write_text("def test_x():\\n    assert 1\\n")
+    >>> _ = (d / "test_a.py").write_text("def test_x():\n    assert 1\n")
     >>> [(t.name, t.security) for t in collect_plain_tests(d)]
     [('test_a.py::test_x', False)]
 """

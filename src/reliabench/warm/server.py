@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import fcntl
 import os
 import select
 import signal
@@ -122,8 +123,6 @@ def _place_fds(fds: list[int]) -> None:
 
 def fcntl_dup_at_least(fd: int, minimum: int) -> int:
     """``fcntl(F_DUPFD)``: a duplicate numbered at least ``minimum``."""
-    import fcntl
-
     return fcntl.fcntl(fd, fcntl.F_DUPFD, minimum)
 
 
