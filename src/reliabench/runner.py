@@ -12,6 +12,7 @@ arguments does only the missing rollouts.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import importlib.metadata
 import os
@@ -570,7 +571,7 @@ def run_suite(
         suite={"name": suite.name, "version": suite.version, "hash": suite.content_hash},
         packages=_package_versions(), isolation=backend.name,
     )
-    with store:
+    with store, contextlib.ExitStack() as cleanup:
         done = store.done_keys()
         jobs = [
             _Job(task, agent, r, derive_seed(settings.seed, task.id, agent.name, r))
@@ -584,55 +585,50 @@ def run_suite(
         test_path = ""
         if jobs:
             needed = sorted({j.task.id for j in jobs})
-            warm = open_test_workers(settings.test_workers)
+            warm = open_test_workers(settings.test_workers)  # None: fresh sandboxed processes
+            if warm is not None:
+                cleanup.callback(warm.close)
             test_path = "fresh" if warm is None else "warm"
-            try:
-                expected = _collect_expected(suite, backend, settings.workers,
-                                             [suite.task(t) for t in needed], warm)
+            expected = _collect_expected(suite, backend, settings.workers,
+                                         [suite.task(t) for t in needed], warm)
 
-                def record(outcome: _Outcome) -> None:
-                    nonlocal executed, passed, infra
-                    rollout, art = outcome
-                    # artifacts first, then the one-transaction commit: a recorded rollout always
-                    # has its artifacts; artifacts without a record are replaced when it reruns
-                    if art is not _WRITTEN:
+            def record(outcome: _Outcome) -> None:
+                nonlocal executed, passed, infra
+                rollout, art = outcome
+                # artifacts first, then the one-transaction commit: a recorded rollout always
+                # has its artifacts; artifacts without a record are replaced when it reruns
+                if art is not _WRITTEN:  # (the local executor's workers write them themselves)
+                    write_artifacts(store.artifact_dir(rollout.task_id, rollout.agent, rollout.rollout), art)
+                store.add(rollout)
+                executed += 1
+                passed += rollout.passes
+                infra += rollout.status == "infra_error"
+                if progress is not None:
+                    progress(ProgressEvent(skipped + executed, planned, passed, rollout))
+
+            if settings.executor == "ray":
+                if agents_file is None:
+                    raise InvalidArgumentError("executor='ray' needs agents_file (workers load the agents)")
+                if warm is not None:
+                    warm.close()  # each Ray actor opens its own
+                spec = _WorkerSpec(str(suite.root.resolve()), suite.content_hash,
+                                   str(Path(agents_file).resolve()), settings, expected)
+                _run_ray(jobs, settings, spec, record, stop)
+            else:
+                scratch = Path(tempfile.mkdtemp(prefix="reliabench-run-"))
+                os.chmod(scratch, 0o711)
+                try:
+                    executor = _Executor(settings, backend, scanners, expected, scratch, warm)
+
+                    def finish(outcome: _Outcome) -> _Outcome:
+                        rollout, art = outcome  # in the worker thread: not on the single writer
                         write_artifacts(store.artifact_dir(rollout.task_id, rollout.agent, rollout.rollout),
                                         art)
-                    store.add(rollout)
-                    executed += 1
-                    passed += rollout.passes
-                    infra += rollout.status == "infra_error"
-                    if progress is not None:
-                        progress(ProgressEvent(skipped + executed, planned, passed, rollout))
+                        return rollout, _WRITTEN
 
-                if settings.executor == "ray":
-                    if agents_file is None:
-                        raise InvalidArgumentError(
-                            "executor='ray' needs agents_file (workers load the agents)")
-                    if warm is not None:
-                        warm.close()  # each Ray actor opens its own
-                        warm = None
-                    spec = _WorkerSpec(str(suite.root.resolve()), suite.content_hash,
-                                       str(Path(agents_file).resolve()), settings, expected)
-                    _run_ray(jobs, settings, spec, record, stop)
-                else:
-                    scratch = Path(tempfile.mkdtemp(prefix="reliabench-run-"))
-                    os.chmod(scratch, 0o711)
-                    try:
-                        executor = _Executor(settings, backend, scanners, expected, scratch, warm)
-
-                        def finish(outcome: _Outcome) -> _Outcome:
-                            rollout, art = outcome  # in the worker thread: no single-writer queue
-                            write_artifacts(store.artifact_dir(rollout.task_id, rollout.agent,
-                                                               rollout.rollout), art)
-                            return rollout, _WRITTEN
-
-                        _run_local(jobs, settings.workers, executor, record, stop, finish)
-                    finally:
-                        shutil.rmtree(scratch, ignore_errors=True)
-            finally:
-                if warm is not None:
-                    warm.close()
+                    _run_local(jobs, settings.workers, executor, record, stop, finish)
+                finally:
+                    shutil.rmtree(scratch, ignore_errors=True)
     return RunSummary(Path(out_dir), resumed, planned, skipped, executed, passed, infra, backend.name,
                       time.perf_counter() - t0, test_path)
 

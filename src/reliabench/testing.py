@@ -376,7 +376,12 @@ def _run_pytest(
     python: str,
     extra: Sequence[str],
     expected: set[str] | None,
+    worker: WarmTests | None = None,
+    test_runner: str = "pytest",
 ) -> _RawRun:
+    if worker is not None:  # a warm test worker instead of a fresh sandboxed process
+        return worker.run_tests(workspace, tests_dir, limits=limits, slot=slot, extra=extra,
+                                expected=expected, test_runner=test_runner)
     workspace = Path(os.path.realpath(workspace))
     if not workspace.is_dir():
         raise SandboxError(f"workspace is not a directory: {workspace}")
@@ -466,20 +471,17 @@ def collect_hidden_tests(
         SuiteError: Some test modules cannot be collected, or no test was found.
         SandboxError: The harness could not run pytest at all.
     """
-    if worker is not None:
-        raw = worker.run_tests(workspace, tests_dir, limits=limits or Limits(), slot=slot,
-                               extra=["--collect-only"], expected=None)
-    else:
-        raw = _run_pytest(
-            workspace,
-            tests_dir,
-            backend=backend or get_backend("auto"),
-            limits=limits or Limits(),
-            slot=slot,
-            python=python or sys.executable,
-            extra=["--collect-only"],
-            expected=None,
-        )
+    raw = _run_pytest(
+        workspace,
+        tests_dir,
+        backend=backend or get_backend("auto"),
+        limits=limits or Limits(),
+        slot=slot,
+        python=python or sys.executable,
+        extra=["--collect-only"],
+        expected=None,
+        worker=worker,
+    )
     ch = raw.channel
     if not ch.started or ch.collected is None:
         raise SandboxError(
@@ -535,6 +537,7 @@ def run_hidden_tests(
     Raises:
         SandboxError: The sandbox itself could not be set up.
     """
+    backend = backend or get_backend("auto")
     started = time.monotonic()
     tamper = find_tamper_files(Path(workspace), starter=starter)
     exp_list: list[tuple[str, bool | None]] | None = None
@@ -544,20 +547,18 @@ def run_hidden_tests(
             for e in expected
         ]
     exp_names = None if exp_list is None else {name for name, _ in exp_list}
-    if worker is not None:
-        raw = worker.run_tests(workspace, tests_dir, limits=limits or Limits(), slot=slot,
-                               extra=[], expected=exp_names, test_runner=test_runner)
-    else:
-        raw = _run_pytest(
-            workspace,
-            tests_dir,
-            backend=backend or get_backend("auto"),
-            limits=limits or Limits(),
-            slot=slot,
-            python=python or sys.executable,
-            extra=[],
-            expected=exp_names,
-        )
+    raw = _run_pytest(
+        workspace,
+        tests_dir,
+        backend=backend,
+        limits=limits or Limits(),
+        slot=slot,
+        python=python or sys.executable,
+        extra=[],
+        expected=exp_names,
+        worker=worker,
+        test_runner=test_runner,
+    )
     result, ch = raw.result, raw.channel
     reasons: list[str] = []
     if exp_list is None:
