@@ -151,7 +151,11 @@ def probe_round_trip() -> str | None:
         tests = base / "tests"
         ws.mkdir()
         tests.mkdir()
-        (tests / "test_probe.py").write_text("def test_probe():\n    assert True\n", encoding="utf-8")
+        # importing standard modules the server has not imported checks that the slot uid can
+        # read the interpreter's files inside the jail (a prefix under a 0700 directory cannot)
+        (tests / "test_probe.py").write_text(
+            "def test_probe():\n    import colorsys, wave\n    assert colorsys and wave\n",
+            encoding="utf-8")
         workers = WarmWorkers()
         with WarmTests(workers, own=False) as warm:
             raw = warm.run_tests(ws, tests, limits=Limits(wall_s=30.0), slot=0, extra=[],
