@@ -1,6 +1,8 @@
 # reliabench: two commands on a fresh clone.
 #   make demo   install into .venv and run the main job
 #   make test   install the test dependencies into .venv and run pytest, ruff and mypy
+#   make agents install the real agent CLIs of examples/agents/ into .venv-agents/ (their
+#               end-to-end tests skip without them, except in CI where they must run)
 #
 # The venv is made from /usr/bin/python3 when it exists: the sandbox runs hidden tests as an
 # unprivileged uid, which cannot execute an interpreter under a private (0700) home directory.
@@ -13,7 +15,7 @@ PIP    := $(BIN)/python -m pip --disable-pip-version-check -q
 # step lets pip backtrack Semgrep to an old release that skips files under tests/)
 TEST_EXTRAS ?= test
 
-.PHONY: demo test install install-test lint typecheck bench clean sandbox-deps browser-deps
+.PHONY: demo test install install-test lint typecheck bench clean sandbox-deps browser-deps agents
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -42,6 +44,10 @@ sandbox-deps:
 	    echo "      install it for full isolation: sudo apt-get install bubblewrap"; \
 	  fi; \
 	fi
+
+# The real agent CLIs of examples/agents/ (mini-swe-agent, aider), each in .venv-agents/NAME.
+agents:
+	scripts/install-agent-clis.sh
 
 # The report's browser tests need Debian's Chromium (Playwright drives /usr/bin/chromium; no browser
 # is downloaded). Without it they skip locally and fail in CI (CI=1).
@@ -73,4 +79,4 @@ bench: $(VENV)/.installed-test
 	$(BIN)/python benchmarks/bench_estimators.py
 
 clean:
-	rm -rf $(VENV) build dist src/*.egg-info
+	rm -rf $(VENV) .venv-agents build dist src/*.egg-info

@@ -194,10 +194,23 @@ class RunStore:
               f.path, f.line, f.message) for f in r.findings],
         )
 
-    def add(self, r: Rollout) -> None:
-        """Record one rollout with its tests and findings, atomically."""
+    def add(self, r: Rollout, *, replace_status: str | None = None) -> None:
+        """Record one rollout with its tests and findings, atomically.
+
+        Args:
+            r: The rollout.
+            replace_status: When set, a recorded rollout with the same key AND this status
+                (e.g. ``infra_error``, rerun on resume) is replaced in the same transaction.
+        """
         cost = r.cost
         with self._transaction() as conn:
+            if replace_status is not None:
+                old = conn.execute("SELECT status FROM rollouts WHERE task_id = ? AND agent = ? "
+                                   "AND rollout = ?", r.key).fetchone()
+                if old is not None and old[0] == replace_status:
+                    for table in ("rollouts", "tests", "findings"):
+                        conn.execute(f"DELETE FROM {table} WHERE task_id = ? AND agent = ? "
+                                     "AND rollout = ?", r.key)
             try:
                 conn.execute(
                     "INSERT INTO rollouts VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
@@ -231,10 +244,11 @@ class RunStore:
 
     # ------------------------------------------------------------------ reading
 
-    def done_keys(self) -> set[tuple[str, str, int]]:
-        """Keys of the recorded rollouts."""
-        return {(t, a, int(i)) for t, a, i in
-                self._conn.execute("SELECT task_id, agent, rollout FROM rollouts")}
+    def done_keys(self, *, except_status: str | None = None) -> set[tuple[str, str, int]]:
+        """Keys of the recorded rollouts (without those of status ``except_status``)."""
+        return {(t, a, int(i)) for t, a, i, st in
+                self._conn.execute("SELECT task_id, agent, rollout, status FROM rollouts")
+                if st != except_status}
 
     def rollouts(self) -> list[Rollout]:
         """Every recorded rollout, ordered by (task, agent, rollout)."""

@@ -18,6 +18,7 @@ from rich.progress import (
 )
 
 from reliabench.agents.config import load_agents
+from reliabench.agents.preflight import check_agents, preflight_error
 from reliabench.commands._common import console, invocation, security_config_option, test_workers_option
 from reliabench.runner import ProgressEvent, RunSettings, RunSummary, run_suite
 from reliabench.tasks.suite import resolve_suite
@@ -29,10 +30,21 @@ def execute_run(suite_spec: str, agents_file: Path, n: int, out: Path, *, worker
                 sandbox: str, scanners: tuple[str, ...], tasks: tuple[str, ...] = (),
                 test_timeout: float | None = None, security_config: Path | None = None,
                 executor: str = "local", ray_address: str | None = None,
-                quiet: bool = False, test_workers: str = "auto") -> RunSummary:
-    """Load suite and agents, run with a progress display, and return the summary."""
+                quiet: bool = False, preflight: bool = True,
+                test_workers: str = "auto") -> RunSummary:
+    """Load suite and agents, check them, run with a progress display, return the summary.
+
+    The checks are :mod:`reliabench.agents.preflight`'s.
+
+    Raises:
+        PreflightError: an agent's key variable is unset or its endpoint is not usable
+            (``preflight=False`` checks only the variables).
+    """
     suite = resolve_suite(suite_spec)
     agents = load_agents(agents_file)
+    problems = check_agents(agents, network=preflight)
+    if problems:
+        raise preflight_error(problems)
     settings = RunSettings(
         n=n, seed=seed, workers=workers, sandbox=sandbox, scanners=scanners,
         agents_config_hash=hashlib.sha256(agents_file.read_bytes()).hexdigest(),
@@ -126,15 +138,19 @@ def _policy(path: Path | None) -> dict[str, object] | None:
               help="Where rollouts run: threads here, or Ray actors (pip install 'reliabench[ray]').")
 @click.option("--ray-address", default=None,
               help="Address of a running Ray cluster (default: start a local one with --workers CPUs).")
+@click.option("--no-preflight", "no_preflight", is_flag=True, default=False,
+              help="Do not probe the agents' endpoints (GET /models) before the run; key variables "
+                   "are still checked.")
 @test_workers_option()
 def command(suite: str, agents_file: Path, n: int, out: Path, workers: int, seed: int, sandbox: str,
             scanners: tuple[str, ...], tasks: tuple[str, ...], test_timeout: float | None,
             security_config: Path | None, executor: str, ray_address: str | None,
-            test_workers: str) -> None:
+            no_preflight: bool, test_workers: str) -> None:
     """Run every agent of the agents file n times on each task of SUITE (a path or a bundled name)."""
     if not agents_file.is_file():
         raise click.BadParameter(f"{agents_file}: no such file", param_hint="--agents")
     execute_run(suite, agents_file, n, out, workers=workers, seed=seed, sandbox=sandbox,
                 scanners=scanners, tasks=tasks, test_timeout=test_timeout, security_config=security_config,
-                executor=executor, ray_address=ray_address, test_workers=test_workers)
+                executor=executor, ray_address=ray_address, preflight=not no_preflight,
+                test_workers=test_workers)
     click.echo(f"run directory: {out}  (score it with: reliabench score {out})")
