@@ -207,7 +207,7 @@ def test_kill_9_then_resume_loses_and_duplicates_nothing(setup: tuple[Path, Path
         while count() <= before and proc.poll() is None and time.monotonic() < deadline:
             time.sleep(0.05)  # wait until this process has recorded something: then kill mid-run
         time.sleep(extra_delay)
-        with contextlib.suppress(ProcessLookupError):  # a run that already finished
+        with contextlib.suppress(ProcessLookupError):  # the whole run may have finished already
             os.killpg(proc.pid, signal.SIGKILL)
         proc.wait()
         recorded.append(count())

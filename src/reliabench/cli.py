@@ -30,6 +30,7 @@ COMMANDS: dict[str, str] = {
     "plan": "plan",
     "compare": "compare",
     "proxy": "proxy",
+    "rank": "rank",
     "import": "import_",
     "report": "report",
     "view": "view",

@@ -4,15 +4,14 @@ from __future__ import annotations
 
 import json
 from dataclasses import asdict
-from pathlib import Path
 
 import click
 from rich.console import Console
 from rich.table import Table
 
-from reliabench.commands._common import console
+from reliabench.commands._common import console, source_options
 from reliabench.errors import InvalidArgumentError
-from reliabench.importers import FORMATS, load_foreign
+from reliabench.importers import load_source
 from reliabench.planning import (
     AgentModel,
     Plan,
@@ -95,10 +94,9 @@ def _render(plan: Plan, console: Console) -> None:
 
 
 @click.command("plan")
-@click.option("--pilot", type=click.Path(exists=True, path_type=Path), default=None,
+@click.option("--pilot", default=None, metavar="SOURCE",
               help="Pilot records (any importable format) to estimate the rate model from.")
-@click.option("--input-format", default="auto", show_default=True,
-              type=click.Choice(["auto", *FORMATS]), help="Format of the pilot data.")
+@source_options()
 @click.option("--rate", "rates", multiple=True,
               help="Assumed mean per-task success rate: 0.3, or AGENT=0.3 (repeat for two agents).")
 @click.option("--spread", "spreads", multiple=True,
@@ -121,8 +119,8 @@ def _render(plan: Plan, console: Console) -> None:
 @click.option("--rollouts", default=None, help="Candidate rollouts per task, e.g. 1,2,5,10.")
 @click.option("--format", "output", default="table", show_default=True,
               type=click.Choice(["table", "json"]))
-def command(pilot: Path | None, input_format: str, rates: tuple[str, ...], spreads: tuple[str, ...],
-            icc: float, k: int, half_width: float | None, confidence: float,
+def command(pilot: str | None, input_format: str, leaderboard: str | None, rates: tuple[str, ...],
+            spreads: tuple[str, ...], icc: float, k: int, half_width: float | None, confidence: float,
             difference: float | None, power: float, alpha: float, correlation: float | None,
             agent_a: str | None, agent_b: str | None, max_tasks: int | None, rollouts: str | None,
             output: str) -> None:
@@ -130,7 +128,7 @@ def command(pilot: Path | None, input_format: str, rates: tuple[str, ...], sprea
     if (pilot is None) == (not rates):
         raise InvalidArgumentError("give either --pilot RECORDS or --rate (not both)")
     if pilot is not None:
-        records = load_foreign(pilot, format=input_format).records
+        records = load_source(pilot, input_format, leaderboard=leaderboard).records
         models = list(fit_pilot(records))
     else:
         records = ()

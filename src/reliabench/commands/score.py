@@ -12,12 +12,13 @@ from reliabench.commands._common import (
     emit,
     format_option,
     k_option,
-    load_records,
     resolve_security,
     security_config_option,
+    source_options,
     threshold_option,
 )
 from reliabench.errors import InvalidArgumentError
+from reliabench.importers import load_source
 from reliabench.report import render_score
 from reliabench.security import SecurityThreshold
 
@@ -25,7 +26,8 @@ __all__ = ["command"]
 
 
 @click.command("score")
-@click.argument("source", metavar="ROLLOUTS")
+@click.argument("source", metavar="SOURCE")
+@source_options()
 @k_option()
 @format_option()
 @threshold_option()
@@ -37,15 +39,16 @@ __all__ = ["command"]
 @click.option("--html", "html_path", type=click.Path(path_type=Path, dir_okay=False), default=None,
               help="Also write the HTML report of `reliabench report` (figures, heatmap, explorer).")
 @click.pass_context
-def command(ctx: click.Context, source: str, ks: str, fmt: str, threshold: SecurityThreshold,
-            security_config: Path | None, confidence: float, resamples: int, seed: int,
-            html_path: Path | None) -> None:
-    """Score ROLLOUTS (a JSONL file of rollout records, - for stdin, or a run directory)."""
+def command(ctx: click.Context, source: str, input_format: str, leaderboard: str | None, ks: str, fmt: str,
+            threshold: SecurityThreshold, security_config: Path | None, confidence: float,
+            resamples: int, seed: int, html_path: Path | None) -> None:
+    """Score SOURCE: rollout JSONL (- for stdin), a run directory, or any importable format."""
     try:
         k_values = parse_ks(ks)
     except InvalidArgumentError as exc:
         raise click.BadParameter(str(exc), param_hint="-k") from None
-    records = load_records(source)
+    loaded = load_source(source, input_format, leaderboard=leaderboard)
+    records = list(loaded.records)
     threshold, finding_filter = resolve_security(ctx, threshold, security_config, source)
     report = score(records, k_values, threshold=threshold, finding_filter=finding_filter,
                    confidence=confidence, n_resamples=resamples, seed=seed)
