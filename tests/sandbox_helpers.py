@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import atexit
 import os
 import sys
 import warnings
@@ -16,9 +17,32 @@ from reliabench.errors import SandboxError
 from reliabench.sandbox import SandboxBackend, get_backend, slot_uid
 from reliabench.testing import HiddenTestRun, run_hidden_tests
 
+_WARM: dict[str, Any] = {}
+
+
+def warm_or_skip(kind: str = "tests") -> Any:
+    """The process-wide warm test workers (``tests``) or warm backend (``backend``), or skip."""
+    from reliabench.warm import warm_unavailable_reason
+
+    why = warm_unavailable_reason()
+    if why is not None:
+        pytest.skip(f"warm test workers unavailable here: {why}")
+    if not _WARM:
+        from reliabench.warm import WarmTests, WarmWorkers
+        from reliabench.warm.backend import WarmBackend
+
+        workers = WarmWorkers()
+        atexit.register(workers.close)
+        _WARM["tests"] = WarmTests(workers)
+        _WARM["backend"] = WarmBackend(workers)
+    return _WARM[kind]
+
 
 def backend_or_skip(name: str) -> SandboxBackend:
-    """The named backend, or skip the test when it does not work on this host."""
+    """The named backend (``warm`` included), or skip the test when it does not work here."""
+    if name == "warm":
+        backend: SandboxBackend = warm_or_skip("backend")
+        return backend
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)
@@ -54,18 +78,23 @@ class HiddenTestPath:
     name: str
     backend: SandboxBackend
     python: str
+    worker: Any = None
 
     def run(self, workspace: Path, tests_dir: Path, **kw: Any) -> HiddenTestRun:
         """Run the hidden tests of ``tests_dir`` on ``workspace`` this way."""
-        return run_hidden_tests(workspace, tests_dir, backend=self.backend, python=self.python, **kw)
+        return run_hidden_tests(workspace, tests_dir, backend=self.backend, python=self.python,
+                                worker=self.worker, **kw)
 
 
-HIDDEN_TEST_PATHS: tuple[str, ...] = ("bubblewrap", "namespaces", "none")
-"""The ids of the paths; ``hidden_test_path_or_skip`` builds one."""
+HIDDEN_TEST_PATHS: tuple[str, ...] = ("bubblewrap", "namespaces", "none", "warm")
+"""The ids of the paths; ``hidden_test_path_or_skip`` builds one (``warm``: warm test workers)."""
 
 
 def hidden_test_path_or_skip(name: str, slot: int) -> HiddenTestPath:
     """The named hidden-test path for ``slot``, or skip when it cannot work on this host."""
+    if name == "warm":
+        worker = warm_or_skip("tests")
+        return HiddenTestPath(name, backend_or_skip("auto"), sys.executable, worker)
     backend = backend_or_skip(name)
     return HiddenTestPath(name, backend, python_for(backend, slot))
 

@@ -117,6 +117,7 @@ class RolloutArtifacts:
         files: Agent files kept for re-scanning (relative path -> bytes).
         omitted: ``(path, reason)`` of changed files not kept (named in ``OMITTED.txt``).
         retests: Rows of hidden-test re-runs (``run --retest``), stored with the record.
+        written: A worker thread already wrote the files (what is left: the re-tests).
     """
 
     agent_log: str
@@ -125,6 +126,7 @@ class RolloutArtifacts:
     files: dict[str, bytes]
     omitted: tuple[tuple[str, str], ...] = field(default=())
     retests: tuple[Any, ...] = ()
+    written: bool = False
 
 
 def cap_text(text: str, limit: int) -> str:

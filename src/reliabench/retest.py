@@ -21,7 +21,6 @@ from __future__ import annotations
 import hashlib
 import os
 import queue
-import shutil
 import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -35,6 +34,7 @@ from reliabench.sandbox import Limits, SandboxBackend, get_backend
 from reliabench.store import RunStore
 from reliabench.tasks.suite import Task, load_suite, materialize
 from reliabench.testing import collect_hidden_tests, run_hidden_tests
+from reliabench.untrusted_files import remove_tree
 
 __all__ = [
     "NotReproducibleError",
@@ -188,7 +188,7 @@ def retest_files(task: Task, rollout: Rollout, files: Mapping[str, bytes], *, re
             out.append(RetestRun(task.id, rollout.agent, rollout.rollout, rep, hidden.status,
                                  hidden.outcomes, seed, hidden.seconds, hidden.reason))
         finally:
-            shutil.rmtree(tmp, ignore_errors=True)
+            remove_tree(tmp)
     return tuple(out)
 
 
@@ -309,7 +309,7 @@ def retest_run(run_dir: str | Path, times: int = 5, *, workers: int = 1, sandbox
                     if progress is not None:
                         progress(n_done, len(jobs))
         finally:
-            shutil.rmtree(scratch, ignore_errors=True)
+            remove_tree(scratch)
         total = len({(row["task_id"], row["agent"], row["rollout"]) for row in store.retest_rows()})
     return RetestSummary(total, executed, tuple(skipped), errors, times)
 

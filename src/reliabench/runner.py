@@ -12,6 +12,7 @@ arguments does only the missing rollouts.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import importlib.metadata
 import math
@@ -54,6 +55,8 @@ from reliabench.store import RunStore
 from reliabench.tasks.suite import Suite, Task, materialize
 from reliabench.testing import HiddenTestRun, collect_hidden_tests, run_hidden_tests
 from reliabench.untrusted_files import remove_tree
+from reliabench.warm.hidden import WarmTests, open_test_workers
+from reliabench.warm.plain_tests import collect_plain_tests
 
 __all__ = [
     "ProgressEvent",
@@ -103,6 +106,9 @@ class RunSettings:
         ray_address: Address of an existing Ray cluster (None: start a local one).
         retest: Re-run each rollout's hidden tests this many times on its unchanged files
             (``reliabench.retest``; harness noise); not part of the run's identity.
+        test_workers: ``auto`` (warm test workers where they work, else fresh sandboxed
+            processes), ``warm`` or ``fresh``; not part of the run's identity (verdicts are
+            the same), each rollout records the path in ``meta["test_path"]``.
     """
 
     n: int
@@ -117,6 +123,7 @@ class RunSettings:
     executor: str = "local"
     ray_address: str | None = None
     retest: int = 0
+    test_workers: str = "auto"
 
     def __post_init__(self) -> None:
         if self.executor not in ("local", "ray"):
@@ -155,6 +162,7 @@ class RunSummary:
     infra_errors: int
     isolation: str
     seconds: float
+    test_path: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -228,8 +236,9 @@ class _Executor:
 
     def __init__(self, settings: RunSettings, backend: SandboxBackend,
                  scanners: Sequence[Scanner], expected: dict[str, tuple[TestOutcome, ...]],
-                 scratch: Path) -> None:
+                 scratch: Path, warm: WarmTests | None = None) -> None:
         self.settings = settings
+        self.warm = warm
         self.backend = backend
         self.scanners = scanners
         self.expected = expected
@@ -339,10 +348,13 @@ class _Executor:
                 wall = min(wall, self.settings.test_timeout_s)
             limits = replace(self.settings.limits, wall_s=wall, cpu_s=wall)
             stage = "running the hidden tests"
+            meta["test_path"] = "fresh" if self.warm is None else "warm"
+            meta["test_runner"] = job.task.test_runner if self.warm is not None else "pytest"
             try:
                 hidden = run_hidden_tests(workspace, job.task.tests_dir, expected=self.expected[job.task.id],
                                           backend=self.backend, limits=limits, slot=slot,
-                                          starter=job.task.workspace_dir)
+                                          starter=job.task.workspace_dir, worker=self.warm,
+                                          test_runner=job.task.test_runner)
             except SandboxError as exc:
                 meta["reason"] = f"sandbox failed: {exc}"
                 meta["infra_reason"] = "sandbox"
@@ -407,13 +419,11 @@ class _Executor:
         ), budget), art
 
 
-def _store_rollout(store: RunStore, rollout: Rollout, art: RolloutArtifacts) -> Rollout:
-    """Write one rollout's artifacts and record; return the record as stored.
+def _write_rollout_artifacts(store: RunStore, rollout: Rollout, art: RolloutArtifacts) -> Rollout:
+    """Write one rollout's artifacts; return the record with what was left out noted.
 
-    Whatever the rollout holds, it gets recorded: if its own content cannot be stored (an
-    encoding the store refuses, nesting too deep to serialise), a minimal ``test_error``
-    record with the reason takes its place. Only the run directory's own failures
-    (``OutputError``) and a duplicate key stop the run.
+    Safe in a worker thread (it touches files only). ``OutputError`` (a full or read-only run
+    directory) propagates: the run stops before the record is committed.
     """
     adir = store.artifact_dir(rollout.task_id, rollout.agent, rollout.rollout)
     left_out = write_artifacts(adir, art)
@@ -422,11 +432,24 @@ def _store_rollout(store: RunStore, rollout: Rollout, art: RolloutArtifacts) -> 
         meta = dict(rollout.meta)
         meta["artifacts_omitted"] = [*meta.get("artifacts_omitted", []), *new_left_out]
         rollout = cap_record(replace(rollout, meta=meta), _artifacts.DEFAULT_BUDGET)
+    return rollout
+
+
+def _store_rollout(store: RunStore, rollout: Rollout, art: RolloutArtifacts) -> Rollout:
+    """Write one rollout's artifacts (unless a worker did) and record; return the record as stored.
+
+    Whatever the rollout holds, it gets recorded: if its own content cannot be stored (an
+    encoding the store refuses, nesting too deep to serialise), a minimal ``test_error``
+    record with the reason takes its place. Only the run directory's own failures
+    (``OutputError``) and a duplicate key stop the run.
+    """
+    if not art.written:
+        rollout = _write_rollout_artifacts(store, rollout, art)
     try:
         store.add(rollout, replace_status="infra_error")
     except (OutputError, StoreError):
         raise
-    except Exception as exc:
+    except Exception as exc:  # the record itself is the problem: keep a minimal one
         rollout = Rollout(
             task_id=rollout.task_id, agent=rollout.agent, rollout=rollout.rollout, tests=(),
             status="test_error", cost=rollout.cost, isolation=rollout.isolation,
@@ -439,8 +462,15 @@ def _store_rollout(store: RunStore, rollout: Rollout, art: RolloutArtifacts) -> 
 
 
 def _collect_expected(suite: Suite, backend: SandboxBackend, workers: int,
-                      tasks: Sequence[Task]) -> dict[str, tuple[TestOutcome, ...]]:
-    """Learn each task's hidden tests once, on its untouched starter workspace."""
+                      tasks: Sequence[Task],
+                      warm: WarmTests | None = None) -> dict[str, tuple[TestOutcome, ...]]:
+    """Learn each task's hidden tests once, cheaply.
+
+    Plain tests are read from their source on the host; others are collected on the untouched
+    starter workspace (in a warm worker when there is one).
+    """
+    out = {t.id: collect_plain_tests(t.tests_dir) for t in tasks if t.test_runner == "plain"}
+    tasks = [t for t in tasks if t.id not in out]
     scratch = Path(tempfile.mkdtemp(prefix="reliabench-collect-"))
     os.chmod(scratch, 0o711)
 
@@ -450,18 +480,25 @@ def _collect_expected(suite: Suite, backend: SandboxBackend, workers: int,
         materialize(ws, [task.workspace_dir])
         os.chmod(ws, 0o755)
         return task.id, collect_hidden_tests(ws, task.tests_dir, backend=backend, slot=slot,
-                                             limits=Limits(wall_s=max(60.0, task.timeout_s)))
+                                             limits=Limits(wall_s=max(60.0, task.timeout_s)),
+                                             worker=warm)
 
     try:
         with ThreadPoolExecutor(max_workers=workers) as pool:
-            return dict(pool.map(one, [(t, i % workers) for i, t in enumerate(tasks)]))
+            out.update(pool.map(one, [(t, i % workers) for i, t in enumerate(tasks)]))
+        return out
     finally:
         remove_tree(scratch)
 
 
 def _run_local(jobs: Iterable[_Job], workers: int, executor: _Executor,
-               record: Callable[[_Outcome | None], None], stop: threading.Event | None) -> None:
-    """Run ``jobs`` on a thread pool; each thread borrows a sandbox slot per rollout."""
+               record: Callable[[_Outcome | None], None], stop: threading.Event | None,
+               finish: Callable[[_Outcome], _Outcome] | None = None) -> None:
+    """Run ``jobs`` on a thread pool; each thread borrows a sandbox slot per rollout.
+
+    ``finish`` (writing the artifacts) runs in the worker thread, so that only the store
+    commit is left to the single writer.
+    """
     slots: queue.Queue[int] = queue.Queue()
     for slot in range(workers):
         slots.put(slot)
@@ -469,9 +506,10 @@ def _run_local(jobs: Iterable[_Job], workers: int, executor: _Executor,
     def work(job: _Job) -> _Outcome | None:
         slot = slots.get()
         try:
-            return executor.run_one(job, slot)
+            outcome = executor.run_one(job, slot)
         finally:
             slots.put(slot)
+        return finish(outcome) if finish is not None and outcome is not None else outcome
 
     pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="rollout")
     pending: set[Future[_Outcome | None]] = set()
@@ -539,7 +577,8 @@ class RayRolloutWorker:
         scratch = Path(tempfile.mkdtemp(prefix="reliabench-ray-"))
         os.chmod(scratch, 0o711)
         self.executor = _Executor(spec.settings, get_backend(spec.settings.sandbox),
-                                  [get_scanner(n) for n in spec.settings.scanners], spec.expected, scratch)
+                                  [get_scanner(n) for n in spec.settings.scanners], spec.expected, scratch,
+                                  open_test_workers(spec.settings.test_workers))
         self.slot = slot
 
     def run(self, task_id: str, agent: str, rollout: int, seed: int) -> _Outcome | None:
@@ -668,7 +707,7 @@ def run_suite(
         packages=_package_versions(), isolation=backend.name,
     )
     stopped: dict[str, str] = {}  # agent -> why it was stopped early
-    with store:
+    with store, contextlib.ExitStack() as cleanup:
         done = store.done_keys(except_status="infra_error")  # infra errors are rerun
         per_agent = {a.name: (n_per_agent or {}).get(a.name, settings.n) for a in agents}
         jobs = [
@@ -681,10 +720,15 @@ def run_suite(
         passed = sum(1 for r in store.rollouts() if r.passes) if done else 0
         executed = infra = 0
         watch = InfraStopWatch()
+        test_path = ""
         if jobs:
             needed = sorted({j.task.id for j in jobs})
+            warm = open_test_workers(settings.test_workers)  # None: fresh sandboxed processes
+            if warm is not None:
+                cleanup.callback(warm.close)
+            test_path = "fresh" if warm is None else "warm"
             expected = _collect_expected(suite, backend, settings.workers,
-                                         [suite.task(t) for t in needed])
+                                         [suite.task(t) for t in needed], warm)
 
             def record(outcome: _Outcome | None) -> None:
                 nonlocal executed, passed, infra
@@ -711,6 +755,8 @@ def run_suite(
             if settings.executor == "ray":
                 if agents_file is None:
                     raise InvalidArgumentError("executor='ray' needs agents_file (workers load the agents)")
+                if warm is not None:
+                    warm.close()  # each Ray actor opens its own
                 spec = _WorkerSpec(str(suite.root.resolve()), suite.content_hash,
                                    str(Path(agents_file).resolve()), settings, expected)
                 _run_ray(live_jobs, settings, spec, record, stop)
@@ -718,13 +764,19 @@ def run_suite(
                 scratch = Path(tempfile.mkdtemp(prefix="reliabench-run-"))
                 os.chmod(scratch, 0o711)
                 try:
-                    executor = _Executor(settings, backend, scanners, expected, scratch)
+                    executor = _Executor(settings, backend, scanners, expected, scratch, warm)
                     executor.stopped = stopped.__contains__
-                    _run_local(live_jobs, settings.workers, executor, record, stop)
+
+                    def finish(outcome: _Outcome) -> _Outcome:
+                        rollout, art = outcome  # in the worker thread: not on the single writer
+                        rollout = _write_rollout_artifacts(store, rollout, art)
+                        return rollout, RolloutArtifacts("", "", "", {}, retests=art.retests, written=True)
+
+                    _run_local(live_jobs, settings.workers, executor, record, stop, finish)
                 finally:
                     remove_tree(scratch)
     summary = RunSummary(Path(out_dir), resumed, planned, skipped, executed, passed, infra,
-                         backend.name, time.perf_counter() - t0)
+                         backend.name, time.perf_counter() - t0, test_path)
     if stopped:
         not_run = planned - skipped - executed
         raise InfraStopError(

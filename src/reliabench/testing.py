@@ -50,7 +50,7 @@ import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 from reliabench.errors import SandboxError, SuiteError
 from reliabench.outcome_pipe import OutcomePipe
@@ -64,6 +64,9 @@ from reliabench.sandbox import (
     slot_uid,
 )
 from reliabench.untrusted_files import file_kind, read_bounded, remove_tree, walk_tree
+
+if TYPE_CHECKING:
+    from reliabench.warm.hidden import WarmTests
 
 __all__ = [
     "PLUGIN_MODULE",
@@ -224,11 +227,11 @@ def find_tamper_files(workspace: Path, *, starter: Path | None = None) -> tuple[
 
 
 @contextlib.contextmanager
-def _staged(tests_dir: Path, slot: int) -> Iterator[Path]:
+def _staged(tests_dir: Path, slot: int, parent: Path | None = None) -> Iterator[Path]:
     """Copy the hidden tests and the plugin to a private directory; remove it afterwards."""
     if not tests_dir.is_dir():
         raise SandboxError(f"hidden tests directory not found: {tests_dir}")
-    staging = Path(tempfile.mkdtemp(prefix="rb-hidden-"))
+    staging = Path(tempfile.mkdtemp(prefix="rb-hidden-", dir=parent))
     try:
         shutil.copytree(
             tests_dir,
@@ -452,7 +455,13 @@ def _run_pytest(
     extra: Sequence[str],
     expected: set[str] | None,
     order_seed: int | None = None,
+    worker: WarmTests | None = None,
+    test_runner: str = "pytest",
 ) -> _RawRun:
+    if worker is not None and order_seed is None:  # a warm test worker instead of a fresh process
+        # (a shuffled order needs the plugin's import-time seed: re-tests with one run fresh)
+        return worker.run_tests(workspace, tests_dir, limits=limits, slot=slot, extra=extra,
+                                expected=expected, test_runner=test_runner)
     workspace = Path(os.path.realpath(workspace))
     if not workspace.is_dir():
         raise SandboxError(f"workspace is not a directory: {workspace}")
@@ -517,6 +526,7 @@ def collect_hidden_tests(
     limits: Limits | None = None,
     slot: int = 0,
     python: str | None = None,
+    worker: WarmTests | None = None,
 ) -> tuple[TestOutcome, ...]:
     """Learn the expected hidden tests of a task by collecting them on its starter workspace.
 
@@ -531,6 +541,7 @@ def collect_hidden_tests(
         limits: Resource limits (default: :class:`Limits`).
         slot: The worker slot to run as.
         python: The interpreter (default: ``sys.executable``); it needs pytest.
+        worker: Collect in a warm test worker instead of a fresh sandboxed process.
 
     Returns:
         One ``TestOutcome`` per collected test, in collection order, with its pytest node id
@@ -550,6 +561,7 @@ def collect_hidden_tests(
         python=python or sys.executable,
         extra=["--collect-only"],
         expected=None,
+        worker=worker,
     )
     ch = raw.channel
     if not ch.started or ch.collected is None:
@@ -569,14 +581,14 @@ def collect_hidden_tests(
 
 
 def _harness_starts_on(starter: Path, tests_dir: Path, *, backend: SandboxBackend, limits: Limits,
-                       slot: int, python: str) -> bool:
+                       slot: int, python: str, worker: WarmTests | None = None) -> bool:
     """Whether the harness writes its start line on a fresh copy of the starter workspace.
 
     The control run that decides who is to blame for a missing start line: the plugin writes
     it before any module of the workspace is imported, so only two things can stop it -- the
     harness itself (the sandbox, the interpreter, pytest: ``infra``) or what the workspace
-    holds or did to the channel (the rollout's own failure). Same backend, slot, interpreter
-    and limits, on the trusted starter files.
+    holds or did to the channel (the rollout's own failure). Same path (fresh process or
+    warm worker), backend, slot, interpreter and limits, on the trusted starter files.
     """
     base = Path(tempfile.mkdtemp(prefix="rb-control-"))
     try:
@@ -585,7 +597,7 @@ def _harness_starts_on(starter: Path, tests_dir: Path, *, backend: SandboxBacken
         shutil.copytree(starter, ws, symlinks=True)
         os.chmod(ws, 0o755)
         raw = _run_pytest(ws, tests_dir, backend=backend, limits=limits, slot=slot, python=python,
-                          extra=["--collect-only"], expected=None)
+                          extra=["--collect-only"], expected=None, worker=worker)
         return raw.channel.started
     except (OSError, SandboxError):
         return False
@@ -604,6 +616,8 @@ def run_hidden_tests(
     python: str | None = None,
     starter: Path | None = None,
     order_seed: int | None = None,
+    worker: WarmTests | None = None,
+    test_runner: str = "pytest",
 ) -> HiddenTestRun:
     """Run the hidden tests on a rollout's workspace in a fresh sandboxed pytest process.
 
@@ -620,6 +634,10 @@ def run_hidden_tests(
         starter: The untouched starter workspace; files it shipped are not flagged.
         order_seed: Run the tests in a random order drawn with this seed (re-tests use it to
             reveal order-dependent tests); None keeps the collection order.
+        worker: Run in a warm test worker (:mod:`reliabench.warm`) instead of a fresh
+            sandboxed process; ``backend`` and ``python`` are then not used.
+        test_runner: The task's ``test_runner``; a warm worker runs ``plain`` tests with its
+            lean runner (the fresh path runs every suite with pytest).
 
     Returns:
         The outcomes and what was observed. Failures of the agent's code are outcomes, not
@@ -648,6 +666,8 @@ def run_hidden_tests(
         extra=[],
         expected=exp_names,
         order_seed=order_seed,
+        worker=worker,
+        test_runner=test_runner,
     )
     result, ch = raw.result, raw.channel
     reasons: list[str] = []
@@ -678,7 +698,7 @@ def run_hidden_tests(
         why = f"(exit status {result.returncode}): {_tail(result.stderr or result.stdout)}"
         if starter is not None and _harness_starts_on(
             Path(starter), Path(tests_dir), backend=backend, limits=limits or Limits(),
-            slot=slot, python=python or sys.executable,
+            slot=slot, python=python or sys.executable, worker=worker,
         ):
             # the same harness starts on the untouched starter: this workspace stopped it
             status = "completed"

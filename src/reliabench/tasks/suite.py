@@ -3,7 +3,8 @@
 ::
 
     SUITE/suite.toml                      name, version, description
-    SUITE/tasks/<task_id>/task.toml       id, language = "python", timeout_s, optional tags
+    SUITE/tasks/<task_id>/task.toml       id, language = "python", timeout_s, optional tags,
+                                          optional test_runner = "pytest" | "plain" | "stdio"
     SUITE/tasks/<task_id>/prompt.md       what the agent is asked to do
     SUITE/tasks/<task_id>/workspace/      starter files the agent sees and edits
     SUITE/tasks/<task_id>/tests/          hidden pytest tests, copied in only after the agent is done
@@ -28,6 +29,10 @@ from reliabench.sandbox import MAX_SECONDS
 from reliabench.tomlfile import tomllib
 
 __all__ = ["Suite", "Task", "Variant", "bundled_suites", "load_suite", "materialize", "resolve_suite"]
+
+_TEST_RUNNERS = ("pytest", "plain", "stdio")
+"""Values of a task's ``test_runner``: ``pytest`` (default), ``plain`` (top-level ``test_*``
+functions without fixtures, which a lean runner may run), ``stdio`` (stdin/stdout cases)."""
 
 BUNDLED_ROOT = Path(__file__).parent / "bundled"
 _IGNORED = {"__pycache__", ".pytest_cache", ".DS_Store"}
@@ -69,6 +74,7 @@ class Task:
     solution_dir: Path | None
     feedback_dir: Path | None
     variants: tuple[Variant, ...]
+    test_runner: str = "pytest"
 
 
 @dataclass(frozen=True, slots=True)
@@ -170,6 +176,10 @@ def _load_task(tdir: Path, problems: list[str]) -> Task | None:
     tags = meta.get("tags", [])
     if not isinstance(tags, list) or not all(isinstance(t, str) for t in tags):
         problems.append(f"{tdir / 'task.toml'}: tags: expected a list of strings")
+    test_runner = meta.get("test_runner", "pytest")
+    if test_runner not in _TEST_RUNNERS:
+        problems.append(f"{tdir / 'task.toml'}: test_runner: expected one of "
+                        f"{', '.join(map(repr, _TEST_RUNNERS))}, got {test_runner!r}")
     variants: list[Variant] = []
     if (tdir / "variants").is_dir():
         for vdir in sorted(p for p in (tdir / "variants").iterdir() if p.is_dir()):
@@ -192,6 +202,7 @@ def _load_task(tdir: Path, problems: list[str]) -> Task | None:
         solution_dir=solution if solution.is_dir() else None,
         feedback_dir=feedback if feedback.is_dir() else None,
         variants=tuple(variants),
+        test_runner=str(test_runner),
     )
 
 
