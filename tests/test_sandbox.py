@@ -107,7 +107,7 @@ def test_limits_validation() -> None:
 
 
 def test_slot_uid_range() -> None:
-    assert slot_uid(3) == sandbox.SLOT_UID_BASE + 3
+    assert slot_uid(3) == sandbox.base.SLOT_UID_BASE + 3
     with pytest.raises(SandboxError, match="slot must be in"):
         slot_uid(-1)
 
