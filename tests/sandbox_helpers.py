@@ -12,9 +12,8 @@ from typing import Any
 
 import pytest
 
-from reliabench import sandbox
 from reliabench.errors import SandboxError
-from reliabench.sandbox import SandboxBackend, get_backend, slot_uid
+from reliabench.sandbox import SandboxBackend, get_backend, slot_uid, slots
 from reliabench.testing import HiddenTestRun, run_hidden_tests
 
 _WARM: dict[str, Any] = {}
@@ -56,7 +55,7 @@ def python_for(backend: SandboxBackend, slot: int) -> str:
     if backend.name != "namespaces":
         return sys.executable
     for cand in (sys.executable, "/usr/bin/python3"):
-        if sandbox._uid_can_reach(cand, slot_uid(slot), slot_uid(slot), need=5) is None:
+        if slots._uid_can_reach(cand, slot_uid(slot), slot_uid(slot), need=5) is None:
             return cand
     pytest.skip("no interpreter reachable by the slot uid")
 

@@ -20,7 +20,7 @@ from sandbox_helpers import backend_or_skip, python_for, warm_or_skip
 
 from reliabench import sandbox
 from reliabench.records import TestOutcome
-from reliabench.sandbox import Limits, SandboxBackend, slot_uid
+from reliabench.sandbox import Limits, SandboxBackend, slot_uid, slots
 from reliabench.testing import run_hidden_tests
 
 IS_ROOT = os.geteuid() == 0
@@ -60,7 +60,7 @@ def _ws(base: Path, name: str = "ws") -> Path:
 
 def _no_procs_left() -> None:
     if IS_ROOT:
-        assert sandbox._procs_of_uid(slot_uid(SLOT)) == []
+        assert slots._procs_of_uid(slot_uid(SLOT)) == []
 
 
 def _run(backend: SandboxBackend, base: Path, code: str, limits: Limits = SMALL,

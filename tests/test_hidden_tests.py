@@ -15,10 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from reliabench import sandbox
 from reliabench.errors import SandboxError, SuiteError
 from reliabench.records import TestOutcome
-from reliabench.sandbox import Limits, SandboxBackend, get_backend, slot_uid
+from reliabench.sandbox import Limits, SandboxBackend, get_backend, slot_uid, slots
 from reliabench.testing import (
     _parse_channel,
     collect_hidden_tests,
@@ -93,7 +92,7 @@ GOOD_OUTCOMES = ["passed", "passed", "passed", "skipped", "error", "skipped"]
 
 def _backend_or_skip(name: str) -> SandboxBackend:
     backend = backend_or_skip(name)
-    if name == "namespaces" and sandbox._uid_can_reach(
+    if name == "namespaces" and slots._uid_can_reach(
         sys.executable, slot_uid(SLOT), slot_uid(SLOT), need=5
     ):
         pytest.skip("the slot uid cannot run this interpreter (namespaces explains; see below)")
@@ -419,7 +418,7 @@ def test_test_phase_cannot_change_tests_or_see_other_rollouts(bwrap: SandboxBack
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="uid switching needs root")
 def test_namespaces_explains_an_interpreter_the_slot_cannot_run(base: Path) -> None:
-    if sandbox._uid_can_reach(sys.executable, slot_uid(SLOT), slot_uid(SLOT), need=5) is None:
+    if slots._uid_can_reach(sys.executable, slot_uid(SLOT), slot_uid(SLOT), need=5) is None:
         pytest.skip("this interpreter is reachable by the slot uid")
     try:
         backend = get_backend("namespaces")

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import importlib.metadata
 import logging
 import os
 import shutil
 import stat
+import sys
 import tempfile
+import types
 import warnings
 from collections.abc import Iterator
 from pathlib import Path
@@ -14,15 +17,18 @@ from pathlib import Path
 import pytest
 from sandbox_helpers import backend_or_skip, python_for
 
-from reliabench import sandbox
-from reliabench.errors import SandboxError
+from reliabench.errors import SandboxError, UsageError
 from reliabench.sandbox import (
     BACKENDS,
+    ENTRY_POINT_GROUP,
     Limits,
     SandboxBackend,
     SandboxResult,
+    available_backends,
     get_backend,
+    registry,
     slot_uid,
+    slots,
 )
 
 IS_ROOT = os.geteuid() == 0
@@ -64,6 +70,102 @@ def test_registry_names() -> None:
         assert cls.name == name
 
 
+class _PluginBackend:
+    """A third-party backend: delegates to ``none`` but records its own isolation name."""
+
+    name = "plugin-test"
+
+    def run(self, argv: object, **kw: object) -> SandboxResult:
+        from dataclasses import replace
+
+        from reliabench.sandbox import NoSandboxBackend
+
+        result = NoSandboxBackend().run(argv, **kw)  # type: ignore[arg-type]
+        return replace(result, isolation=self.name)
+
+
+def _fake_sandbox_entry_points(monkeypatch: pytest.MonkeyPatch, **targets: str) -> None:
+    eps = [importlib.metadata.EntryPoint(name=n, value=v, group=ENTRY_POINT_GROUP)
+           for n, v in targets.items()]
+    real = importlib.metadata.entry_points
+
+    def fake(**kwargs: object) -> object:
+        if kwargs.get("group") == ENTRY_POINT_GROUP:
+            return eps
+        return real(**kwargs)
+
+    monkeypatch.setattr(importlib.metadata, "entry_points", fake)
+    module = types.ModuleType("reliabench_fake_sandbox")
+    module.PluginBackend = _PluginBackend  # type: ignore[attr-defined]
+    module.not_a_backend = 42  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "reliabench_fake_sandbox", module)
+
+
+def test_builtins_are_declared_as_entry_points() -> None:
+    """pyproject.toml declares the built-ins in the group, pointing at the registry's classes."""
+    declared = {ep.name: ep.value for ep in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP)}
+    for name, cls in BACKENDS.items():
+        assert declared.get(name) == f"{cls.__module__}:{cls.__name__}"
+
+
+def test_entry_point_backend_is_listed_probed_and_used(
+    monkeypatch: pytest.MonkeyPatch, base: Path
+) -> None:
+    _fake_sandbox_entry_points(monkeypatch, **{"plugin-test": "reliabench_fake_sandbox:PluginBackend"})
+    registry._probe.cache_clear()
+    try:
+        assert available_backends() == [*BACKENDS, "plugin-test"]
+        backend = get_backend("plugin-test")
+        assert isinstance(backend, _PluginBackend)
+        result = backend.run(["/bin/echo", "hi"], workdir=_workspace(base), limits=FAST)
+        assert (result.returncode, result.stdout, result.isolation) == (0, "hi\n", "plugin-test")
+        # auto never picks a plugin, and a plugin cannot shadow a built-in name
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            assert get_backend("auto").name in BACKENDS
+    finally:
+        registry._probe.cache_clear()
+
+
+def test_entry_point_cannot_shadow_a_builtin(monkeypatch: pytest.MonkeyPatch) -> None:
+    _fake_sandbox_entry_points(monkeypatch, none="reliabench_fake_sandbox:PluginBackend")
+    assert available_backends() == list(BACKENDS)
+    with pytest.warns(RuntimeWarning, match="WITHOUT a sandbox"):
+        assert get_backend("none").name == "none"
+
+
+def test_broken_entry_point_backends_are_usage_errors(monkeypatch: pytest.MonkeyPatch) -> None:
+    _fake_sandbox_entry_points(monkeypatch, gone="reliabench_no_such_module_xyz:B",
+                               odd="reliabench_fake_sandbox:not_a_backend")
+    with pytest.raises(UsageError, match=r"sandbox backend plugin gone \(reliabench_no_such_module_xyz:B\) "
+                                         r"failed to load: ModuleNotFoundError"):
+        get_backend("gone")
+    with pytest.raises(UsageError, match=r"sandbox backend plugin odd .* is not a backend class .* got 42"):
+        get_backend("odd")
+
+
+def test_unknown_backend_lists_plugins(monkeypatch: pytest.MonkeyPatch) -> None:
+    _fake_sandbox_entry_points(monkeypatch, **{"plugin-test": "reliabench_fake_sandbox:PluginBackend"})
+    with pytest.raises(SandboxError, match=r"choose one of: auto, bubblewrap, namespaces, none, plugin-test$"):
+        get_backend("docker")
+
+
+def test_cli_sandbox_choices_come_from_the_registry(monkeypatch: pytest.MonkeyPatch) -> None:
+    import click
+
+    from reliabench.commands._common import sandbox_option
+
+    _fake_sandbox_entry_points(monkeypatch, **{"plugin-test": "reliabench_fake_sandbox:PluginBackend"})
+
+    @click.command()
+    @sandbox_option()
+    def cmd(sandbox: str) -> None:
+        click.echo(sandbox)
+
+    option = next(p for p in cmd.params if p.name == "sandbox")
+    assert list(option.type.choices) == ["auto", *BACKENDS, "plugin-test"]  # type: ignore[attr-defined]
+
+
 def test_unknown_backend_raises() -> None:
     with pytest.raises(SandboxError, match="unknown sandbox backend 'docker'"):
         get_backend("docker")
@@ -80,14 +182,14 @@ def test_none_backend_warns_and_logs(caplog: pytest.LogCaptureFixture) -> None:
 
 
 def test_explicit_unavailable_backend_raises(monkeypatch: pytest.MonkeyPatch) -> None:
-    sandbox._probe.cache_clear()
+    registry._probe.cache_clear()
     monkeypatch.setenv("PATH", "/nonexistent")
     try:
         with pytest.raises(SandboxError, match="'bubblewrap' is not available"):
             get_backend("bubblewrap")
     finally:
         monkeypatch.undo()
-        sandbox._probe.cache_clear()
+        registry._probe.cache_clear()
 
 
 def test_auto_picks_the_strongest_working_backend() -> None:
@@ -96,7 +198,7 @@ def test_auto_picks_the_strongest_working_backend() -> None:
         auto = get_backend("auto")
     order = list(BACKENDS)
     for stronger in order[: order.index(auto.name)]:
-        assert sandbox._probe(stronger) is not None  # each stronger one failed its probe
+        assert registry._probe(stronger) is not None  # each stronger one failed its probe
 
 
 def test_limits_validation() -> None:
@@ -107,7 +209,7 @@ def test_limits_validation() -> None:
 
 
 def test_slot_uid_range() -> None:
-    assert slot_uid(3) == sandbox.base.SLOT_UID_BASE + 3
+    assert slot_uid(3) == slots.SLOT_UID_BASE + 3
     with pytest.raises(SandboxError, match="slot must be in"):
         slot_uid(-1)
 
@@ -269,5 +371,5 @@ def test_reach_check_walks_the_literal_path_of_a_symlink(base: Path) -> None:
     private.mkdir(mode=0o700)
     (private / "python").symlink_to("/usr/bin/python3")
     uid = slot_uid(0)
-    assert sandbox._uid_can_reach("/usr/bin/python3", uid, uid, need=5) is None
-    assert sandbox._uid_can_reach(str(private / "python"), uid, uid, need=5) == str(private)
+    assert slots._uid_can_reach("/usr/bin/python3", uid, uid, need=5) is None
+    assert slots._uid_can_reach(str(private / "python"), uid, uid, need=5) == str(private)

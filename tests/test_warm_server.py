@@ -18,10 +18,9 @@ from pathlib import Path
 import pytest
 from sandbox_helpers import warm_or_skip
 
-from reliabench import sandbox
 from reliabench.errors import SandboxError
 from reliabench.records import TestOutcome
-from reliabench.sandbox import Limits, slot_uid
+from reliabench.sandbox import Limits, slot_uid, slots
 from reliabench.testing import HiddenTestRun, run_hidden_tests
 from reliabench.warm import WarmTests, WarmWorkers
 
@@ -95,7 +94,7 @@ def _next_rollout_is_clean(warm: WarmTests, base: Path, runner: str, server: int
     assert [o.outcome for o in after.outcomes] == ["passed"] * 3, after.log
     assert not after.forged
     assert warm.workers.server_pid(SLOT) == server, "the server was replaced"
-    assert sandbox._procs_of_uid(slot_uid(SLOT)) == []
+    assert slots._procs_of_uid(slot_uid(SLOT)) == []
 
 
 ATTACKS = {
@@ -247,7 +246,7 @@ def test_a_server_killed_mid_rollout_is_retried_on_a_new_one(base: Path) -> None
         t.join()
         assert [o.outcome for o in run.outcomes] == ["passed"] * 3, run.log
         assert workers.restarts == 1
-        assert sandbox._procs_of_uid(slot_uid(SLOT)) == []
+        assert slots._procs_of_uid(slot_uid(SLOT)) == []
 
 
 def test_a_server_that_cannot_start_is_a_sandbox_error(base: Path, monkeypatch: pytest.MonkeyPatch) -> None:

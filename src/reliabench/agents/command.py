@@ -151,9 +151,9 @@ def sandbox_name(reader: FieldReader) -> str:
     Raises:
         ConfigError: the name is not ``auto`` or a backend of :mod:`reliabench.sandbox`.
     """
-    from reliabench.sandbox import BACKENDS
+    from reliabench.sandbox import available_backends
 
-    names = ("auto", *BACKENDS)
+    names = ("auto", *available_backends())
     name = reader.string("sandbox", "auto") or "auto"
     if name not in names:
         raise reader.ctx.error(

@@ -21,6 +21,7 @@ __all__ = [
     "emit",
     "invocation",
     "resolve_security",
+    "sandbox_option",
     "security_config_option",
     "format_option",
     "k_option",
@@ -99,6 +100,16 @@ def security_config_option() -> Callable[[F], F]:
                         type=click.Path(path_type=Path, dir_okay=False),
                         help="Security policy TOML: threshold, allow_rules, deny_rules, allow_cwes, "
                              "deny_cwes.")
+
+
+def sandbox_option(default: str | None = "auto",
+                   help: str = "Sandbox backend: auto (the strongest that works here) or a name of the "
+                               "registry (see docs/guide.md).") -> Callable[[F], F]:
+    """``--sandbox``: ``auto`` or a backend of the registry (built-ins and plugins)."""
+    from reliabench.sandbox import available_backends
+
+    return click.option("--sandbox", type=click.Choice(["auto", *available_backends()]), default=default,
+                        show_default=default is not None, help=help)
 
 
 def test_workers_option() -> Callable[[F], F]:

@@ -16,7 +16,7 @@ import click
 
 from reliabench.analysis import score
 from reliabench.commands._common import console as make_console
-from reliabench.commands._common import test_workers_option
+from reliabench.commands._common import sandbox_option, test_workers_option
 from reliabench.commands.run import execute_run
 from reliabench.report import render_score
 from reliabench.report.explorer import write_source_page
@@ -34,8 +34,7 @@ DEMO_AGENTS = Path(str(files("reliabench") / "examples" / "demo-agents.toml"))
 @click.option("--workers", type=click.IntRange(min=1), default=os.cpu_count() or 1, show_default="CPU count")
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.option("--task", "tasks", multiple=True, help="Only this task id (repeatable; for a quick look).")
-@click.option("--sandbox", type=click.Choice(["auto", "bubblewrap", "namespaces", "none"]), default="auto",
-              show_default=True)
+@sandbox_option()
 @click.option("--test-timeout", type=click.FloatRange(min=0.5), default=8.0, show_default=True,
               help="Cap on the hidden tests' wall time per rollout (hanging code costs this much).")
 @test_workers_option()

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import click
 
-from reliabench.commands._common import emit
+from reliabench.commands._common import emit, sandbox_option
 from reliabench.noise import NoiseReport, harness_noise, noise_to_json
 from reliabench.retest import retest_run
 from reliabench.store import RunStore
@@ -50,8 +50,7 @@ def render_noise(report: NoiseReport, *, limit: int = 20) -> str:
 @click.option("--times", type=click.IntRange(min=1), default=5, show_default=True,
               help="Re-runs per rollout in total (those already recorded count: re-running tops up).")
 @click.option("--workers", type=click.IntRange(min=1), default=os.cpu_count() or 1, show_default="CPU count")
-@click.option("--sandbox", type=click.Choice(["auto", "bubblewrap", "namespaces", "none"]), default=None,
-              help="Sandbox backend (default: the run's).")
+@sandbox_option(default=None, help="Sandbox backend (default: the run's).")
 @click.option("--order", type=click.Choice(["shuffled", "fixed"]), default="shuffled", show_default=True,
               help="Test order of each re-run: seeded random (finds order-dependent tests) or as collected.")
 @click.option("--skip-unreproducible", is_flag=True,

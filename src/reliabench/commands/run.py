@@ -19,7 +19,13 @@ from rich.progress import (
 
 from reliabench.agents.config import load_agents
 from reliabench.agents.preflight import check_agents, preflight_error
-from reliabench.commands._common import console, invocation, security_config_option, test_workers_option
+from reliabench.commands._common import (
+    console,
+    invocation,
+    sandbox_option,
+    security_config_option,
+    test_workers_option,
+)
 from reliabench.runner import ProgressEvent, RunSettings, RunSummary, run_suite
 from reliabench.tasks.suite import resolve_suite
 
@@ -127,8 +133,7 @@ def _policy(path: Path | None) -> dict[str, object] | None:
 @click.option("--workers", type=click.IntRange(min=1), default=os.cpu_count() or 1, show_default="CPU count",
               help="Parallel rollouts.")
 @click.option("--seed", type=int, default=0, show_default=True, help="Run seed.")
-@click.option("--sandbox", type=click.Choice(["auto", "bubblewrap", "namespaces", "none"]), default="auto",
-              show_default=True, help="Sandbox backend.")
+@sandbox_option()
 @click.option("--scanner", "scanners", multiple=True, default=("bandit",), show_default=True,
               help="Scanner to run on what agents wrote (repeatable).")
 @click.option("--task", "tasks", multiple=True, help="Only this task id (repeatable).")

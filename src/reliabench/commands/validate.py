@@ -8,7 +8,7 @@ import sys
 import click
 from rich.table import Table
 
-from reliabench.commands._common import console
+from reliabench.commands._common import console, sandbox_option
 from reliabench.tasks.suite import resolve_suite
 from reliabench.tasks.validate import TaskCheck, validate_suite
 
@@ -18,8 +18,7 @@ __all__ = ["command"]
 @click.command("validate")
 @click.argument("suite", metavar="SUITE")
 @click.option("--workers", type=click.IntRange(min=1), default=os.cpu_count() or 1, show_default="CPU count")
-@click.option("--sandbox", type=click.Choice(["auto", "bubblewrap", "namespaces", "none"]), default="auto",
-              show_default=True)
+@sandbox_option()
 @click.option("--task", "tasks", multiple=True, help="Only this task id (repeatable).")
 def command(suite: str, workers: int, sandbox: str, tasks: tuple[str, ...]) -> None:
     """Check SUITE (a path or a bundled name): exit 0 when every task is valid, 1 otherwise."""

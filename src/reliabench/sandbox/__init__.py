@@ -1,42 +1,81 @@
-"""Isolation backends for untrusted code (moved to the ``reliabench.sandbox`` package)."""
+"""Isolation backends for untrusted code: bubblewrap, namespaces + setuid, rlimits only.
 
-from reliabench.sandbox.base import *  # noqa: F403
+Everything an agent wrote runs through one of these backends, in the agent phase (the agent
+edits its workspace) and in the test phase (hidden tests import the agent's code).
+
+Three backends, strongest first (``get_backend("auto")`` probes once and picks the first
+that works on this host)::
+
+    name          as root                                     as a normal user
+    bubblewrap    bwrap (mount/pid/net/ipc/uts namespaces),    bwrap --unshare-all
+                  then rlimits, then drop to uid 61000+slot   (user namespace), rlimits
+    namespaces    unshare(1) net/ipc/uts, rlimits, drop to    (not available)
+                  uid 61000+slot, sweep that uid at the end
+    none          rlimits + process-group kill only           the same
+
+What every backend promises: the command runs with ``workdir`` as its cwd, a cleared
+environment (then ``env``), the resource limits of :class:`Limits` (CPU, address space,
+processes, file size; wall time and output size enforced by the parent), stdout and stderr
+captured to *files* (an escaped grandchild holding a pipe would hang a pipe reader), and at
+the end no process of the run is left (pid namespace for bubblewrap, a kill of every process
+of the slot uid for namespaces, a process-group kill for none -- which a ``setsid()``
+grandchild escapes: ``none`` says so in its name and warns).
+
+Why the uid drop: ``RLIMIT_NPROC`` does nothing for root, even inside a user namespace that
+root created, so a fork bomb run as root exhausts the host. As root, bubblewrap is started as
+root *without* a user namespace (so that it can bind interpreters the slot uid could not reach
+on the host, such as a pyenv build under the 0700 ``/root``), then ``prlimit`` and ``setpriv``
+(util-linux) set the limits and drop to the slot uid inside the sandbox, with no capabilities
+and ``no_new_privs``. The workspace is handed to the slot uid for the run and handed back to
+the caller afterwards (files with several hard links are never chowned).
+
+The package, one module per concern:
+
+* :mod:`~reliabench.sandbox.base` -- the backend contract (:class:`SandboxBackend`,
+  :class:`Limits`, :class:`SandboxResult`), written so that a container or remote backend
+  can be added without touching the runner;
+* :mod:`~reliabench.sandbox.registry` -- the registry (:data:`BACKENDS`, plugins of the
+  ``reliabench.sandboxes`` entry-point group), probing and ``auto``;
+* :mod:`~reliabench.sandbox.supervision` -- rlimits, wall-time and output-size enforcement;
+* :mod:`~reliabench.sandbox.slots` -- slot uids, slot locks, lending the workdir, uid sweeps;
+* :mod:`~reliabench.sandbox.bubblewrap`, :mod:`~reliabench.sandbox.namespaces`,
+  :mod:`~reliabench.sandbox.none` -- the built-in backends. The warm jail's backend is
+  :mod:`reliabench.warm.backend` (not in the registry: see its docstring).
+
+See ``docs/threat-model.md`` for what each level does and does not stop.
+"""
+
 from reliabench.sandbox.base import (
-    _ETC_FILES as _ETC_FILES,
+    DEFAULT_PATH,
+    MAX_SECONDS,
+    Limits,
+    SandboxBackend,
+    SandboxResult,
 )
-from reliabench.sandbox.base import (
-    _SYSTEM_DIRS as _SYSTEM_DIRS,
+from reliabench.sandbox.bubblewrap import BubblewrapBackend
+from reliabench.sandbox.namespaces import NamespacesBackend
+from reliabench.sandbox.none import NoSandboxBackend
+from reliabench.sandbox.registry import (
+    BACKENDS,
+    ENTRY_POINT_GROUP,
+    available_backends,
+    get_backend,
 )
-from reliabench.sandbox.base import (
-    __all__ as __all__,
-)
-from reliabench.sandbox.base import (
-    _hold_slot as _hold_slot,
-)
-from reliabench.sandbox.base import (
-    _lend_workdir as _lend_workdir,
-)
-from reliabench.sandbox.base import (
-    _max_output as _max_output,
-)
-from reliabench.sandbox.base import (
-    _prepare as _prepare,
-)
-from reliabench.sandbox.base import (
-    _probe as _probe,
-)
-from reliabench.sandbox.base import (
-    _procs_of_uid as _procs_of_uid,
-)
-from reliabench.sandbox.base import (
-    _python_prefixes as _python_prefixes,
-)
-from reliabench.sandbox.base import (
-    _signal_reason as _signal_reason,
-)
-from reliabench.sandbox.base import (
-    _uid_can_reach as _uid_can_reach,
-)
-from reliabench.sandbox.base import (
-    _under as _under,
-)
+from reliabench.sandbox.slots import SLOT_UID_BASE, slot_uid
+
+__all__ = [
+    "BACKENDS",
+    "DEFAULT_PATH",
+    "ENTRY_POINT_GROUP",
+    "MAX_SECONDS",
+    "SLOT_UID_BASE",
+    "BubblewrapBackend",
+    "Limits",
+    "NamespacesBackend",
+    "NoSandboxBackend",
+    "SandboxBackend",
+    "SandboxResult",
+    "available_backends",
+    "get_backend",
+    "slot_uid",
+]

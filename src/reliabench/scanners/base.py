@@ -34,6 +34,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any, Protocol, runtime_checkable
 
 from reliabench.errors import InvalidArgumentError, UsageError
+from reliabench.plugins import entry_points, load_entry_point, load_target
 from reliabench.records import Finding, ScanError
 
 __all__ = [
@@ -286,10 +287,7 @@ def register_scanner(name: str, factory: ScannerFactory, *, replace: bool = Fals
 
 
 def _entry_points() -> dict[str, importlib.metadata.EntryPoint]:
-    found: dict[str, importlib.metadata.EntryPoint] = {}
-    for ep in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP):
-        found.setdefault(ep.name, ep)
-    return found
+    return entry_points(ENTRY_POINT_GROUP)
 
 
 def available_scanners() -> list[str]:
@@ -304,9 +302,7 @@ def available_scanners() -> list[str]:
 
 
 def _load_builtin(target: str) -> ScannerFactory:
-    module_name, _, attr = target.partition(":")
-    module = __import__(module_name, fromlist=[attr])
-    factory: ScannerFactory = getattr(module, attr)
+    factory: ScannerFactory = load_target(target)
     return factory
 
 
@@ -342,12 +338,7 @@ def get_scanner(name: str, **options: Any) -> Scanner:
                     f"unknown scanner {name!r}; known scanners: {', '.join(available_scanners())}"
                 )
             origin = f"{name} ({ep.value})"
-            try:
-                factory = ep.load()
-            except Exception as exc:
-                raise UsageError(
-                    f"scanner plugin {origin} failed to load: {type(exc).__name__}: {exc}"
-                ) from exc
+            factory = load_entry_point(ep, "scanner plugin")
     scanner = factory(**options)
     if not isinstance(scanner, Scanner) or not isinstance(getattr(scanner, "name", None), str):
         raise UsageError(

@@ -19,7 +19,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from reliabench.errors import SandboxError
-from reliabench.sandbox import Limits, SandboxResult, _prepare
+from reliabench.sandbox.base import Limits, SandboxResult, _prepare
 from reliabench.warm.client import WarmWorkers
 
 __all__ = ["WarmBackend"]
@@ -46,7 +46,7 @@ class WarmBackend:
         workdir: Path,
         readonly: Sequence[Path] = (),
         env: Mapping[str, str] | None = None,
-        limits: Limits = Limits(),  # noqa: B008 - frozen, as in SandboxBackend
+        limits: Limits = Limits(),
         network: bool = False,
         slot: int = 0,
         pass_fds: Sequence[int] = (),

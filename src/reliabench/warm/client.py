@@ -32,9 +32,11 @@ from pathlib import Path
 from typing import Any, Final
 
 import reliabench
-from reliabench import sandbox
 from reliabench.errors import SandboxError
 from reliabench.sandbox import DEFAULT_PATH, Limits, SandboxResult, slot_uid
+from reliabench.sandbox.bubblewrap import _ETC_FILES, _SYSTEM_DIRS, _python_prefixes
+from reliabench.sandbox.slots import _hold_slot, _lend_workdir, _under
+from reliabench.sandbox.supervision import _max_output, _signal_reason
 from reliabench.warm.protocol import ProtocolError, read_frame, write_frame
 
 __all__ = [
@@ -81,14 +83,14 @@ def _jail_base() -> dict[str, Any]:
     """The read-only part of every rollout's root (same choices as the bubblewrap backend)."""
     system: list[str] = []
     symlinks: list[list[str]] = []
-    for d in sandbox._SYSTEM_DIRS:
+    for d in _SYSTEM_DIRS:
         if os.path.islink(d):
             symlinks.append([d, os.readlink(d)])
         elif os.path.isdir(d):
             system.append(d)
-    files = [f for f in sandbox._ETC_FILES if os.path.exists(f)]
-    prefixes = [p for p in sandbox._python_prefixes()
-                if not any(sandbox._under(p, s) for s in system)]
+    files = [f for f in _ETC_FILES if os.path.exists(f)]
+    prefixes = [p for p in _python_prefixes()
+                if not any(_under(p, s) for s in system)]
     return {"system": system, "symlinks": symlinks, "files": files, "prefixes": prefixes}
 
 
@@ -315,17 +317,17 @@ class WarmWorkers:
                 "max_procs": limits.max_procs,
                 "file_size_bytes": limits.file_size_bytes,
                 "output_bytes": limits.output_bytes,
-                "max_output": sandbox._max_output(limits),
+                "max_output": _max_output(limits),
                 "tmp_bytes": max(64 * 1024**2, 2 * limits.file_size_bytes),
                 "shm_bytes": 64 * 1024**2,
             },
         }
         started = time.monotonic()
-        with sandbox._hold_slot(uid), sandbox._lend_workdir(Path(ws), uid):
+        with _hold_slot(uid), _lend_workdir(Path(ws), uid):
             resp = self._slot(slot).request(req, timeout=limits.wall_s + 60.0)
         if "error" in resp:
             raise SandboxError(f"warm test worker failed: {resp['error']}")
-        reason = resp["killed_reason"] or sandbox._signal_reason(resp["returncode"])
+        reason = resp["killed_reason"] or _signal_reason(resp["returncode"])
         result = SandboxResult(
             returncode=resp["returncode"],
             timed_out=bool(resp["timed_out"]),

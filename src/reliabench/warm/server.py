@@ -209,7 +209,7 @@ def _read_capped(fd: int, cap: int, marker: str) -> tuple[str, int]:
 
 def _sweep_uid(uid: int, timeout: float = 5.0) -> None:
     """Kill every process of ``uid`` (only when a killed rollout was not reaped in time)."""
-    from reliabench.sandbox import _procs_of_uid
+    from reliabench.sandbox.slots import _procs_of_uid
 
     end = time.monotonic() + timeout
     while True:

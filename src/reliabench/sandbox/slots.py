@@ -1,0 +1,211 @@
+"""Worker slots: the slot uid, its host-wide lock, lending it the workdir, sweeping its processes.
+
+As root, every sandboxed run of worker slot ``s`` runs as uid ``SLOT_UID_BASE + s``; runs of
+one slot never overlap (a host-wide lock), the workspace is handed to the slot uid for the run
+and handed back afterwards, and at the end every process of the uid is killed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+import shutil
+import signal
+import stat
+import subprocess
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+from reliabench.errors import SandboxError
+from reliabench.sandbox.base import DEFAULT_PATH
+from reliabench.untrusted_files import ChownReport, chown_tree, remove_tree
+
+__all__ = ["SLOT_UID_BASE", "slot_uid"]
+
+SLOT_UID_BASE = 61000
+"""Worker slot ``s`` runs as uid and gid ``SLOT_UID_BASE + s`` when reliabench runs as root."""
+
+
+def slot_uid(slot: int) -> int:
+    """The dedicated uid (and gid) of worker slot ``slot`` when running as root.
+
+    Args:
+        slot: The worker slot, 0 <= slot < 4000.
+
+    Returns:
+        ``SLOT_UID_BASE + slot``.
+
+    Raises:
+        SandboxError: ``slot`` is out of range.
+    """
+    if not 0 <= slot < 4000:
+        raise SandboxError(f"slot must be in [0, 4000), got {slot!r}")
+    return SLOT_UID_BASE + slot
+
+
+
+def _procs_of_uid(uid: int) -> list[int]:
+    """Live (non-zombie) processes whose /proc entry belongs to ``uid``."""
+    pids: list[int] = []
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            if entry.stat(follow_symlinks=False).st_uid != uid:
+                continue
+            with open(f"/proc/{entry.name}/stat", "rb") as fh:
+                state = fh.read().rsplit(b")", 1)[1].split()[0]
+        except (OSError, IndexError):
+            continue
+        if state not in (b"Z", b"X"):  # a zombie is dead; its parent reaps it
+            pids.append(int(entry.name))
+    return pids
+
+
+def _kill_uid(uid: int, *, timeout: float = 5.0) -> None:
+    """Kill every process of ``uid``: ``kill(-1)`` run as that uid, then a /proc sweep.
+
+    Raises:
+        SandboxError: Processes of the uid survived ``timeout`` seconds of killing.
+    """
+    if uid == 0 or uid == os.getuid():
+        raise SandboxError(f"refusing to kill every process of uid {uid}")
+    kill = shutil.which("kill")
+    if kill is not None:
+        with contextlib.suppress(OSError, subprocess.SubprocessError):
+            subprocess.run(
+                [kill, "-KILL", "-1"],
+                user=uid,
+                group=uid,
+                extra_groups=[],
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                timeout=timeout,
+                check=False,
+                env={"PATH": DEFAULT_PATH},
+            )
+    deadline = time.monotonic() + timeout
+    while True:
+        pids = _procs_of_uid(uid)
+        if not pids:
+            return
+        for pid in pids:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGKILL)
+        if time.monotonic() > deadline:
+            raise SandboxError(f"processes of uid {uid} survived the sweep: {pids[:10]}")
+        time.sleep(0.01)
+
+
+def _chown_tree(root: Path, uid: int, gid: int) -> ChownReport:
+    """Hand a tree to ``uid``; never follows symlinks, skips files with several links.
+
+    Never raises for what the tree holds (a chain deeper than PATH_MAX, a file that cannot be
+    chowned): those are counted in the report -- the agent made them, the harness goes on.
+    """
+    return chown_tree(root, uid, gid)
+
+
+def _lock_dir() -> Path:
+    """A root-only directory for the slot locks (an agent must not be able to hold one)."""
+    for candidate in (Path("/run/reliabench"), Path(tempfile.gettempdir()) / "reliabench-root"):
+        with contextlib.suppress(OSError):
+            candidate.mkdir(mode=0o700, exist_ok=True)
+            st = os.lstat(candidate)
+            if stat.S_ISDIR(st.st_mode) and st.st_uid == 0 and not st.st_mode & 0o077:
+                return candidate
+    raise SandboxError("cannot create a private directory for the sandbox slot locks")
+
+
+@contextlib.contextmanager
+def _hold_slot(uid: int | None) -> Iterator[None]:
+    """Hold the host-wide lock of a slot uid while it runs.
+
+    Runs of one uid never overlap, even across processes: the final sweep kills every process
+    of the uid, so a second run of the same slot would be killed by the first one's sweep.
+    """
+    if uid is None:
+        yield
+        return
+    fd = os.open(_lock_dir() / f"slot-{uid}.lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
+
+
+@contextlib.contextmanager
+def _lend_workdir(workdir: Path, uid: int | None) -> Iterator[None]:
+    """Give ``workdir`` to the slot uid (mode 0700) for the run, then give it back."""
+    if uid is None:
+        yield
+        return
+    st = os.stat(workdir)
+    _chown_tree(workdir, uid, uid)
+    os.chmod(workdir, 0o700)
+    try:
+        yield
+    finally:
+        _chown_tree(workdir, st.st_uid, st.st_gid)
+        os.chmod(workdir, stat.S_IMODE(st.st_mode))
+
+
+def _ancestors(path: str) -> list[str]:
+    parts = Path(path).parts[1:]
+    return ["/" + "/".join(parts[:i]) for i in range(1, len(parts))]
+
+
+def _under(path: str, base: str) -> bool:
+    return path == base or path.startswith(base.rstrip("/") + "/")
+
+
+def _uid_can_reach(path: str, uid: int, gid: int, *, need: int) -> str | None:
+    """Return the first component that ``uid`` cannot traverse or use, or None if all is well.
+
+    ``need`` is the permission bit triple wanted on the last component (4 r, 2 w, 1 x); ACLs
+    and capabilities are ignored (a conservative check for a fresh, group-less uid).
+    """
+
+    def allowed(st: os.stat_result, bits: int) -> bool:
+        mode = stat.S_IMODE(st.st_mode)
+        if st.st_uid == uid:
+            return (mode >> 6) & bits == bits
+        if st.st_gid == gid:
+            return (mode >> 3) & bits == bits
+        return mode & bits == bits
+
+    real = os.path.realpath(path)
+    # The kernel walks the path as written (a symlink such as a venv's bin/python sits in a
+    # directory that must be traversable too) and then the target it resolves to.
+    literal = os.path.abspath(path)
+    for anc in dict.fromkeys(["/", *_ancestors(literal), *_ancestors(real)]):
+        try:
+            if not allowed(os.stat(anc), 1):
+                return anc
+        except OSError:
+            return anc
+    try:
+        if not allowed(os.stat(real), need):
+            return real
+    except OSError:
+        return real
+    return None
+
+
+def _remove_files_of(uid: int) -> None:
+    for base in ("/tmp", "/var/tmp", "/dev/shm"):
+        with contextlib.suppress(OSError):
+            for entry in os.scandir(base):
+                with contextlib.suppress(OSError):
+                    if entry.stat(follow_symlinks=False).st_uid != uid:
+                        continue
+                    if entry.is_dir(follow_symlinks=False):
+                        remove_tree(Path(entry.path))
+                    else:
+                        os.unlink(entry.path)
+
+
