@@ -18,11 +18,12 @@ jail of a warm server (``reliabench.warm.backend``), or -- not built in -- in a 
   starts anything, with a message naming the argument (``reliabench.warm.backend`` refuses
   ``pass_fds`` and ``network=True`` so). The runner records such a refusal as the harness's
   failure (``infra_error``, excluded from scores), never as a failed rollout. Note what needs
-  the refused argument today: the fresh-process hidden-test path passes its signed outcome
-  channel and key as ``pass_fds`` (``reliabench.testing``), and command agents with
-  ``network = "endpoint"`` pass a usage channel: through a backend without ``pass_fds`` those
-  end as ``infra_error`` (the warm path, ``--hidden-tests warm``, does not go through the
-  backend);
+  ``pass_fds`` today: every command agent passes its usage channel
+  (``reliabench.agents.usage``), and fresh-process hidden tests pass the signed outcome
+  channel and its key (``reliabench.testing``). Through a backend that refuses ``pass_fds`` those end as
+  ``infra_error``; the warm test path (``--test-workers warm``) does not go through the
+  backend. Turning those channels into files in a directory the backend shows is what would
+  let such a backend run them;
 * enforces :class:`Limits` its own way (a container's cgroup instead of rlimits) and reports
   a limit that stopped the run in :attr:`SandboxResult.killed_reason` with the same words;
 * leaves no process of the run behind when ``run`` returns, and names the isolation it gave

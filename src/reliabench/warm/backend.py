@@ -10,7 +10,16 @@ comes from running hidden tests in the fork without an ``exec``
 (:class:`~reliabench.warm.hidden.WarmTests`). This backend exists so that every containment
 test of the other backends runs unchanged on the warm jail.
 
-Not supported: ``network=True`` (the jail has no network) and ``pass_fds``.
+Not supported: ``network=True`` (the jail has no network) and ``pass_fds``; both are refused
+with ``SandboxError`` before anything starts, as the contract in
+:mod:`reliabench.sandbox.base` says.
+
+It is not in the sandbox registry (``get_backend("warm")``, ``--sandbox warm``): it owns
+server processes (one per slot, shared with :class:`~reliabench.warm.hidden.WarmTests`) that
+must be stopped with ``close()``, which the backend contract and the runner's use of a backend
+do not have; the run's agents would lose the network and every command agent its usage
+channel (``pass_fds``); and the runner already reaches the warm jail for hidden tests through
+``--test-workers``. Tests build it from a ``WarmWorkers`` (``tests/sandbox_helpers.py``).
 """
 
 from __future__ import annotations
