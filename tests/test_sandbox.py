@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from entry_point_helpers import fake_entry_points
 from sandbox_helpers import backend_or_skip, python_for
 
 from reliabench.errors import SandboxError, UsageError
@@ -85,16 +86,7 @@ class _PluginBackend:
 
 
 def _fake_sandbox_entry_points(monkeypatch: pytest.MonkeyPatch, **targets: str) -> None:
-    eps = [importlib.metadata.EntryPoint(name=n, value=v, group=ENTRY_POINT_GROUP)
-           for n, v in targets.items()]
-    real = importlib.metadata.entry_points
-
-    def fake(**kwargs: object) -> object:
-        if kwargs.get("group") == ENTRY_POINT_GROUP:
-            return eps
-        return real(**kwargs)
-
-    monkeypatch.setattr(importlib.metadata, "entry_points", fake)
+    fake_entry_points(monkeypatch, ENTRY_POINT_GROUP, **targets)
     module = types.ModuleType("reliabench_fake_sandbox")
     module.PluginBackend = _PluginBackend  # type: ignore[attr-defined]
     module.not_a_backend = 42  # type: ignore[attr-defined]

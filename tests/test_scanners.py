@@ -7,7 +7,6 @@ eval/exec -> CWE-78, yaml.load -> CWE-20, hard-coded password -> CWE-259, md5/sh
 
 from __future__ import annotations
 
-import importlib.metadata
 import json
 import os
 import shutil
@@ -19,6 +18,7 @@ import types
 from pathlib import Path
 
 import pytest
+from entry_point_helpers import fake_entry_points
 
 from reliabench.errors import InvalidArgumentError, MissingExtraError, UsageError
 from reliabench.records import SEVERITY_LEVELS, Finding
@@ -324,19 +324,8 @@ class _FakeScanner:
         return ScanResult((Finding("fake", "F1", self.level),), (), 1)
 
 
-def _fake_entry_points(
-    monkeypatch: pytest.MonkeyPatch, **targets: str
-) -> None:
-    eps = [importlib.metadata.EntryPoint(name=n, value=v, group=ENTRY_POINT_GROUP)
-           for n, v in targets.items()]
-    real = importlib.metadata.entry_points
-
-    def fake(**kwargs: object) -> object:
-        if kwargs.get("group") == ENTRY_POINT_GROUP:
-            return eps
-        return real(**kwargs)
-
-    monkeypatch.setattr(importlib.metadata, "entry_points", fake)
+def _fake_entry_points(monkeypatch: pytest.MonkeyPatch, **targets: str) -> None:
+    fake_entry_points(monkeypatch, ENTRY_POINT_GROUP, **targets)
 
 
 @pytest.fixture
