@@ -290,3 +290,16 @@ def test_python_example_runs(tmp_path: Path) -> None:
     assert res.status == "completed", res.log
     assert (ws / "a.py").read_text().startswith("# written by the example python agent\n")
 
+
+
+def test_command_sandbox_accepts_a_plugin_backend(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from entry_point_helpers import fake_entry_points
+
+    from reliabench.sandbox import ENTRY_POINT_GROUP
+
+    fake_entry_points(monkeypatch, ENTRY_POINT_GROUP, podman="my_sandbox.podman_backend:PodmanBackend")
+    text = '[[agents]]\nname = "a"\nkind = "command"\ncommand = "true"\nsandbox = "podman"\n'
+    (agent,) = load_agents(write(tmp_path, text))
+    assert agent.sandbox == "podman"  # type: ignore[attr-defined]
+    msg = error_of(write(tmp_path, text.replace("podman", "docker")))
+    assert "unknown sandbox 'docker' (choose one of: auto, bubblewrap, namespaces, none, podman)" in msg

@@ -94,7 +94,7 @@ class RunSettings:
         n: Rollouts per (task, agent).
         seed: The run seed.
         workers: Parallel rollouts.
-        sandbox: Backend name (``auto``, ``bubblewrap``, ``namespaces``, ``none``).
+        sandbox: Backend name (``auto``, ``bubblewrap``, ``namespaces``, ``none`` or a plugin's).
         scanners: Scanner names run on what each agent changed.
         limits: Resource limits of the hidden-test process (wall time comes from the task).
         agents_config_hash: Hash of the agents file (part of the run's identity).

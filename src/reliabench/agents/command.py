@@ -11,7 +11,7 @@
     api_key_env = "OPENAI_API_KEY"  # optional (needs base_url): the key's host variable
     network = "endpoint"            # optional: false | "endpoint" | true (see below)
     usage_parser = "aider"          # optional: read tokens and cost from the CLI's output
-    sandbox = "auto"                # optional: auto | bubblewrap | namespaces | none
+    sandbox = "auto"                # optional: auto | bubblewrap | namespaces | none | a plugin
     readonly = ["/opt/aider-venv"]  # optional: host paths visible read-only inside
     memory_mb = 4096                # optional (default 2048): address space per process
     max_procs = 256                 # optional (default 64): processes of the sandbox uid
