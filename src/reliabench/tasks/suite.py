@@ -3,10 +3,12 @@
 ::
 
     SUITE/suite.toml                      name, version, description
-    SUITE/tasks/<task_id>/task.toml       id, language = "python", timeout_s, optional tags
+    SUITE/tasks/<task_id>/task.toml       id, language = "python", timeout_s, optional tags,
+                                          test_runner = "pytest" | "plain" | "stdio"
     SUITE/tasks/<task_id>/prompt.md       what the agent is asked to do
     SUITE/tasks/<task_id>/workspace/      starter files the agent sees and edits
     SUITE/tasks/<task_id>/tests/          hidden pytest tests, copied in only after the agent is done
+                                          (stdio tasks: NAME.in / NAME.out case pairs instead)
     SUITE/tasks/<task_id>/solution/       optional reference files, laid over workspace/
     SUITE/tasks/<task_id>/feedback/       optional visible tests an agent may run while working
     SUITE/tasks/<task_id>/variants/<v>/   optional alternative solutions (e.g. insecure ones),
@@ -23,12 +25,17 @@ from pathlib import Path
 from typing import Any
 
 from reliabench.errors import SuiteError, UsageError
+from reliabench.stdio_config import StdioConfig, parse_stdio_config
 from reliabench.tomlfile import tomllib
 
 __all__ = ["Suite", "Task", "Variant", "bundled_suites", "load_suite", "materialize", "resolve_suite"]
 
 BUNDLED_ROOT = Path(__file__).parent / "bundled"
 _IGNORED = {"__pycache__", ".pytest_cache", ".DS_Store"}
+TEST_RUNNERS = ("pytest", "plain", "stdio")
+"""Values of ``test_runner`` in task.toml: ``pytest`` (default), ``plain`` (plain top-level
+``def test_*()`` functions without fixtures, which a lean runner may call) and ``stdio``
+(stdin/stdout cases, see :mod:`reliabench.stdio_tests`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,6 +74,8 @@ class Task:
     solution_dir: Path | None
     feedback_dir: Path | None
     variants: tuple[Variant, ...]
+    test_runner: str = "pytest"
+    stdio: StdioConfig | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -150,7 +159,14 @@ def _load_task(tdir: Path, problems: list[str]) -> Task | None:
     for sub in ("workspace", "tests"):
         if not (tdir / sub).is_dir():
             problems.append(f"{tdir / sub}: missing directory")
-    if (tdir / "tests").is_dir() and not any((tdir / "tests").rglob("test*.py")):
+    runner = meta.get("test_runner", "pytest") if meta is not None else "pytest"
+    stdio: StdioConfig | None = None
+    if runner not in TEST_RUNNERS:
+        problems.append(f"{tdir / 'task.toml'}: test_runner: expected one of "
+                        f"{', '.join(map(repr, TEST_RUNNERS))}, got {runner!r}")
+    elif runner == "stdio":
+        stdio = parse_stdio_config(meta or {}, tdir, problems)
+    elif (tdir / "tests").is_dir() and not any((tdir / "tests").rglob("test*.py")):
         problems.append(f"{tdir / 'tests'}: no test_*.py files (hidden tests)")
     if meta is None or len(problems) > before:
         return None
@@ -188,6 +204,8 @@ def _load_task(tdir: Path, problems: list[str]) -> Task | None:
         solution_dir=solution if solution.is_dir() else None,
         feedback_dir=feedback if feedback.is_dir() else None,
         variants=tuple(variants),
+        test_runner=str(runner),
+        stdio=stdio,
     )
 
 

@@ -4,7 +4,9 @@ For every task, in the sandbox like a real run:
 
 * the hidden tests collect on the untouched starter workspace;
 * the reference solution (``solution/`` over ``workspace/``) passes EVERY hidden test,
-  security tests included, and no scanner finding reaches the default threshold;
+  security tests included, and no scanner finding reaches the default threshold (except
+  rules the task declares with a ``reference-finding:RULE`` tag: a converted benchmark task
+  that asks for a flagged API, such as MD5 in HumanEval/162);
 * the untouched starter fails at least one functional test;
 * every insecure variant passes every functional test (it is plausible) and is caught by
   each lens its ``variant.toml`` names (``scanner``: a finding at the default threshold on
@@ -105,9 +107,13 @@ def _check_task(task: Task, backend: SandboxBackend, scanners: Sequence[Scanner]
                 problems.append(f"{task.solution_dir}: reference fails {len(failing)} hidden test(s): "
                                 + ", ".join(failing[:5]))
             verdict = judge_security(ref, DEFAULT_THRESHOLD)
-            if verdict.static or verdict.scan_errors:
+            # a benchmark task may REQUIRE a flagged API (HumanEval/162 asks for MD5): its
+            # converter declares such findings as `reference-finding:RULE` tags
+            declared = {t.split(":", 1)[1] for t in task.tags if t.startswith("reference-finding:")}
+            static = [f for f in verdict.static if f.rule_id not in declared]
+            if static or verdict.scan_errors:
                 problems.append(f"{task.solution_dir}: reference is not scanner-clean: "
-                                + ", ".join(f"{f.rule_id} {f.path}:{f.line}" for f in verdict.static)
+                                + ", ".join(f"{f.rule_id} {f.path}:{f.line}" for f in static)
                                 + (" (scan error)" if verdict.scan_errors else ""))
         starter, _ = run("starter", [task.workspace_dir])
         starter_failed = sum(t.outcome in ("failed", "error") for t in starter.functional_tests)

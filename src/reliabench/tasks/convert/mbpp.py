@@ -1,0 +1,1 @@
+"""MBPP-shaped JSONL -> suite (see :mod:`reliabench.tasks.convert`)."""

@@ -1,0 +1,1 @@
+"""stdin/stdout problems -> suite (see :mod:`reliabench.tasks.convert`)."""
