@@ -33,6 +33,7 @@ from reliabench.errors import InvalidArgumentError, MissingExtraError, SandboxEr
 from reliabench.records import Cost, Finding, Rollout, ScanError, TestOutcome
 from reliabench.sandbox import Limits, SandboxBackend, get_backend
 from reliabench.scanners import Scanner, changed_files, get_scanner, workspace_diff
+from reliabench.stdio_tests import expected_stdio_tests, run_stdio_tests
 from reliabench.store import RunStore
 from reliabench.tasks.suite import Suite, Task, materialize
 from reliabench.testing import HiddenTestRun, collect_hidden_tests, run_hidden_tests
@@ -277,9 +278,13 @@ class _Executor:
                 wall = min(wall, self.settings.test_timeout_s)
             limits = replace(self.settings.limits, wall_s=wall, cpu_s=wall)
             try:
-                hidden = run_hidden_tests(workspace, job.task.tests_dir, expected=self.expected[job.task.id],
-                                          backend=self.backend, limits=limits, slot=slot,
-                                          starter=job.task.workspace_dir)
+                if job.task.stdio is not None:  # stdin/stdout cases, judged outside the sandbox
+                    hidden = run_stdio_tests(workspace, job.task.stdio, timeout_s=wall, backend=self.backend,
+                                             limits=limits, slot=slot)
+                else:
+                    hidden = run_hidden_tests(workspace, job.task.tests_dir,
+                                              expected=self.expected[job.task.id], backend=self.backend,
+                                              limits=limits, slot=slot, starter=job.task.workspace_dir)
             except SandboxError as exc:
                 meta["reason"] = f"sandbox failed: {exc}"
                 return self._record(job, "infra_error", (), meta, result, agent_seconds, None, (), (), diff)
@@ -324,6 +329,8 @@ def _collect_expected(suite: Suite, backend: SandboxBackend, workers: int,
 
     def one(task_slot: tuple[Task, int]) -> tuple[str, tuple[TestOutcome, ...]]:
         task, slot = task_slot
+        if task.stdio is not None:
+            return task.id, expected_stdio_tests(task.stdio)
         ws = scratch / task.id
         materialize(ws, [task.workspace_dir])
         os.chmod(ws, 0o755)

@@ -172,6 +172,7 @@ class SandboxBackend(Protocol):
         network: bool = False,
         slot: int = 0,
         pass_fds: Sequence[int] = (),
+        stdin: Path | None = None,
     ) -> SandboxResult:
         """Run ``argv`` in the sandbox with ``workdir`` as its only writable place.
 
@@ -185,6 +186,8 @@ class SandboxBackend(Protocol):
             network: Keep the host network (for agent CLIs that call an API).
             slot: The worker slot; runs of one slot must not overlap.
             pass_fds: File descriptors the command inherits (same numbers).
+            stdin: A file the command reads as standard input (opened by the parent, so its
+                path need not be visible inside); None: ``/dev/null``.
 
         Returns:
             What happened. A command that fails is a result, not an exception.
@@ -451,19 +454,21 @@ def _run_supervised(
     preexec_fn: Callable[[], None] | None,
     user: int | None,
     cleanup: Callable[[subprocess.Popen[bytes]], None],
+    stdin: Path | None = None,
 ) -> SandboxResult:
     """Start ``cmd`` with output to files, enforce wall time and output size, clean up."""
     start = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="rb-out-") as tmp:
         out_path = Path(tmp) / "stdout"
         err_path = Path(tmp) / "stderr"
-        with open(out_path, "wb") as out_fh, open(err_path, "wb") as err_fh:
+        with open(out_path, "wb") as out_fh, open(err_path, "wb") as err_fh, \
+                (open(stdin, "rb") if stdin is not None else contextlib.nullcontext()) as in_fh:
             try:
                 proc = subprocess.Popen(
                     list(cmd),
                     cwd=cwd,
                     env=dict(env),
-                    stdin=subprocess.DEVNULL,
+                    stdin=in_fh if in_fh is not None else subprocess.DEVNULL,
                     stdout=out_fh,
                     stderr=err_fh,
                     pass_fds=tuple(pass_fds),
@@ -726,6 +731,7 @@ class BubblewrapBackend:
         network: bool = False,
         slot: int = 0,
         pass_fds: Sequence[int] = (),
+        stdin: Path | None = None,
     ) -> SandboxResult:
         """Run ``argv`` under bubblewrap; see :class:`SandboxBackend`."""
         full_env, prog, work = _prepare(argv, workdir, env)
@@ -761,6 +767,7 @@ class BubblewrapBackend:
                 preexec_fn=preexec,
                 user=None,
                 cleanup=cleanup,
+                stdin=stdin,
             )
 
 
@@ -802,6 +809,7 @@ class NamespacesBackend:
         network: bool = False,
         slot: int = 0,
         pass_fds: Sequence[int] = (),
+        stdin: Path | None = None,
     ) -> SandboxResult:
         """Run ``argv`` in new namespaces as the slot uid; see :class:`SandboxBackend`."""
         if self.unshare is None or self.prlimit is None or self.setpriv is None:  # pragma: no cover
@@ -866,6 +874,7 @@ class NamespacesBackend:
                         preexec_fn=None,
                         user=None,
                         cleanup=cleanup,
+                        stdin=stdin,
                     )
             finally:
                 _remove_files_of(uid)  # after the workdir was handed back
@@ -911,6 +920,7 @@ class NoSandboxBackend:
         network: bool = False,
         slot: int = 0,
         pass_fds: Sequence[int] = (),
+        stdin: Path | None = None,
     ) -> SandboxResult:
         """Run ``argv`` with rlimits only; see :class:`SandboxBackend`."""
         full_env, prog, work = _prepare(argv, workdir, env)
@@ -937,6 +947,7 @@ class NoSandboxBackend:
             preexec_fn=preexec,
             user=None,
             cleanup=cleanup,
+            stdin=stdin,
         )
 
 

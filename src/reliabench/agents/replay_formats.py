@@ -62,10 +62,10 @@ def truncate_at_stop(text: str, stop: Sequence[str]) -> str:
     r"""Cut ``text`` at the earliest occurrence of any stop sequence.
 
     Examples:
-        >>> truncate_at_stop("    return 1\\n\\ndef g():\\n    pass\\n", CODEX_STOP)
-        '    return 1\\n'
-        >>> truncate_at_stop("    return 1\\n", ())
-        '    return 1\\n'
+        >>> truncate_at_stop("    return 1\n\ndef g():\n    pass\n", CODEX_STOP)
+        '    return 1\n'
+        >>> truncate_at_stop("    return 1\n", ())
+        '    return 1\n'
     """
     cut = len(text)
     for s in stop:
@@ -80,7 +80,7 @@ def entry_point_of(prompt: str) -> str | None:
     r"""The last top-level function a prompt defines (HumanEval's entry point), if it parses.
 
     Examples:
-        >>> entry_point_of("def helper():\\n    pass\\n\\ndef f(x):\\n    '''doc'''\\n")
+        >>> entry_point_of("def helper():\n    pass\n\ndef f(x):\n    '''doc'''\n")
         'f'
     """
     try:

@@ -53,3 +53,5 @@ def import_command(fmt: str, source: Path | None, out: Path, time_limit: float, 
     click.echo(f"{fmt}: {result.tasks} task(s), {result.tests} hidden test(s) from {result.source} "
                f"-> {result.out_dir} (suite {result.name!r}); "
                f"check it with: reliabench validate {result.out_dir}", err=True)
+    for note in result.notes:
+        click.echo(f"note: {note}", err=True)

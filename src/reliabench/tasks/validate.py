@@ -28,6 +28,7 @@ from reliabench.records import Rollout
 from reliabench.sandbox import Limits, SandboxBackend, get_backend
 from reliabench.scanners import Scanner, get_scanner
 from reliabench.security import DEFAULT_THRESHOLD, judge_security
+from reliabench.stdio_tests import expected_stdio_tests, run_stdio_tests
 from reliabench.tasks.suite import Suite, Task, materialize
 from reliabench.testing import collect_hidden_tests, run_hidden_tests
 
@@ -79,16 +80,21 @@ def _check_task(task: Task, backend: SandboxBackend, scanners: Sequence[Scanner]
     isolation = backend.name
     try:
         try:
-            expected = collect_hidden_tests(workspace("collect", [task.workspace_dir]), task.tests_dir,
-                                            backend=backend, slot=slot, limits=Limits(wall_s=60.0))
+            expected = expected_stdio_tests(task.stdio) if task.stdio is not None else collect_hidden_tests(
+                workspace("collect", [task.workspace_dir]), task.tests_dir, backend=backend, slot=slot,
+                limits=Limits(wall_s=60.0))
         except SuiteError as exc:
             return TaskCheck(task.id, 0, 0, 0, 0, (), tuple(exc.problems), isolation)
 
         def run(name: str, layers: list[Path]) -> tuple[Rollout, Path]:
             ws = workspace(name, layers)
             findings, errors, _ = scan_workspace(scanners, task.workspace_dir, ws)
-            hidden = run_hidden_tests(ws, task.tests_dir, expected=expected, backend=backend,
-                                      limits=limits, slot=slot, starter=task.workspace_dir)
+            if task.stdio is not None:
+                hidden = run_stdio_tests(ws, task.stdio, timeout_s=task.timeout_s, backend=backend,
+                                         limits=limits, slot=slot)
+            else:
+                hidden = run_hidden_tests(ws, task.tests_dir, expected=expected, backend=backend,
+                                          limits=limits, slot=slot, starter=task.workspace_dir)
             nonlocal isolation
             isolation = hidden.isolation
             status = "completed" if hidden.status == "completed" else hidden.status

