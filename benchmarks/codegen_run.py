@@ -10,6 +10,7 @@ HumanEval problem. ``ensure_run`` converts HumanEval from the installed ``human-
 from __future__ import annotations
 
 import os
+import sqlite3
 import sys
 import time
 from pathlib import Path
@@ -40,9 +41,38 @@ def ensure_suite(out: Path) -> Path:
     return suite
 
 
+def forget_infra_errors(run_dir: Path) -> int:
+    """Delete the rollouts recorded as ``infra_error`` so that resuming runs them again.
+
+    An infra error is the harness's failure, never the model's (for example a host whose
+    ``/dev/null`` was replaced by a regular file for a minute by another process): it says
+    nothing about the sample, so the study re-runs it rather than keeping a hole.
+    """
+    db = run_dir / "reliabench.sqlite"
+    if not db.is_file():
+        return 0
+    con = sqlite3.connect(db)
+    try:
+        keys = con.execute("SELECT task_id, agent, rollout FROM rollouts "
+                           "WHERE status = 'infra_error'").fetchall()
+        tables = [r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
+        with con:
+            for table in tables:
+                cols = {c[1] for c in con.execute(f"PRAGMA table_info({table})")}
+                if {"task_id", "agent", "rollout"} <= cols:
+                    con.executemany(f"DELETE FROM {table} WHERE task_id = ? AND agent = ? "
+                                    "AND rollout = ?", keys)
+    finally:
+        con.close()
+    return len(keys)
+
+
 def ensure_run(out: Path, n: int, workers: int = 2) -> list[Rollout]:
     """Run (or resume / grow) 164 tasks x ``n`` replayed CodeGen-16B samples; return the records."""
     suite = load_suite(ensure_suite(out))
+    retried = forget_infra_errors(out / "run")
+    if retried:
+        print(f"re-running {retried} rollout(s) recorded as infra_error", file=sys.stderr)
     agent = ReplayAgent(AGENT, CODET)
     start = time.perf_counter()
 

