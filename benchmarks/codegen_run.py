@@ -17,6 +17,7 @@ from pathlib import Path
 
 from reliabench.agents.replay import ReplayAgent
 from reliabench.agents.replay_formats import CODEX_STOP, read_foreign_generations, truncate_at_stop
+from reliabench.errors import SandboxError
 from reliabench.records import Rollout
 from reliabench.runner import ProgressEvent, RunSettings, run_suite
 from reliabench.store import read_records
@@ -82,8 +83,16 @@ def ensure_run(out: Path, n: int, workers: int = 2) -> list[Rollout]:
             print(f"  {ev.done}/{ev.total} rollouts, {ev.passed} passed ({rate:.1f}/s incl. resumed)",
                   file=sys.stderr, flush=True)
 
-    summary = run_suite(suite, [agent], out / "run", RunSettings(n=n, workers=workers, scanners=()),
-                        progress=progress)
+    for attempt in range(1, 6):
+        try:
+            summary = run_suite(suite, [agent], out / "run", RunSettings(n=n, workers=workers, scanners=()),
+                                progress=progress)
+            break
+        except SandboxError as exc:  # e.g. a staging directory removed under us by another run
+            print(f"attempt {attempt}: {exc}; resuming", file=sys.stderr)
+            forget_infra_errors(out / "run")
+    else:
+        raise SystemExit("the sandbox failed 5 times; see above")
     print(f"run: {summary.executed} executed, {summary.skipped} resumed, {summary.infra_errors} infra "
           f"errors, isolation {summary.isolation}, {summary.seconds:.0f} s "
           f"({summary.executed / max(summary.seconds, 1e-9):.2f} rollouts/s)", file=sys.stderr)
