@@ -206,7 +206,13 @@ def _staged(tests_dir: Path, slot: int) -> Iterator[Path]:
     """Copy the hidden tests and the plugin to a private directory; remove it afterwards."""
     if not tests_dir.is_dir():
         raise SandboxError(f"hidden tests directory not found: {tests_dir}")
-    staging = Path(tempfile.mkdtemp(prefix="rb-hidden-"))
+    # a root-owned 0711 parent: the slot-owned staging directory is not a top-level entry of
+    # /tmp, which the namespaces backend's clean-up of ANOTHER run on the same slot (another
+    # process on this host) would otherwise delete while this run still needs it
+    outer = Path(tempfile.mkdtemp(prefix="rb-hidden-"))
+    os.chmod(outer, 0o711)
+    staging = outer / "staging"
+    staging.mkdir()
     try:
         shutil.copytree(
             tests_dir,
@@ -230,7 +236,7 @@ def _staged(tests_dir: Path, slot: int) -> Iterator[Path]:
         os.chmod(staging, 0o700)
         yield staging
     finally:
-        shutil.rmtree(staging, ignore_errors=True)
+        shutil.rmtree(outer, ignore_errors=True)
 
 
 @dataclass
