@@ -256,3 +256,24 @@ def test_run_suite_end_to_end(base: Path) -> None:
     recs = sorted(read_records(base / "run"), key=lambda r: r.rollout)
     assert [r.passes for r in recs] == [True, False]
     assert [(t.name, t.outcome) for t in recs[1].tests] == [("case:a", "passed"), ("case:b", "failed")]
+
+
+@pytest.mark.sandbox
+@pytest.mark.parametrize("name", ["bubblewrap", "namespaces", "none"])
+def test_backends_pass_stdin_from_a_file_the_sandbox_cannot_see(name: str, base: Path) -> None:
+    from sandbox_helpers import python_for
+
+    backend = backend_or_skip(name)
+    private = Path(tempfile.mkdtemp(prefix="rb-stdin-"))  # 0700, root: unreachable by slot uids
+    try:
+        (private / "case.in").write_text("4 5\n")
+        ws = base / f"ws-{name}"
+        ws.mkdir()
+        (ws / "p.py").write_text(SUM)
+        result = backend.run([python_for(backend, 3), "p.py"], workdir=ws, slot=3, stdin=private / "case.in")
+        assert result.returncode == 0 and result.stdout == "9\n", result.stderr
+        # without stdin the program reads an empty stream (not the parent's terminal)
+        result = backend.run([python_for(backend, 3), "p.py"], workdir=ws, slot=3)
+        assert result.stdout == "0\n"
+    finally:
+        shutil.rmtree(private, ignore_errors=True)
