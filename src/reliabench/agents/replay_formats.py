@@ -34,13 +34,13 @@ keeps them whole); whole solutions are not cut unless ``stop`` is given.
 from __future__ import annotations
 
 import ast
-import json
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
 from reliabench.errors import ConfigError
+from reliabench.tasks.convert._common import read_jsonl_records
 
 __all__ = [
     "CODEX_STOP",
@@ -160,26 +160,8 @@ class ForeignGenerations:
 
 
 def _lines(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
-    try:
-        fh = path.open("rb")
-    except OSError as exc:
-        raise ConfigError(path, f"cannot read the replay file ({exc.strerror or exc})") from None
-    with fh:
-        for lineno, raw in enumerate(fh, start=1):
-            try:
-                text = raw.decode("utf-8")
-            except UnicodeDecodeError as exc:
-                raise ConfigError(path, f"not UTF-8 ({exc.reason})", line=lineno) from None
-            if not text.strip():
-                continue
-            try:
-                obj = json.loads(text)
-            except json.JSONDecodeError as exc:
-                raise ConfigError(path, f"invalid JSON ({exc.msg} at column {exc.colno})",
-                                  line=lineno) from None
-            if not isinstance(obj, dict):
-                raise ConfigError(path, "expected a JSON object", line=lineno)
-            yield lineno, obj
+    for rec in read_jsonl_records(path, ConfigError):
+        yield rec.line, dict(rec.data)
 
 
 def sniff_format(path: Path) -> str:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import gzip
 import json
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
@@ -15,6 +15,7 @@ from reliabench.errors import InputError, UsageError
 __all__ = [
     "JsonRecord",
     "TaskFiles",
+    "WrittenTasks",
     "field_str",
     "prepare_out_dir",
     "read_jsonl_records",
@@ -22,6 +23,7 @@ __all__ = [
     "toml_value",
     "write_suite",
     "write_task",
+    "write_tasks",
 ]
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
@@ -54,8 +56,12 @@ class JsonRecord:
         return InputError(self.path, message, line=self.line, field=field_name)
 
 
-def read_jsonl_records(path: Path) -> Iterator[JsonRecord]:
+def read_jsonl_records(path: Path, error: type[InputError] = InputError) -> Iterator[JsonRecord]:
     """Yield each non-blank line of a JSONL (or ``.jsonl.gz``) file as a JSON object.
+
+    Args:
+        path: The file.
+        error: The ``InputError`` subclass to raise (``ConfigError`` for agents' files).
 
     Raises:
         InputError: ``file:line``: not UTF-8, not JSON, or not an object; ``file`` when the
@@ -65,26 +71,26 @@ def read_jsonl_records(path: Path) -> Iterator[JsonRecord]:
         raw: IO[bytes] = (gzip.open(path, "rb") if path.name.endswith(".gz")  # type: ignore[assignment]  # noqa: SIM115
                           else path.open("rb"))
     except OSError as exc:
-        raise InputError(path, f"cannot read the file ({exc.strerror or exc})") from None
+        raise error(path, f"cannot read the file ({exc.strerror or exc})") from None
     with raw as fh:
         try:
             for lineno, line in enumerate(fh, start=1):
                 try:
                     text = line.decode("utf-8")
                 except UnicodeDecodeError as exc:
-                    raise InputError(path, f"not UTF-8 ({exc.reason})", line=lineno) from None
+                    raise error(path, f"not UTF-8 ({exc.reason})", line=lineno) from None
                 if not text.strip():
                     continue
                 try:
                     obj = json.loads(text)
                 except json.JSONDecodeError as exc:
-                    raise InputError(path, f"invalid JSON ({exc.msg} at column {exc.colno})",
+                    raise error(path, f"invalid JSON ({exc.msg} at column {exc.colno})",
                                      line=lineno) from None
                 if not isinstance(obj, dict):
-                    raise InputError(path, f"expected a JSON object, got {type(obj).__name__}", line=lineno)
+                    raise error(path, f"expected a JSON object, got {type(obj).__name__}", line=lineno)
                 yield JsonRecord(path, lineno, obj)
         except (OSError, EOFError, gzip.BadGzipFile) as exc:
-            raise InputError(path, f"cannot read the file ({exc})") from None
+            raise error(path, f"cannot read the file ({exc})") from None
 
 
 def field_str(rec: JsonRecord, name: str, *, allow_empty: bool = False) -> str:
@@ -161,6 +167,57 @@ def write_task(out: Path, task: TaskFiles) -> None:
     _write(tdir / "tests", task.tests)
     if task.solution:
         _write(tdir / "solution", task.solution)
+
+
+@dataclass(frozen=True, slots=True)
+class WrittenTasks:
+    """What :func:`write_tasks` wrote.
+
+    Attributes:
+        tasks: Tasks written.
+        tests: Hidden tests over all tasks.
+        notes: Lines skipped and why.
+    """
+
+    tasks: int
+    tests: int
+    notes: tuple[str, ...]
+
+
+def write_tasks(source: Path, out: Path, build: Callable[[JsonRecord], tuple[TaskFiles, int] | str],
+                limit: int | None = None) -> WrittenTasks:
+    """Build and write one task per line of ``source``; refuse duplicate ids and empty files.
+
+    Args:
+        source: The JSONL problem file.
+        out: The suite directory.
+        build: Line -> ``(task, number of tests)``, or a note saying why the line is skipped.
+        limit: Stop after this many tasks.
+
+    Raises:
+        InputError: A malformed line, a task id seen before, or no task at all.
+    """
+    seen: dict[str, int] = {}
+    notes: list[str] = []
+    tasks = tests = 0
+    for rec in read_jsonl_records(source):
+        built = build(rec)
+        if isinstance(built, str):
+            notes.append(f"{source}:{rec.line}: skipped {built}")
+            continue
+        task, n = built
+        if task.task_id in seen:
+            raise rec.error("task_id", f"task id {task.task_id!r} again (first on line {seen[task.task_id]})")
+        seen[task.task_id] = rec.line
+        write_task(out, task)
+        tasks += 1
+        tests += n
+        if limit is not None and tasks >= limit:
+            break
+    if not tasks:
+        raise InputError(source, "no problems to convert (expected one JSON object per line)"
+                         + (f"; {len(notes)} line(s) skipped" if notes else ""))
+    return WrittenTasks(tasks, tests, tuple(notes))
 
 
 def write_suite(out: Path, *, name: str, version: str, description: str) -> None:

