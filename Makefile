@@ -1,6 +1,8 @@
 # reliabench: two commands on a fresh clone.
 #   make demo   install into .venv and run the main job
 #   make test   install the test dependencies into .venv and run pytest, ruff and mypy
+#   make agents install the real agent CLIs of examples/agents/ into .venv-agents/ (their
+#               end-to-end tests skip without them, except in CI where they must run)
 #
 # The venv is made from /usr/bin/python3 when it exists: the sandbox runs hidden tests as an
 # unprivileged uid, which cannot execute an interpreter under a private (0700) home directory.
@@ -9,8 +11,11 @@ PYTHON ?= $(shell [ -x /usr/bin/python3 ] && /usr/bin/python3 -c 'import venv, e
 VENV   := .venv
 BIN    := $(VENV)/bin
 PIP    := $(BIN)/python -m pip --disable-pip-version-check -q
+# extras installed by install-test, in ONE resolve (CI adds semgrep,ray: installing them in a second
+# step lets pip backtrack Semgrep to an old release that skips files under tests/)
+TEST_EXTRAS ?= test
 
-.PHONY: demo test install install-test lint typecheck bench clean sandbox-deps
+.PHONY: demo test install install-test lint typecheck bench clean sandbox-deps browser-deps agents
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -21,7 +26,7 @@ $(VENV)/.installed: $(BIN)/python pyproject.toml
 	touch $@
 
 $(VENV)/.installed-test: $(BIN)/python pyproject.toml
-	$(PIP) install -e '.[test]'
+	$(PIP) install -e '.[$(TEST_EXTRAS)]'
 	touch $@ $(VENV)/.installed
 
 install: $(VENV)/.installed
@@ -40,10 +45,26 @@ sandbox-deps:
 	  fi; \
 	fi
 
+# The real agent CLIs of examples/agents/ (mini-swe-agent, aider), each in .venv-agents/NAME.
+agents:
+	scripts/install-agent-clis.sh
+
+# The report's browser tests need Debian's Chromium (Playwright drives /usr/bin/chromium; no browser
+# is downloaded). Without it they skip locally and fail in CI (CI=1).
+browser-deps:
+	@if [ ! -x /usr/bin/chromium ]; then \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null) \
+	      || echo "could not install chromium: the report's browser tests will skip"; \
+	  else \
+	    echo "note: chromium is not installed: the report's browser tests skip (sudo apt-get install chromium)"; \
+	  fi; \
+	fi
+
 demo: $(VENV)/.installed sandbox-deps
 	$(BIN)/reliabench demo
 
-test: $(VENV)/.installed-test sandbox-deps
+test: $(VENV)/.installed-test sandbox-deps browser-deps
 	$(BIN)/python -m pytest
 	$(BIN)/ruff check src tests benchmarks
 	$(BIN)/mypy
@@ -58,4 +79,4 @@ bench: $(VENV)/.installed-test
 	$(BIN)/python benchmarks/bench_estimators.py
 
 clean:
-	rm -rf $(VENV) build dist src/*.egg-info
+	rm -rf $(VENV) .venv-agents build dist src/*.egg-info

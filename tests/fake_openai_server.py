@@ -13,7 +13,9 @@ Each reply is one of:
 - a ``Reply``: full control (status code, content, usage, headers, delay, raw body);
 - a callable ``(body: dict, index: int) -> str | Reply``.
 
-Once the scripted replies run out the last one repeats. The server is bounded: it serves at
+Once the scripted replies run out the last one repeats. ``GET /v1/models`` answers a
+one-model list (401 without the key when ``api_key`` is set), for ``reliabench run``'s
+pre-run check. A hang is a ``Reply`` with a long ``delay_s``. The server is bounded: it serves at
 most ``max_requests`` requests (then answers 503) and shuts itself down after ``lifetime_s``
 seconds even if the test forgets to stop it. It listens on an ephemeral port of 127.0.0.1.
 """
@@ -43,6 +45,14 @@ class Reply:
     delay_s: float = 0.0
     raw_body: bytes | None = None
     finish_reason: str = "stop"
+    tool_calls: list[dict[str, Any]] | None = None
+
+    @staticmethod
+    def bash(command: str, content: str = "") -> Reply:
+        """A reply that calls the ``bash`` tool once (mini-swe-agent's tool-call protocol)."""
+        return Reply(content, finish_reason="tool_calls", tool_calls=[{
+            "id": "call_" + format(abs(hash(command)) % 10**12, "012d"), "type": "function",
+            "function": {"name": "bash", "arguments": json.dumps({"command": command})}}])
 
 
 Script = str | Reply | Callable[[dict[str, Any], int], "str | Reply"]
@@ -72,6 +82,24 @@ class _Handler(BaseHTTPRequestHandler):
             self.wfile.write(body)
         except (BrokenPipeError, ConnectionResetError):  # the client gave up (a timeout test)
             self.close_connection = True
+
+    def do_GET(self) -> None:
+        owner = self.server.owner
+        with owner.lock:
+            owner.gets.append(self.path)
+        if not self.path.rstrip("/").endswith("/models"):
+            self._send(404, b'{"error": {"message": "not found", "type": "invalid_request"}}')
+            return
+        if owner.models_delay_s:
+            time.sleep(owner.models_delay_s)
+        auth = self.headers.get("Authorization", "")
+        if owner.api_key is not None and auth != f"Bearer {owner.api_key}":
+            self._send(401, json.dumps({"error": {"message": "Incorrect API key provided",
+                                                  "type": "invalid_request_error"}}).encode())
+            return
+        body = {"object": "list", "data": [{"id": "fake-model", "object": "model",
+                                            "owned_by": "reliabench-tests"}]}
+        self._send(200, json.dumps(body).encode())
 
     def do_POST(self) -> None:
         owner = self.server.owner
@@ -120,7 +148,8 @@ class _Handler(BaseHTTPRequestHandler):
             "model": body.get("model", "fake"),
             "choices": [{
                 "index": 0,
-                "message": {"role": "assistant", "content": reply.content},
+                "message": {"role": "assistant", "content": reply.content,
+                            **({"tool_calls": reply.tool_calls} if reply.tool_calls else {})},
                 "finish_reason": reply.finish_reason,
                 "logprobs": None,
             }],
@@ -137,10 +166,15 @@ class FakeOpenAIServer:
         api_key: When set, requests without ``Authorization: Bearer <api_key>`` get a 401.
         max_requests: Requests beyond this get a 503.
         lifetime_s: The server stops itself after this many seconds.
+        models_delay_s: ``GET /models`` (the pre-run check) answers after this delay.
+        per_conversation: Pick the reply by the number of assistant messages in the request
+            (each rollout's conversation replays the script from its start) instead of by
+            the request count.
     """
 
     def __init__(self, script: Sequence[Script] | Script = "", *, api_key: str | None = None,
-                 max_requests: int = 50, lifetime_s: float = 60.0) -> None:
+                 max_requests: int = 50, lifetime_s: float = 60.0,
+                 models_delay_s: float = 0.0, per_conversation: bool = False) -> None:
         self.script: list[Script] = (
             list(script) if isinstance(script, (list, tuple)) else [script]  # type: ignore[list-item]
         )
@@ -149,6 +183,9 @@ class FakeOpenAIServer:
         self.lifetime_s = lifetime_s
         self.requests: list[dict[str, Any]] = []
         self.auth_headers: list[str] = []
+        self.gets: list[str] = []
+        self.models_delay_s = models_delay_s
+        self.per_conversation = per_conversation
         self.lock = threading.Lock()
         self._httpd: _Server | None = None
         self._thread: threading.Thread | None = None
@@ -158,6 +195,10 @@ class FakeOpenAIServer:
         """The reply to request number ``index`` (0-based)."""
         if not self.script:
             return Reply("")
+        if self.per_conversation:
+            # a fresh conversation (agent CLI run) starts at the first reply again: the index
+            # is the number of assistant messages already in the request
+            index = sum(1 for m in body.get("messages", []) if m.get("role") == "assistant")
         item = self.script[min(index, len(self.script) - 1)]
         if callable(item) and not isinstance(item, Reply):
             item = item(body, index)

@@ -30,3 +30,17 @@ def python_for(backend: SandboxBackend, slot: int) -> str:
         if sandbox._uid_can_reach(cand, slot_uid(slot), slot_uid(slot), need=5) is None:
             return cand
     pytest.skip("no interpreter reachable by the slot uid")
+
+
+def endpoint_narrowing_or_skip() -> None:
+    """Skip unless the agents' sandbox (``auto``) is bubblewrap, which ``network = "endpoint"`` needs."""
+    from reliabench.agents import command as command_mod
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            name = command_mod.sandbox_backend("auto").name
+        except SandboxError as exc:  # pragma: no cover - depends on the host
+            pytest.skip(f"no sandbox: {exc}")
+    if name != "bubblewrap":  # pragma: no cover - depends on the host
+        pytest.skip(f'network = "endpoint" needs the bubblewrap backend; this host has {name}')

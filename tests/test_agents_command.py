@@ -103,12 +103,14 @@ def test_env_is_clean_and_expanded(tmp_path: Path, ws: Path, isolation: str,
     assert "s3cret" not in (ws / "env.txt").read_text()
 
 
-def test_unset_env_var_is_agent_error(tmp_path: Path, ws: Path,
+def test_unset_env_var_is_infra_error(tmp_path: Path, ws: Path,
                                       monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("RB_SURELY_UNSET", raising=False)
     agent = make(tmp_path, 'command = "true"\nenv = { K = "${RB_SURELY_UNSET}" }')
+    assert agent.env_refs == ("RB_SURELY_UNSET",)
     res = agent.run(req(ws))
-    assert res.status == "agent_error"
+    assert res.status == "infra_error"  # the harness's set-up, not the agent
+    assert res.meta["infra_reason"] == "missing_api_key"
     assert "RB_SURELY_UNSET" in res.log
 
 
@@ -238,3 +240,47 @@ def test_thread_safe_distinct_slots(tmp_path: Path, isolation: str) -> None:
     with ThreadPoolExecutor(4) as pool:
         assert list(pool.map(one, range(4))) == ["completed"] * 4
     assert [(w / "r.txt").read_text().strip() for w in wss] == ["0", "1", "2", "3"]
+
+
+def test_usage_file_reports_tokens_and_cost(tmp_path: Path, ws: Path, isolation: str) -> None:
+    script = ('import json, os; p = os.environ["RELIABENCH_USAGE_FILE"]; '
+              'assert p.startswith("/dev/fd/"), p; '
+              'json.dump({"tokens_in": 120, "tokens_out": 30, "usd": 0.0042}, open(p, "w"))')
+    agent = make(tmp_path, f'command = ["/usr/bin/python3", "-c", {script!r}]')
+    res = agent.run(req(ws))
+    assert res.status == "completed", res.log
+    assert (res.tokens_in, res.tokens_out, res.tokens, res.usd) == (120, 30, 150, 0.0042)
+    assert res.meta["usage_source"] == "usage_file"
+    assert sorted(p.name for p in ws.iterdir()) == ["start.py"]  # the file is not in the workspace
+
+
+def test_bad_usage_file_is_ignored_with_a_note(tmp_path: Path, ws: Path, isolation: str) -> None:
+    script = 'import os; open(os.environ["RELIABENCH_USAGE_FILE"], "w").write("[1, 2]")'
+    agent = make(tmp_path, f'command = ["/usr/bin/python3", "-c", {script!r}]')
+    res = agent.run(req(ws))
+    assert res.status == "completed", res.log
+    assert res.tokens is None and res.usd is None
+    assert "usage file ignored: expected a JSON object, got list" in res.log
+
+
+def test_aider_usage_parser(tmp_path: Path, ws: Path, isolation: str) -> None:
+    out = ("Tokens: 2.1k sent, 245 received. Cost: $0.0012 message, $0.0012 session.\\n"
+           "Tokens: 900 sent, 50 received. Cost: $0.0003 message, $0.0015 session.\\n")
+    agent = make(tmp_path, f'command = ["/usr/bin/printf", "{out}"]\nusage_parser = "aider"')
+    res = agent.run(req(ws))
+    assert res.status == "completed", res.log
+    assert (res.tokens_in, res.tokens_out, res.usd) == (3000, 295, 0.0015)
+    assert res.meta["usage_source"] == "aider" and res.meta["usage_approx"] is True
+
+
+def test_endpoint_keys(tmp_path: Path) -> None:
+    agent = make(tmp_path, 'command = "true"\nbase_url = "http://127.0.0.1:9/v1"\n'
+                           'api_key_env = "RB_K"')
+    assert agent.endpoint is not None and agent.endpoint.port == 9
+    assert agent.network == "endpoint"  # the default when base_url is set
+    with pytest.raises(ConfigError, match=r"agents\[1\]\.api_key_env: needs base_url"):
+        make(tmp_path, 'command = "true"\napi_key_env = "RB_K"')
+    with pytest.raises(ConfigError, match=r'agents\[1\]\.network: network = "endpoint" needs base_url'):
+        make(tmp_path, 'command = "true"\nnetwork = "endpoint"')
+    with pytest.raises(ConfigError, match=r"agents\[1\]\.usage_parser: unknown parser 'x'"):
+        make(tmp_path, 'command = "true"\nusage_parser = "x"')

@@ -204,8 +204,10 @@ def test_missing_api_key(tmp_path: Path, ws: Path, server: FakeOpenAIServer,
     agent = make(tmp_path, server)
     monkeypatch.delenv(KEY_ENV)
     res = agent.run(req(ws))
-    assert res.status == "agent_error"
+    assert res.status == "infra_error"  # the harness's set-up, not the agent
+    assert res.meta["infra_reason"] == "missing_api_key"
     assert f"environment variable {KEY_ENV} is not set" in res.log
+    assert f"environment variable {KEY_ENV} is not set" in res.meta["reason"]
     assert server.requests == []
 
 
@@ -213,17 +215,19 @@ def test_wrong_api_key(tmp_path: Path, ws: Path, server: FakeOpenAIServer,
                        monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(KEY_ENV, "wrong")
     res = make(tmp_path, server).run(req(ws))
-    assert res.status == "agent_error"
+    assert res.status == "infra_error"
+    assert res.meta["infra_reason"] == "auth"
     assert "HTTP 401" in res.log
     assert "Incorrect API key" in res.log
 
 
-def test_server_error_is_agent_error(tmp_path: Path, ws: Path) -> None:
+def test_server_error_is_infra_error(tmp_path: Path, ws: Path) -> None:
     err = Reply(status=500, content="upstream exploded", headers={"retry-after-ms": "5"})
     with FakeOpenAIServer([err], api_key=KEY) as srv:
         res = make(tmp_path, srv).run(req(ws))  # max_retries = 0
         assert len(srv.requests) == 1
-    assert res.status == "agent_error"
+    assert res.status == "infra_error"
+    assert res.meta["infra_reason"] == "server_error"
     assert "HTTP 500" in res.log
     assert "upstream exploded" in res.log
 
@@ -237,7 +241,8 @@ def test_transient_error_retried(tmp_path: Path, ws: Path) -> None:
     with FakeOpenAIServer([err], api_key=KEY) as srv:
         res = make(tmp_path, srv, max_retries=2).run(req(ws))
         assert len(srv.requests) == 3  # bounded: 1 + max_retries
-    assert res.status == "agent_error"
+    assert res.status == "infra_error"
+    assert res.meta["infra_reason"] == "server_error"
     assert "after 2 retries" in res.log
 
 
@@ -247,7 +252,8 @@ def test_connection_refused(tmp_path: Path, ws: Path) -> None:
     port = s.getsockname()[1]
     s.close()  # nothing listens there now
     res = make(tmp_path, f"http://127.0.0.1:{port}/v1").run(req(ws))
-    assert res.status == "agent_error"
+    assert res.status == "infra_error"
+    assert res.meta["infra_reason"] == "unreachable"
     assert "APIConnectionError" in res.log
 
 
@@ -258,6 +264,36 @@ def test_request_timeout(tmp_path: Path, ws: Path) -> None:
         assert time.monotonic() - t0 < 2.5
     assert res.status == "timeout"
     assert "timed out" in res.log
+
+
+def test_rate_limited_then_ok(tmp_path: Path, ws: Path) -> None:
+    busy = Reply(status=429, content="slow down", headers={"retry-after-ms": "5"})
+    good = Reply(block("calc.py", "ok = 1"), prompt_tokens=40, completion_tokens=6)
+    with FakeOpenAIServer([busy, good], api_key=KEY) as srv:
+        res = make(tmp_path, srv, max_retries=2).run(req(ws))
+        assert len(srv.requests) == 2  # the 429 was retried with back-off by the client
+    assert res.status == "completed", res.log
+    assert (res.tokens_in, res.tokens_out, res.tokens) == (40, 6, 46)
+    with FakeOpenAIServer([busy], api_key=KEY) as srv:
+        res = make(tmp_path, srv, max_retries=1).run(req(ws))
+    assert res.status == "infra_error"
+    assert res.meta["infra_reason"] == "rate_limited"
+
+
+def test_bad_request_is_agent_error(tmp_path: Path, ws: Path) -> None:
+    with FakeOpenAIServer([Reply(status=400, content="context too long")], api_key=KEY) as srv:
+        res = make(tmp_path, srv).run(req(ws))
+    assert res.status == "agent_error"  # the request itself: not infrastructure
+    assert "infra_reason" not in res.meta
+
+
+def test_hanging_endpoint_is_infra_error(tmp_path: Path, ws: Path) -> None:
+    # the endpoint accepts the request and never answers; the call times out long before
+    # the rollout's budget: the endpoint failed, not the agent
+    with FakeOpenAIServer([Reply("late", delay_s=5)], api_key=KEY) as srv:
+        res = make(tmp_path, srv, "request_timeout_s = 0.3\ntimeout_s = 30").run(req(ws))
+    assert res.status == "infra_error", res.log
+    assert res.meta["infra_reason"] == "endpoint_timeout"
 
 
 def test_invalid_json_response(tmp_path: Path, ws: Path) -> None:

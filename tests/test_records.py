@@ -22,6 +22,7 @@ from reliabench.records import (
 )
 
 GOLDEN_V1 = Path(__file__).parent / "golden" / "records_v1.jsonl"
+GOLDEN_V2 = Path(__file__).parent / "golden" / "records_v2.jsonl"
 
 
 def write_lines(tmp_path: Path, *objs: object, raw: str | None = None) -> Path:
@@ -106,6 +107,34 @@ def test_golden_v1_file_still_reads() -> None:
     assert records[2].findings[0].cwe == 78
     # re-encoding the golden records gives the same objects
     assert [rollout_from_dict(rollout_to_dict(r)) for r in records] == records
+
+
+def test_golden_v2_file_reads_and_round_trips() -> None:
+    records = read_jsonl(GOLDEN_V2)
+    c = records[0].cost
+    assert c == Cost(tokens=46, usd=0.0012, seconds=3.25, tokens_in=40, tokens_out=6,
+                     agent_s=2.5, test_s=0.75)
+    assert records[1].cost == Cost(seconds=0.01, agent_s=0.01)  # tests never ran
+    assert records[1].meta["infra_reason"] == "missing_api_key"
+    assert records[2].cost == Cost(tokens=10, seconds=1.5)  # a version-1 line in the same file
+    for r in records:
+        d = rollout_to_dict(r)
+        assert d["schema_version"] == 2  # written as the current version
+        assert rollout_from_dict(d) == r
+
+
+def test_v1_record_upgrades_on_write() -> None:
+    (r,) = read_jsonl(GOLDEN_V1)[1:2]
+    d = rollout_to_dict(r)
+    assert d["schema_version"] == 2
+    assert d["cost"] == {"tokens": 10, "seconds": 1.5}  # no invented per-phase figures
+
+
+@pytest.mark.parametrize("key", ["tokens_in", "tokens_out", "agent_s", "test_s", "usd"])
+def test_negative_cost_rejected(key: str) -> None:
+    with pytest.raises(RecordError, match=rf"cost\.{key}: expected a number >= 0, got -1"):
+        rollout_from_dict({"task_id": "t", "agent": "a", "rollout": 0, "passed": True,
+                           "cost": {key: -1}})
 
 
 def test_write_is_atomic_on_error(tmp_path: Path) -> None:

@@ -115,6 +115,7 @@ def test_run_resume_score_export(setup: tuple[Path, Path], tmp_path: Path,
         info = store.run_info()
     assert len(recs) == 8
     assert info["suite"]["name"] == "mini" and info["packages"]["reliabench"]
+    assert info["config"]["command_line"] == ["reliabench", *args]  # kept for the report's provenance
     good, buggy, insecure, missing = (recs[("adder", "recorded", i)] for i in range(4))
     assert good.passes and good.status == "completed"
     assert not buggy.passes

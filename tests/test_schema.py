@@ -23,7 +23,9 @@ def test_schema_is_valid_draft_2020_12() -> None:
     jsonschema.Draft202012Validator.check_schema(SCHEMA)
 
 
-@pytest.mark.parametrize("path", [ROOT / "tests" / "golden" / "records_v1.jsonl", ROOT / "examples" / "rollouts.jsonl"])
+@pytest.mark.parametrize("path", [ROOT / "tests" / "golden" / "records_v1.jsonl",
+                                  ROOT / "tests" / "golden" / "records_v2.jsonl",
+                                  ROOT / "examples" / "rollouts.jsonl"])
 def test_shipped_records_validate(path: Path) -> None:
     for obj in lines(path):
         jsonschema.validate(obj, SCHEMA)
@@ -32,7 +34,9 @@ def test_shipped_records_validate(path: Path) -> None:
 def test_written_records_validate() -> None:
     r = Rollout("t", "a", 1, tests=(TestOutcome("x", "passed"), TestOutcome("s", "failed", True)),
                 findings=(Finding("bandit", "B602", "high", "high", 78, "m.py", 3, "m"),),
-                cost=Cost(tokens=3, usd=0.1), isolation="bubblewrap", simulated=True, meta={"k": 1})
+                cost=Cost(tokens=3, usd=0.1, seconds=2.0, tokens_in=2, tokens_out=1, agent_s=1.5,
+                          test_s=0.5),
+                isolation="bubblewrap", simulated=True, meta={"k": 1})
     jsonschema.validate(rollout_to_dict(r), SCHEMA)
 
 
@@ -47,6 +51,8 @@ def test_written_records_validate() -> None:
         {"task_id": "t", "agent": "a", "rollout": 0, "passed": True,
          "findings": [{"tool": "b", "rule_id": "r", "severity": "severe"}]},
         {"task_id": "t", "agent": "a", "rollout": 0, "tests": [], "tests_total": 1, "tests_passed": 1},
+        {"task_id": "t", "agent": "a", "rollout": 0, "passed": True, "cost": {"agent_s": -1}},
+        {"schema_version": 3, "task_id": "t", "agent": "a", "rollout": 0, "passed": True},
     ],
 )
 def test_schema_and_reader_both_reject(obj: dict[str, object]) -> None:

@@ -19,11 +19,12 @@ reliability@k; it is left out of that mean and counted in ``Estimate.excluded``.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import numpy.typing as npt
 
+from reliabench.costs import AgentCost, cost_summary
 from reliabench.errors import InvalidArgumentError
 from reliabench.estimators import misapplied_pass_at_k, pass_at_k, pass_hat_k
 from reliabench.records import Rollout
@@ -228,7 +229,11 @@ class AgentSummary:
 
 @dataclass(frozen=True, slots=True)
 class ScoreReport:
-    """What ``score`` computed, with the settings that produced it."""
+    """What ``score`` computed, with the settings that produced it.
+
+    ``costs`` (cost and time per agent, :mod:`reliabench.costs`) is filled by :func:`score`;
+    a report made from counts alone has none.
+    """
 
     agents: tuple[AgentSummary, ...]
     ks: tuple[int, ...]
@@ -240,6 +245,7 @@ class ScoreReport:
     seed: int
     notes: tuple[str, ...]
     counts: CountTable
+    costs: tuple[AgentCost, ...] = ()
 
 
 def _per_task_columns(
@@ -305,9 +311,11 @@ def score(
     Returns:
         A ``ScoreReport``.
     """
+    records = list(records)
     table = count_pairs(records, threshold=threshold, finding_filter=finding_filter)
-    return score_counts(table, ks, threshold=threshold, confidence=confidence,
-                        n_resamples=n_resamples, seed=seed)
+    report = score_counts(table, ks, threshold=threshold, confidence=confidence,
+                          n_resamples=n_resamples, seed=seed)
+    return replace(report, costs=cost_summary(records))
 
 
 def score_counts(

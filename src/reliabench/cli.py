@@ -31,6 +31,8 @@ COMMANDS: dict[str, str] = {
     "compare": "compare",
     "proxy": "proxy",
     "import": "import_",
+    "report": "report",
+    "view": "view",
 }
 
 
@@ -66,6 +68,9 @@ def cli() -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI; return the exit code (2 for usage errors, never a traceback for them)."""
+    from reliabench.commands._common import set_invocation
+
+    set_invocation(list(argv) if argv is not None else sys.argv[1:])
     try:
         cli.main(args=list(argv) if argv is not None else None, prog_name="reliabench",
                  standalone_mode=False)

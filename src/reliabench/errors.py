@@ -11,7 +11,9 @@
      |    |    +-- ConfigError                     an agents / run / simulation config file
      |    +-- RunMismatchError                     resuming a run with a different configuration
      |    +-- MissingExtraError                    an optional extra is not installed
+     |    +-- PreflightError                       an agent's API key or endpoint fails the pre-run check
      +-- SandboxError                    exit 3   the sandbox could not start (infrastructure)
+     +-- InfraStopError                  exit 3   agents stopped: their first rollouts all failed on infra
      +-- AgentError                      exit 1   an agent adapter failed in a way it cannot record
      +-- StoreError                      exit 1   the run store is unreadable or inconsistent
 
@@ -28,8 +30,10 @@ __all__ = [
     "AgentError",
     "ConfigError",
     "InputError",
+    "InfraStopError",
     "InvalidArgumentError",
     "MissingExtraError",
+    "PreflightError",
     "RecordError",
     "ReliabenchError",
     "RunMismatchError",
@@ -127,6 +131,28 @@ class MissingExtraError(UsageError):
         super().__init__(
             f"{feature} needs the optional extra '{extra}': pip install 'reliabench[{extra}]'"
         )
+
+
+class PreflightError(UsageError):
+    """A run cannot start: an agent's API key is unset or its endpoint is not usable."""
+
+
+class InfraStopError(ReliabenchError):
+    """Agents were stopped early: their first rollouts all failed for one infrastructure reason.
+
+    The rollouts that ran are recorded; a re-run with the same arguments resumes (and reruns
+    the rollouts recorded as ``infra_error``).
+
+    Args:
+        message: Which agents were stopped and why.
+        summary: What the run did (a ``reliabench.runner.RunSummary``), when known.
+    """
+
+    exit_code = 3
+
+    def __init__(self, message: str, *, summary: object = None) -> None:
+        super().__init__(message)
+        self.summary = summary
 
 
 class SandboxError(ReliabenchError):

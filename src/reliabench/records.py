@@ -3,9 +3,10 @@
 Every path into the numbers (the runner, the simulator, every importer) produces ``Rollout``
 records; the analysis layer reads nothing else. A JSONL file holds one record per line.
 
-Schema version 1 (``docs/rollout.schema.json``)::
+Schema version 2 (``docs/rollout.schema.json``); version 1 records (the same without the
+``cost`` keys ``tokens_in``, ``tokens_out``, ``agent_s``, ``test_s``) are read as they are::
 
-    {"schema_version": 1,                      # optional on input, written on output
+    {"schema_version": 2,                      # optional on input, written on output
      "task_id": "str", "agent": "str", "rollout": 0,           # required
      # the outcome, one of:
      "tests": [{"name": "str", "outcome": "passed|failed|error|skipped", "security": false}],
@@ -16,7 +17,8 @@ Schema version 1 (``docs/rollout.schema.json``)::
      "findings": [{"tool", "rule_id", "severity", "confidence", "cwe", "path", "line",
                    "message"}],
      "scan_errors": [{"tool", "path", "message"}],
-     "cost": {"tokens": 0, "usd": 0.0, "seconds": 0.0},
+     "cost": {"tokens": 0, "usd": 0.0, "seconds": 0.0,          # all optional, >= 0
+              "tokens_in": 0, "tokens_out": 0, "agent_s": 0.0, "test_s": 0.0},
      "isolation": "bubblewrap|namespaces|none", "tamper_suspected": false,
      "simulated": false, "meta": {}}
 
@@ -42,6 +44,7 @@ from reliabench.errors import RecordError
 __all__ = [
     "CONFIDENCE_LEVELS",
     "OUTCOMES",
+    "READABLE_SCHEMA_VERSIONS",
     "SCHEMA_VERSION",
     "SEVERITY_LEVELS",
     "STATUSES",
@@ -56,7 +59,9 @@ __all__ = [
     "write_jsonl",
 ]
 
-SCHEMA_VERSION: Final = 1
+SCHEMA_VERSION: Final = 2
+READABLE_SCHEMA_VERSIONS: Final = (1, 2)
+"""Versions ``rollout_from_dict`` reads: 1 (no per-phase times, no tokens in/out) and 2."""
 OUTCOMES: Final = ("passed", "failed", "error", "skipped")
 SEVERITY_LEVELS: Final = ("info", "low", "medium", "high", "critical")
 CONFIDENCE_LEVELS: Final = ("low", "medium", "high")
@@ -117,11 +122,25 @@ class ScanError:
 
 @dataclass(frozen=True, slots=True)
 class Cost:
-    """What a rollout cost; every part is optional."""
+    """What a rollout cost; every part is optional.
+
+    Attributes:
+        tokens: Tokens used in all (``tokens_in + tokens_out`` when both are known).
+        usd: Cost in US dollars, as reported by the agent or computed from its prices.
+        seconds: Wall time of the whole rollout (agent phase + test phase).
+        tokens_in: Prompt (input) tokens (schema version 2).
+        tokens_out: Completion (output) tokens (schema version 2).
+        agent_s: Wall time of the agent phase (schema version 2).
+        test_s: Wall time of the hidden tests (schema version 2; None when they did not run).
+    """
 
     tokens: int | None = None
     usd: float | None = None
     seconds: float | None = None
+    tokens_in: int | None = None
+    tokens_out: int | None = None
+    agent_s: float | None = None
+    test_s: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -295,6 +314,9 @@ def _parse_findings(raw: Any, where: tuple[str, int | None]) -> tuple[Finding, .
     return tuple(out)
 
 
+_COST_KEYS = ("tokens", "usd", "seconds", "tokens_in", "tokens_out", "agent_s", "test_s")
+
+
 def rollout_from_dict(d: Any, *, path: str = "<input>", line: int | None = None) -> Rollout:
     """Validate one decoded JSON object and build a ``Rollout``.
 
@@ -310,9 +332,10 @@ def rollout_from_dict(d: Any, *, path: str = "<input>", line: int | None = None)
     if not isinstance(d, dict):
         raise _fail(path, line, "record", f"expected a JSON object, got {type(d).__name__}")
     version = d.get("schema_version", SCHEMA_VERSION)
-    if version != SCHEMA_VERSION:
+    if isinstance(version, bool) or version not in READABLE_SCHEMA_VERSIONS:
+        readable = ", ".join(map(str, READABLE_SCHEMA_VERSIONS))
         raise _fail(*where, "schema_version",
-                    f"unsupported version {version!r} (this reliabench reads {SCHEMA_VERSION})")
+                    f"unsupported version {version!r} (this reliabench reads {readable})")
     task_id = _get_str(d, "task_id", where)
     agent = _get_str(d, "agent", where)
     if "rollout" not in d:
@@ -352,12 +375,18 @@ def rollout_from_dict(d: Any, *, path: str = "<input>", line: int | None = None)
         raw_cost = d["cost"]
         if not isinstance(raw_cost, dict):
             raise _fail(*where, "cost", "expected an object with tokens, usd, seconds")
-        tokens = _get_opt_number(raw_cost, "tokens", where, "cost.")
-        cost = Cost(
-            tokens=None if tokens is None else int(tokens),
-            usd=_get_opt_number(raw_cost, "usd", where, "cost."),
-            seconds=_get_opt_number(raw_cost, "seconds", where, "cost."),
-        )
+        nums = {k: _get_opt_number(raw_cost, k, where, "cost.") for k in _COST_KEYS}
+        for k in ("tokens", "tokens_in", "tokens_out", "usd", "seconds", "agent_s", "test_s"):
+            if (nums[k] or 0.0) < 0:
+                raise _fail(*where, f"cost.{k}", f"expected a number >= 0, got {raw_cost[k]!r}")
+
+        def count(key: str) -> int | None:
+            value = nums[key]
+            return None if value is None else int(value)
+
+        cost = Cost(tokens=count("tokens"), usd=nums["usd"], seconds=nums["seconds"],
+                    tokens_in=count("tokens_in"), tokens_out=count("tokens_out"),
+                    agent_s=nums["agent_s"], test_s=nums["test_s"])
     meta = d.get("meta") or {}
     if not isinstance(meta, dict):
         raise _fail(*where, "meta", "expected an object")
@@ -417,8 +446,7 @@ def rollout_to_dict(r: Rollout) -> dict[str, Any]:
             {"tool": e.tool, "path": e.path, "message": e.message} for e in r.scan_errors
         ]
     if r.cost is not None:
-        out["cost"] = {k: v for k, v in (("tokens", r.cost.tokens), ("usd", r.cost.usd),
-                                         ("seconds", r.cost.seconds)) if v is not None}
+        out["cost"] = {k: getattr(r.cost, k) for k in _COST_KEYS if getattr(r.cost, k) is not None}
     if r.isolation is not None:
         out["isolation"] = r.isolation
     if r.tamper_suspected:

@@ -22,14 +22,15 @@ import tempfile
 import threading
 import time
 import traceback
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from reliabench.agents.base import Agent, AgentRequest, AgentResult
-from reliabench.errors import InvalidArgumentError, MissingExtraError, SandboxError
+from reliabench.agents.infra import InfraStopWatch, backoff_delay, backoff_scale, is_transient
+from reliabench.errors import InfraStopError, InvalidArgumentError, MissingExtraError, SandboxError
 from reliabench.records import Cost, Finding, Rollout, ScanError, TestOutcome
 from reliabench.sandbox import Limits, SandboxBackend, get_backend
 from reliabench.scanners import Scanner, changed_files, get_scanner, workspace_diff
@@ -226,6 +227,8 @@ class _Executor:
         self.scanners = scanners
         self.expected = expected
         self.scratch = scratch
+        self.stopped: Callable[[str], bool] = lambda agent: False
+        self.backoff_scale = backoff_scale()
 
     def _call_agent(self, job: _Job, workspace: Path, prompt_file: Path,
                     slot: int) -> tuple[AgentResult, float]:
@@ -244,13 +247,27 @@ class _Executor:
             result = AgentResult(status="agent_error", log="agent raised:\n" + traceback.format_exc())
         return result, time.perf_counter() - t0
 
-    def run_one(self, job: _Job, slot: int) -> _Outcome:
-        """One rollout, retried up to ``INFRA_RETRIES`` times on infrastructure failures."""
-        for _ in range(INFRA_RETRIES + 1):
+    def run_one(self, job: _Job, slot: int) -> _Outcome | None:
+        """One rollout, retried on transient infrastructure failures.
+
+        Up to ``INFRA_RETRIES`` retries, with exponential back-off
+        (:func:`reliabench.agents.infra.backoff_delay`). Returns None, without running
+        anything, when the job's agent was stopped early.
+        """
+        if self.stopped(job.agent.name):
+            return None
+        attempts = 0
+        while True:
             rollout, art = self._attempt(job, slot)
-            if rollout.status != "infra_error":
-                return rollout, art
-        return replace(rollout, meta={**rollout.meta, "infra_attempts": INFRA_RETRIES + 1}), art
+            attempts += 1
+            reason = rollout.meta.get("infra_reason")
+            if (rollout.status != "infra_error" or attempts > INFRA_RETRIES
+                    or not is_transient(reason) or self.stopped(job.agent.name)):
+                break
+            time.sleep(backoff_delay(attempts) * self.backoff_scale)
+        if rollout.status == "infra_error" and attempts > 1:
+            rollout = replace(rollout, meta={**rollout.meta, "infra_attempts": attempts})
+        return rollout, art
 
     def _attempt(self, job: _Job, slot: int) -> _Outcome:
         tmp = Path(tempfile.mkdtemp(prefix="rollout-", dir=self.scratch))
@@ -263,7 +280,8 @@ class _Executor:
             os.chmod(prompt_file, 0o644)
             result, agent_seconds = self._call_agent(job, workspace, prompt_file, slot)
             meta: dict[str, Any] = {"seed": job.seed, "agent_kind": job.agent.kind, **result.meta}
-            if result.status == "infra_error":
+            if result.status == "infra_error":  # the agent produced nothing: no tests
+                meta.setdefault("infra_reason", "agent_infra")
                 return self._record(job, "infra_error", (), meta, result, agent_seconds, None, (), (), "")
             findings, scan_errors, changed = scan_workspace(self.scanners, job.task.workspace_dir, workspace)
             files = snapshot_files(workspace, changed)
@@ -287,9 +305,11 @@ class _Executor:
                                               limits=limits, slot=slot, starter=job.task.workspace_dir)
             except SandboxError as exc:
                 meta["reason"] = f"sandbox failed: {exc}"
+                meta["infra_reason"] = "sandbox"
                 return self._record(job, "infra_error", (), meta, result, agent_seconds, None, (), (), diff)
             if hidden.status == "test_error":
                 meta["reason"] = hidden.reason
+                meta["infra_reason"] = "test_error"
                 return self._record(job, "infra_error", hidden.outcomes, meta, result, agent_seconds,
                                     hidden, (), (), diff)
             if status == "completed" and hidden.status == "timeout":
@@ -314,7 +334,10 @@ class _Executor:
         return Rollout(
             task_id=job.task.id, agent=job.agent.name, rollout=job.rollout,
             tests=outcomes, status=status, findings=findings, scan_errors=scan_errors,
-            cost=Cost(tokens=result.tokens, usd=result.usd, seconds=round(seconds, 3)),
+            cost=Cost(tokens=result.tokens, usd=result.usd, seconds=round(seconds, 3),
+                      tokens_in=result.tokens_in, tokens_out=result.tokens_out,
+                      agent_s=round(agent_seconds, 3),
+                      test_s=round(hidden.seconds, 3) if hidden else None),
             isolation=hidden.isolation if hidden else self.backend.name,
             tamper_suspected=bool(hidden and hidden.tamper_suspected),
             simulated=job.agent.simulated, meta=meta,
@@ -344,14 +367,14 @@ def _collect_expected(suite: Suite, backend: SandboxBackend, workers: int,
         shutil.rmtree(scratch, ignore_errors=True)
 
 
-def _run_local(jobs: Sequence[_Job], workers: int, executor: _Executor,
-               record: Callable[[_Outcome], None], stop: threading.Event | None) -> None:
+def _run_local(jobs: Iterable[_Job], workers: int, executor: _Executor,
+               record: Callable[[_Outcome | None], None], stop: threading.Event | None) -> None:
     """Run ``jobs`` on a thread pool; each thread borrows a sandbox slot per rollout."""
     slots: queue.Queue[int] = queue.Queue()
     for slot in range(workers):
         slots.put(slot)
 
-    def work(job: _Job) -> _Outcome:
+    def work(job: _Job) -> _Outcome | None:
         slot = slots.get()
         try:
             return executor.run_one(job, slot)
@@ -359,7 +382,7 @@ def _run_local(jobs: Sequence[_Job], workers: int, executor: _Executor,
             slots.put(slot)
 
     pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="rollout")
-    pending: set[Future[_Outcome]] = set()
+    pending: set[Future[_Outcome | None]] = set()
     jobs_left = iter(jobs)
 
     def refill() -> None:
@@ -427,14 +450,14 @@ class RayRolloutWorker:
                                   [get_scanner(n) for n in spec.settings.scanners], spec.expected, scratch)
         self.slot = slot
 
-    def run(self, task_id: str, agent: str, rollout: int, seed: int) -> _Outcome:
+    def run(self, task_id: str, agent: str, rollout: int, seed: int) -> _Outcome | None:
         """Run one rollout on this worker's slot."""
         job = _Job(self.suite.task(task_id), self.agents[agent], rollout, seed)
         return self.executor.run_one(job, self.slot)
 
 
-def _run_ray(jobs: Sequence[_Job], settings: RunSettings, spec: _WorkerSpec,
-             record: Callable[[_Outcome], None], stop: threading.Event | None) -> None:
+def _run_ray(jobs: Iterable[_Job], settings: RunSettings, spec: _WorkerSpec,
+             record: Callable[[_Outcome | None], None], stop: threading.Event | None) -> None:
     """Run ``jobs`` on Ray actors (one per worker slot), two rollouts in flight per actor."""
     try:
         import ray
@@ -497,6 +520,7 @@ def run_suite(
     progress: Callable[[ProgressEvent], None] | None = None,
     stop: threading.Event | None = None,
     agents_file: str | Path | None = None,
+    provenance: Mapping[str, Any] | None = None,
 ) -> RunSummary:
     """Run every missing rollout of ``suite`` x ``agents`` x ``settings.n`` into ``out_dir``.
 
@@ -513,6 +537,8 @@ def run_suite(
         stop: Set it to stop after the rollouts in flight (they are recorded).
         agents_file: The agents file ``agents`` came from; the Ray executor needs it (its
             workers load the agents on their own nodes).
+        provenance: Kept with the run for reports, not part of its identity (e.g. the command
+            line and the agents' configuration, secrets masked by the caller).
 
     Returns:
         A ``RunSummary``.
@@ -539,14 +565,16 @@ def run_suite(
     config["suite_path"] = str(suite.root.resolve())  # where `reliabench scan` finds the starters
     if settings.security_policy:
         config["security_policy"] = settings.security_policy
+    config.update({k: v for k, v in (provenance or {}).items() if k not in config})
     t0 = time.perf_counter()
     store, resumed = RunStore.create_or_resume(
         out_dir, config={**config, "n": settings.n}, config_hash=config_hash,
         suite={"name": suite.name, "version": suite.version, "hash": suite.content_hash},
         packages=_package_versions(), isolation=backend.name,
     )
+    stopped: dict[str, str] = {}  # agent -> why it was stopped early
     with store:
-        done = store.done_keys()
+        done = store.done_keys(except_status="infra_error")  # infra errors are rerun
         jobs = [
             _Job(task, agent, r, derive_seed(settings.seed, task.id, agent.name, r))
             for task in selected for agent in agents for r in range(settings.n)
@@ -556,39 +584,55 @@ def run_suite(
         skipped = planned - len(jobs)
         passed = sum(1 for r in store.rollouts() if r.passes) if done else 0
         executed = infra = 0
+        watch = InfraStopWatch()
         if jobs:
             needed = sorted({j.task.id for j in jobs})
             expected = _collect_expected(suite, backend, settings.workers,
                                          [suite.task(t) for t in needed])
 
-            def record(outcome: _Outcome) -> None:
+            def record(outcome: _Outcome | None) -> None:
                 nonlocal executed, passed, infra
+                if outcome is None:  # its agent was stopped before it started
+                    return
                 rollout, art = outcome
                 # artifacts first, then the one-transaction commit: a recorded rollout always
                 # has its artifacts; artifacts without a record are replaced when it reruns
                 write_artifacts(store.artifact_dir(rollout.task_id, rollout.agent, rollout.rollout), art)
-                store.add(rollout)
+                store.add(rollout, replace_status="infra_error")
                 executed += 1
                 passed += rollout.passes
                 infra += rollout.status == "infra_error"
+                why = watch.observe(rollout)
+                if why is not None:
+                    stopped[rollout.agent] = why
                 if progress is not None:
                     progress(ProgressEvent(skipped + executed, planned, passed, rollout))
 
+            # an agent stopped early gets no new rollouts (those in flight finish and are kept)
+            live_jobs = (j for j in jobs if j.agent.name not in stopped)
             if settings.executor == "ray":
                 if agents_file is None:
                     raise InvalidArgumentError("executor='ray' needs agents_file (workers load the agents)")
                 spec = _WorkerSpec(str(suite.root.resolve()), suite.content_hash,
                                    str(Path(agents_file).resolve()), settings, expected)
-                _run_ray(jobs, settings, spec, record, stop)
+                _run_ray(live_jobs, settings, spec, record, stop)
             else:
                 scratch = Path(tempfile.mkdtemp(prefix="reliabench-run-"))
                 os.chmod(scratch, 0o711)
                 try:
                     executor = _Executor(settings, backend, scanners, expected, scratch)
-                    _run_local(jobs, settings.workers, executor, record, stop)
+                    executor.stopped = stopped.__contains__
+                    _run_local(live_jobs, settings.workers, executor, record, stop)
                 finally:
                     shutil.rmtree(scratch, ignore_errors=True)
-    return RunSummary(Path(out_dir), resumed, planned, skipped, executed, passed, infra, backend.name,
-                      time.perf_counter() - t0)
+    summary = RunSummary(Path(out_dir), resumed, planned, skipped, executed, passed, infra,
+                         backend.name, time.perf_counter() - t0)
+    if stopped:
+        not_run = planned - skipped - executed
+        raise InfraStopError(
+            "; ".join(f"agent {a!r} stopped: {why}" for a, why in stopped.items())
+            + f"; {not_run} rollout(s) not run. Fix the cause and run the same command again "
+            f"to resume (rollouts recorded as infra_error are rerun)", summary=summary)
+    return summary
 
 

@@ -26,7 +26,7 @@ from typing import Any
 from reliabench.errors import RunMismatchError, StoreError, UsageError
 from reliabench.records import Finding, Rollout, ScanError, rollout_from_dict, rollout_to_dict
 
-__all__ = ["STORE_SCHEMA_VERSION", "RunStore", "read_records"]
+__all__ = ["STORE_SCHEMA_VERSION", "RunStore", "artifact_path", "read_records"]
 
 STORE_SCHEMA_VERSION = 1
 
@@ -60,6 +60,10 @@ CREATE TABLE IF NOT EXISTS findings (
 );
 CREATE INDEX IF NOT EXISTS findings_by_rollout ON findings (task_id, agent, rollout);
 """
+
+
+# kept in the run's configuration for reports, never part of its identity
+_PROVENANCE_KEYS = frozenset({"command_line", "agents_config"})
 
 
 class RunStore:
@@ -136,7 +140,8 @@ class RunStore:
         if row is not None:
             if row[0] != config_hash:
                 old = json.loads(row[1])
-                changed = sorted(k for k in set(old) | set(config) if old.get(k) != config.get(k))
+                changed = sorted(k for k in set(old) | set(config)
+                                 if old.get(k) != config.get(k) and k not in _PROVENANCE_KEYS)
                 conn.close()
                 raise RunMismatchError(
                     f"{path}: holds a run with a different configuration (changed: "
@@ -189,10 +194,23 @@ class RunStore:
               f.path, f.line, f.message) for f in r.findings],
         )
 
-    def add(self, r: Rollout) -> None:
-        """Record one rollout with its tests and findings, atomically."""
+    def add(self, r: Rollout, *, replace_status: str | None = None) -> None:
+        """Record one rollout with its tests and findings, atomically.
+
+        Args:
+            r: The rollout.
+            replace_status: When set, a recorded rollout with the same key AND this status
+                (e.g. ``infra_error``, rerun on resume) is replaced in the same transaction.
+        """
         cost = r.cost
         with self._transaction() as conn:
+            if replace_status is not None:
+                old = conn.execute("SELECT status FROM rollouts WHERE task_id = ? AND agent = ? "
+                                   "AND rollout = ?", r.key).fetchone()
+                if old is not None and old[0] == replace_status:
+                    for table in ("rollouts", "tests", "findings"):
+                        conn.execute(f"DELETE FROM {table} WHERE task_id = ? AND agent = ? "
+                                     "AND rollout = ?", r.key)
             try:
                 conn.execute(
                     "INSERT INTO rollouts VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
@@ -226,10 +244,11 @@ class RunStore:
 
     # ------------------------------------------------------------------ reading
 
-    def done_keys(self) -> set[tuple[str, str, int]]:
-        """Keys of the recorded rollouts."""
-        return {(t, a, int(i)) for t, a, i in
-                self._conn.execute("SELECT task_id, agent, rollout FROM rollouts")}
+    def done_keys(self, *, except_status: str | None = None) -> set[tuple[str, str, int]]:
+        """Keys of the recorded rollouts (without those of status ``except_status``)."""
+        return {(t, a, int(i)) for t, a, i, st in
+                self._conn.execute("SELECT task_id, agent, rollout, status FROM rollouts")
+                if st != except_status}
 
     def rollouts(self) -> list[Rollout]:
         """Every recorded rollout, ordered by (task, agent, rollout)."""
@@ -252,10 +271,15 @@ class RunStore:
 
     def artifact_dir(self, task_id: str, agent: str, rollout: int) -> Path:
         """``RUN/artifacts/<task>/<agent>/<rollout>/`` (names made safe for a path)."""
-        def safe(s: str) -> str:
-            return "".join(ch if ch.isalnum() or ch in "-_.@+" else "_" for ch in s) or "_"
+        return artifact_path(self.root, task_id, agent, rollout)
 
-        return self.root / "artifacts" / safe(task_id) / safe(agent) / str(rollout)
+
+def artifact_path(run_dir: str | Path, task_id: str, agent: str, rollout: int) -> Path:
+    """``RUN/artifacts/<task>/<agent>/<rollout>/`` of a run directory (names made safe for a path)."""
+    def safe(s: str) -> str:
+        return "".join(ch if ch.isalnum() or ch in "-_.@+" else "_" for ch in s) or "_"
+
+    return Path(run_dir) / "artifacts" / safe(task_id) / safe(agent) / str(rollout)
 
 
 def read_records(run_dir: str | Path) -> list[Rollout]:

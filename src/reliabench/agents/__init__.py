@@ -20,25 +20,32 @@ from reliabench.agents.base import (
 )
 from reliabench.agents.command import CommandAgent
 from reliabench.agents.config import FieldReader, load_agents, load_builtin_kinds
+from reliabench.agents.infra import INFRA_REASONS, Endpoint, infra_result
 from reliabench.agents.openai_agent import OpenAIAgent, OpenAISettings, parse_file_blocks
+from reliabench.agents.preflight import PreflightProblem, check_agents
 from reliabench.agents.python_agent import PythonAgent
 from reliabench.agents.replay import ReplayAgent, read_replay_file
 
 __all__ = [
     "AGENT_KINDS",
+    "INFRA_REASONS",
     "Agent",
     "AgentContext",
     "AgentFactory",
     "AgentRequest",
     "AgentResult",
     "CommandAgent",
+    "Endpoint",
     "FieldReader",
     "OpenAIAgent",
     "OpenAISettings",
+    "PreflightProblem",
     "PythonAgent",
     "ReplayAgent",
     "WorkspacePathError",
+    "check_agents",
     "delete_workspace_paths",
+    "infra_result",
     "load_agents",
     "load_builtin_kinds",
     "parse_file_blocks",

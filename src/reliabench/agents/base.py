@@ -71,9 +71,13 @@ class AgentResult:
 
     Attributes:
         status: ``completed``, ``agent_error`` or ``timeout`` (``infra_error`` when the
-            infrastructure, not the agent, failed: such rollouts are retried).
-        tokens: Tokens used, when known.
+            infrastructure, not the agent, failed: a missing API key, an endpoint that is
+            down, refuses the key or is overloaded, a sandbox that cannot start; such results
+            carry ``meta["infra_reason"]``, see :mod:`reliabench.agents.infra`).
+        tokens: Tokens used, when known (``tokens_in + tokens_out`` when both are known).
         usd: Cost in US dollars, when known.
+        tokens_in: Prompt (input) tokens, when known.
+        tokens_out: Completion (output) tokens, when known.
         log: Human-readable log of the attempt (stored as an artifact).
         transcript: Machine-readable conversation, when there is one.
         meta: Anything else worth keeping on the record (for example the simulated
@@ -86,6 +90,8 @@ class AgentResult:
     log: str = ""
     transcript: list[dict[str, Any]] | None = None
     meta: dict[str, Any] = field(default_factory=dict)
+    tokens_in: int | None = None
+    tokens_out: int | None = None
 
 
 @runtime_checkable

@@ -7,7 +7,10 @@
     kind = "command"
     command = ["aider", "--yes-always", "--no-git", "--message-file", "{prompt_file}"]
     timeout_s = 600                 # optional: overrides the request's budget
-    network = true                  # optional (default false): keep the host network
+    base_url = "https://api.openai.com/v1"  # optional: its model endpoint (checked before a run)
+    api_key_env = "OPENAI_API_KEY"  # optional (needs base_url): the key's host variable
+    network = "endpoint"            # optional: false | "endpoint" | true (see below)
+    usage_parser = "aider"          # optional: read tokens and cost from the CLI's output
     sandbox = "auto"                # optional: auto | bubblewrap | namespaces | none
     readonly = ["/opt/aider-venv"]  # optional: host paths visible read-only inside
     memory_mb = 4096                # optional (default 2048): address space per process
@@ -19,25 +22,32 @@
 ``command`` is an array of arguments or a string split like a shell (``shlex``), never run
 through a shell. In every argument the placeholders ``{workspace}``, ``{prompt_file}``,
 ``{seed}``, ``{task_id}`` and ``{rollout}`` are replaced; other braces are left as they
-are. A first argument with a ``/`` that is relative is resolved against the agents file's
-folder and made visible read-only inside the sandbox.
+are. ``{agents_dir}`` (the agents file's folder, absolute) is replaced when the file is
+loaded, in ``command``, ``readonly`` and ``env`` values. A first argument with a ``/``
+that is relative is resolved against the agents file's folder and made visible read-only
+inside the sandbox.
 
 The command runs in the sandbox (:mod:`reliabench.sandbox`) with the workspace as its cwd and
-its only writable folder, the prompt file readable, ``/tmp`` private (bubblewrap) and no
-network unless ``network = true``. Its environment is ``PATH=/usr/local/bin:/usr/bin:/bin``,
-``HOME=/tmp``, ``LANG=C.UTF-8``, the ``RELIABENCH_*`` variables (``RELIABENCH_WORKSPACE``,
+its only writable folder, the prompt file readable, ``/tmp`` private (bubblewrap). Network:
+``false`` (the default without ``base_url``) none; ``"endpoint"`` (the default with
+``base_url``) only that endpoint (:mod:`reliabench.agents.netrelay`); ``true`` the host's
+whole network. Its environment is ``PATH=/usr/local/bin:/usr/bin:/bin``, ``HOME=/tmp``,
+``LANG=C.UTF-8``, the ``RELIABENCH_*`` variables (``RELIABENCH_WORKSPACE``,
 ``RELIABENCH_PROMPT_FILE``, ``RELIABENCH_TASK_ID``, ``RELIABENCH_ROLLOUT``,
-``RELIABENCH_SEED``) and the ``env`` table, in which ``${VAR}`` is replaced by the host's
-``VAR`` at run time; nothing else of the host environment leaks in.
+``RELIABENCH_SEED``, ``RELIABENCH_USAGE_FILE`` -- see :mod:`reliabench.agents.usage`) and the
+``env`` table, in which ``${VAR}`` is replaced by the host's ``VAR`` at run time; nothing else
+of the host environment leaks in.
 
 Outcomes: exit status 0 -> ``completed``; another status or a kill by a resource limit ->
-``agent_error``; the wall-time limit -> ``timeout``; the sandbox cannot start or an ``env``
-variable is unset -> ``infra_error`` resp. ``agent_error``. The log holds the command, the exit
+``agent_error``; the wall-time limit -> ``timeout``; ``infra_error`` when the sandbox cannot
+start, an ``env`` variable or ``api_key_env`` is unset, or (``network = "endpoint"``) every
+connection the agent opened failed to reach the endpoint. The log holds the command, the exit
 status and the (bounded) stdout and stderr.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shutil
@@ -55,9 +65,12 @@ from reliabench.agents.base import (
     register_agent_kind,
 )
 from reliabench.agents.config import FieldReader
-from reliabench.errors import SandboxError
+from reliabench.agents.infra import Endpoint, infra_result, parse_endpoint
+from reliabench.agents.usage import USAGE_PARSERS, open_usage_channel
+from reliabench.errors import InvalidArgumentError, SandboxError
 
 if TYPE_CHECKING:
+    from reliabench.agents.netrelay import EndpointRelay
     from reliabench.sandbox import SandboxBackend, SandboxResult
 
 __all__ = [
@@ -106,6 +119,7 @@ def sandboxed_run(
     network: bool = False,
     memory_bytes: int | None = None,
     max_procs: int | None = None,
+    pass_fds: Sequence[int] = (),
 ) -> SandboxResult:
     """Run ``argv`` in the sandbox on the request's workspace and slot.
 
@@ -127,6 +141,7 @@ def sandboxed_run(
         limits=Limits(**kw),
         network=network,
         slot=request.slot,
+        pass_fds=tuple(pass_fds),
     )
 
 
@@ -203,11 +218,14 @@ class CommandAgent:
         command: The argument template.
         timeout_s: Overrides ``request.timeout_s`` when set.
         env: The ``env`` table (``${VAR}`` not yet expanded).
-        network: Keep the host network.
+        network: ``False`` (no network), ``True`` (the host's network) or ``"endpoint"``
+            (only ``endpoint``, see :mod:`reliabench.agents.netrelay`).
         sandbox: Sandbox backend name.
         readonly: Extra host paths visible read-only.
         memory_bytes: Address-space limit per process (None: the sandbox default).
         max_procs: Process limit (None: the sandbox default).
+        endpoint: The model endpoint (``base_url`` + ``api_key_env``), checked before a run.
+        usage_parser: A name of :data:`~reliabench.agents.usage.USAGE_PARSERS`.
     """
 
     kind = "command"
@@ -220,13 +238,17 @@ class CommandAgent:
         *,
         timeout_s: float | None = None,
         env: Mapping[str, str] | None = None,
-        network: bool = False,
+        network: bool | str = False,
         sandbox: str = "auto",
         readonly: Sequence[Path] = (),
         memory_bytes: int | None = None,
         max_procs: int | None = None,
+        endpoint: Endpoint | None = None,
+        usage_parser: str | None = None,
     ) -> None:
         self.name = name
+        self.endpoint = endpoint
+        self.usage_parser = usage_parser
         self.command = tuple(command)
         self.timeout_s = timeout_s
         self.env = dict(env or {})
@@ -236,16 +258,65 @@ class CommandAgent:
         self.memory_bytes = memory_bytes
         self.max_procs = max_procs
 
+    def _relay(self) -> EndpointRelay:
+        """The host half of ``network = "endpoint"`` (bubblewrap only).
+
+        Raises:
+            SandboxError: the backend cannot narrow the network, or the endpoint cannot be
+                reached through the relay.
+        """
+        from reliabench.agents.netrelay import EndpointRelay
+
+        if self.endpoint is None:  # pragma: no cover - checked when the file is loaded
+            raise SandboxError('network = "endpoint" without base_url')
+        problem = self.check_network()
+        if problem is not None:
+            raise SandboxError(problem)
+        return EndpointRelay(self.endpoint)
+
+    def check_network(self) -> str | None:
+        """Why this agent's network level cannot work on this host (None: it can).
+
+        Used by :func:`reliabench.agents.preflight.check_agents` before a run.
+        """
+        if self.network != "endpoint":
+            return None
+        try:
+            from reliabench.agents.netrelay import relay_mode
+
+            if self.endpoint is not None:
+                relay_mode(self.endpoint)
+            backend = sandbox_backend(self.sandbox).name
+        except SandboxError as exc:
+            return str(exc)
+        if backend != "bubblewrap":
+            return (f'network = "endpoint" needs the bubblewrap sandbox backend, but '
+                    f"{self.sandbox!r} gives {backend!r} here: install bubblewrap, or set "
+                    "network = true (the whole host network)")
+        return None
+
+    @property
+    def env_refs(self) -> tuple[str, ...]:
+        """The host variables the ``env`` table refers to (``${VAR}``), for the pre-run check."""
+        return tuple(dict.fromkeys(m.group(1) for v in self.env.values()
+                                   for m in _ENV_REF.finditer(v)))
+
     def run(self, request: AgentRequest) -> AgentResult:
         """Run the command once on ``request.workspace``; never raises."""
         try:
             env_extra = expand_env(self.env, os.environ)
         except KeyError as exc:
-            return AgentResult(
-                status="agent_error",
-                log=f"agent {self.name!r}: env refers to ${{{exc.args[0]}}}, which is not set "
-                    "in the host environment",
+            return infra_result(
+                "missing_api_key",
+                f"agent {self.name!r}: env refers to ${{{exc.args[0]}}}, which is not set "
+                "in the host environment",
             )
+        if self.endpoint is not None and self.endpoint.api_key_env \
+                and not os.environ.get(self.endpoint.api_key_env):
+            return infra_result(
+                "missing_api_key",
+                f"agent {self.name!r}: environment variable {self.endpoint.api_key_env} "
+                "(api_key_env) is not set")
         tmpdir: str | None = None
         try:
             prompt_file = request.prompt_file
@@ -280,15 +351,28 @@ class CommandAgent:
         }
         env.update(env_extra)
         head = f"$ {' '.join(argv)}"
-        try:
-            res = sandboxed_run(
-                argv, request=request, sandbox=self.sandbox, env=env,
-                readonly=(prompt_file, *self.readonly), timeout_s=budget, network=self.network,
-                memory_bytes=self.memory_bytes, max_procs=self.max_procs,
-            )
-        except SandboxError as exc:
-            return AgentResult(status="infra_error",
-                               log=f"{head}\nthe sandbox could not start: {exc}")
+        relay_stats = None
+        with open_usage_channel() as usage_ch, contextlib.ExitStack() as stack:
+            env["RELIABENCH_USAGE_FILE"] = usage_ch.env_value
+            readonly = [prompt_file, *self.readonly]
+            try:
+                if self.network == "endpoint":
+                    relay = stack.enter_context(self._relay())
+                    argv = relay.wrap(argv)
+                    readonly += relay.readonly
+                    env.update(relay.env())
+                res = sandboxed_run(
+                    argv, request=request, sandbox=self.sandbox, env=env,
+                    readonly=tuple(readonly), timeout_s=budget,
+                    network=self.network is True,
+                    memory_bytes=self.memory_bytes, max_procs=self.max_procs,
+                    pass_fds=(usage_ch.fd,),
+                )
+            except SandboxError as exc:
+                return infra_result("sandbox", f"the sandbox could not start: {exc}", log=head)
+            if self.network == "endpoint":
+                relay_stats = relay.stats()
+            usage, usage_problem = usage_ch.read()
         if res.timed_out:
             status = "timeout"
             what = f"killed after the time limit of {budget:g} s"
@@ -300,26 +384,89 @@ class CommandAgent:
             what = f"exit status {res.returncode}"
             if res.killed_reason:
                 what += f" ({res.killed_reason})"
+        if usage is None and self.usage_parser is not None:
+            usage = USAGE_PARSERS[self.usage_parser](res.stdout + "\n" + res.stderr)
+        meta: dict[str, Any] = {"returncode": res.returncode, "wall_s": round(res.wall_s, 3),
+                                "isolation": res.isolation, "killed_reason": res.killed_reason,
+                                "network": _network_label(self.network)}
+        notes = [usage_problem] if usage_problem else []
+        if relay_stats is not None:
+            meta["network_relay"] = {"endpoint": f"{relay.endpoint.host}:{relay.endpoint.port}",
+                                     "mode": relay.mode, "connections": relay_stats.connections,
+                                     "upstream_failures": relay_stats.upstream_failures,
+                                     "refused": relay_stats.refused}
+            if relay_stats.upstream_failures:
+                notes.append(f"network relay: {relay_stats.upstream_failures} of "
+                             f"{relay_stats.connections} connection(s) could not reach the "
+                             f"endpoint ({relay_stats.last_error})")
+            if relay_stats.refused:
+                notes.append(f"network relay: refused {relay_stats.refused} connection(s) to "
+                             "somewhere other than the endpoint")
+        if usage is not None:
+            meta["usage_source"] = usage.source
+            if usage.approx:
+                meta["usage_approx"] = True
+            notes.append(f"usage ({usage.source}): tokens_in={usage.tokens_in} "
+                         f"tokens_out={usage.tokens_out} usd={usage.usd}")
         log = (f"{head}\n{what}; {res.wall_s:.2f} s; isolation {res.isolation}\n"
-               f"--- stdout ---\n{_tail(res.stdout)}\n--- stderr ---\n{_tail(res.stderr)}")
+               + "".join(f"{n}\n" for n in notes)
+               + f"--- stdout ---\n{_tail(res.stdout)}\n--- stderr ---\n{_tail(res.stderr)}")
+        if (relay_stats is not None and relay_stats.connections
+                and relay_stats.upstream_failures == relay_stats.connections):
+            # the harness saw every connection of the agent fail to reach the endpoint: the
+            # agent never talked to its model, whatever it did about it
+            return infra_result(
+                "unreachable",
+                f"the endpoint {relay.endpoint.host}:{relay.endpoint.port} was unreachable during "
+                f"the rollout: all {relay_stats.connections} connection(s) of the agent failed "
+                f"({relay_stats.last_error})", log=log, meta=meta)
         return AgentResult(
             status=status,
             log=log,
-            meta={"returncode": res.returncode, "wall_s": round(res.wall_s, 3),
-                  "isolation": res.isolation, "killed_reason": res.killed_reason},
+            meta=meta,
+            tokens=usage.tokens if usage else None,
+            usd=usage.usd if usage else None,
+            tokens_in=usage.tokens_in if usage else None,
+            tokens_out=usage.tokens_out if usage else None,
         )
 
 
 _COMMAND_KEYS = frozenset({"command", "timeout_s", "env", "network", "sandbox", "readonly",
-                           "memory_mb", "max_procs"})
+                           "memory_mb", "max_procs", "base_url", "api_key_env", "usage_parser"})
+
+
+def _agents_dir(value: str, base: Path) -> str:
+    """Replace ``{agents_dir}`` by the agents file's folder (absolute, ``..`` resolved)."""
+    if "{agents_dir}" not in value:
+        return value
+    out = value.replace("{agents_dir}", str(base.absolute()))
+    return os.path.normpath(out) if value.startswith("{agents_dir}") else out
+
+
+def _network_label(network: bool | str) -> str:
+    return "host" if network is True else "none" if network is False else str(network)
+
+
+def _read_network(r: FieldReader, endpoint: Endpoint | None) -> bool | str:
+    value = r.table.get("network")
+    if value is None:
+        return "endpoint" if endpoint is not None else False
+    if isinstance(value, bool):
+        return value
+    if value == "endpoint":
+        if endpoint is None:
+            raise r.ctx.error("network", "network = \"endpoint\" needs base_url (the endpoint)")
+        return "endpoint"
+    raise r.ctx.error("network", f"expected true, false or \"endpoint\", got {value!r}")
 
 
 @register_agent_kind("command")
 def _make_command(table: Mapping[str, Any], ctx: AgentContext) -> CommandAgent:
     r = FieldReader(table, ctx, _COMMAND_KEYS)
     name = r.required_string("name")
-    argv = r.argv("command")
-    readonly = [r.resolve_path("readonly", p) for p in r.string_list("readonly")]
+    argv = [_agents_dir(a, r.base_dir) for a in r.argv("command")]
+    readonly = [r.resolve_path("readonly", _agents_dir(p, r.base_dir))
+                for p in r.string_list("readonly")]
     prog = argv[0]
     if "/" in prog and not any(prog.startswith(ph) for ph in PLACEHOLDERS):
         resolved = r.resolve_path("command", prog)
@@ -329,7 +476,7 @@ def _make_command(table: Mapping[str, Any], ctx: AgentContext) -> CommandAgent:
             raise ctx.error("command", f"not executable: {resolved} (chmod +x it)")
         argv[0] = str(resolved)
         readonly.append(resolved)
-    env = r.string_table("env")
+    env = {k: _agents_dir(v, r.base_dir) for k, v in r.string_table("env").items()}
     for key, value in env.items():
         if not key or "=" in key or "\0" in key:
             raise ctx.error(f"env.{key}", "invalid environment variable name")
@@ -343,14 +490,29 @@ def _make_command(table: Mapping[str, Any], ctx: AgentContext) -> CommandAgent:
                                    "(give its full path, or set env.PATH)")
     sandbox = sandbox_name(r)
     memory_mb = r.integer("memory_mb", minimum=1)
+    base_url = r.string("base_url")
+    endpoint: Endpoint | None = None
+    if base_url is not None:
+        try:
+            endpoint = parse_endpoint(base_url, r.string("api_key_env"))
+        except InvalidArgumentError as exc:
+            raise ctx.error("base_url", str(exc).partition(": ")[2]) from None
+    elif "api_key_env" in table:
+        raise ctx.error("api_key_env", "needs base_url (the endpoint the key is for)")
+    parser = r.string("usage_parser")
+    if parser is not None and parser not in USAGE_PARSERS:
+        raise ctx.error("usage_parser", f"unknown parser {parser!r} (known: "
+                                        f"{', '.join(sorted(USAGE_PARSERS))})")
     return CommandAgent(
         name=name,
         command=tuple(argv),
         timeout_s=r.number("timeout_s", positive=True),
         env=env,
-        network=r.boolean("network", False),
+        network=_read_network(r, endpoint),
         sandbox=sandbox,
         readonly=tuple(readonly),
         memory_bytes=memory_mb * 1024 * 1024 if memory_mb is not None else None,
         max_procs=r.integer("max_procs", minimum=1),
+        endpoint=endpoint,
+        usage_parser=parser,
     )

@@ -46,11 +46,16 @@ output goes back to the model for another reply. Without visible tests the rollo
 the first reply whose files were all written; refused paths are told to the model and cost a
 turn. A reply with no file blocks ends the rollout.
 
-The result: status ``completed`` (the hidden tests decide success), ``agent_error`` for
-API errors, a missing API key or an invalid response, ``timeout`` when the rollout's budget
-runs out, ``infra_error`` when the sandbox for the visible tests cannot start. ``tokens`` is
-the sum of ``total_tokens`` over calls; ``usd`` is set when both prices are configured; the
-transcript holds every message plus per-call usage.
+The result: status ``completed`` (the hidden tests decide success), ``timeout`` when the
+rollout's budget runs out, ``agent_error`` for a request the endpoint refused as invalid (400,
+422) or a response that cannot be read, and ``infra_error`` -- not the agent's fault, excluded
+from n -- with ``meta["infra_reason"]`` (:mod:`reliabench.agents.infra`) for a missing API key
+(``missing_api_key``), 401/403 (``auth``), 404 (``not_found``), 408/409/429 (``rate_limited``)
+and 5xx (``server_error``) after the SDK's retries, a refused connection (``unreachable``), a
+call that timed out before the budget did (``endpoint_timeout``), and a sandbox for the
+visible tests that cannot start (``sandbox``). ``tokens`` is the sum of ``total_tokens`` over
+calls, ``tokens_in``/``tokens_out`` the sums of prompt and completion tokens; ``usd`` is set
+when both prices are configured; the transcript holds every message plus per-call usage.
 """
 
 from __future__ import annotations
@@ -75,6 +80,7 @@ from reliabench.agents.base import (
 )
 from reliabench.agents.command import sandbox_name
 from reliabench.agents.config import FieldReader
+from reliabench.agents.infra import OPENAI_BASE_URL, Endpoint, infra_reason_for_status, parse_endpoint
 from reliabench.errors import InvalidArgumentError, MissingExtraError, SandboxError
 
 __all__ = [
@@ -360,6 +366,8 @@ class OpenAIAgent:
     def __init__(self, name: str, settings: OpenAISettings) -> None:
         self.name = name
         self.settings = settings
+        self.endpoint: Endpoint = parse_endpoint(settings.base_url or OPENAI_BASE_URL,
+                                                 settings.api_key_env)
 
     def _first_message(self, request: AgentRequest) -> str:
         snapshot = workspace_snapshot(request.workspace)
@@ -381,6 +389,8 @@ class OpenAIAgent:
         except Exception:  # pragma: no cover - defensive: run() must never raise
             status = "agent_error"
             log.append("unexpected error in the openai adapter:\n" + traceback.format_exc())
+        if status == "infra_error" and "reason" not in meta:
+            meta["reason"] = log[-1] if log else "infrastructure failure"
         s = self.settings
         usd: float | None = None
         if usage.known and s.usd_per_1k_input is not None and s.usd_per_1k_output is not None:
@@ -396,6 +406,8 @@ class OpenAIAgent:
             log="\n".join(log),
             transcript=transcript,
             meta=meta,
+            tokens_in=usage.prompt if usage.known else None,
+            tokens_out=usage.completion if usage.known else None,
         )
 
     def _run(self, request: AgentRequest, log: list[str], transcript: list[dict[str, Any]],
@@ -407,7 +419,8 @@ class OpenAIAgent:
         if not api_key:
             log.append(f"environment variable {s.api_key_env} is not set: the API key of agent "
                        f"{self.name!r} is read from it (api_key_env)")
-            return "agent_error"
+            meta["infra_reason"] = "missing_api_key"
+            return "infra_error"
         try:
             import openai
         except ImportError:  # pragma: no cover - checked when the agents file is loaded
@@ -445,11 +458,25 @@ class OpenAIAgent:
                     resp = client.chat.completions.create(**kwargs)
                 except openai.APITimeoutError as exc:
                     log.append(f"turn {turn}: request timed out ({exc})")
-                    return "timeout" if time.monotonic() >= deadline - 0.05 else "agent_error"
+                    if time.monotonic() >= deadline - 0.05:
+                        return "timeout"
+                    meta["infra_reason"] = "endpoint_timeout"
+                    log.append(f"turn {turn}: {s.base_url or 'OpenAI'} did not answer within "
+                               f"{call_timeout:.3g} s (after {s.max_retries} retries)")
+                    return "infra_error"
                 except openai.APIStatusError as exc:
                     log.append(f"turn {turn}: HTTP {exc.status_code} from {s.base_url or 'OpenAI'}"
                                f" (after {s.max_retries} retries): {exc.message}")
-                    return "agent_error"
+                    reason = infra_reason_for_status(exc.status_code)
+                    if reason is None:
+                        return "agent_error"  # the request itself was refused (e.g. 400)
+                    meta["infra_reason"] = reason
+                    return "infra_error"
+                except openai.APIConnectionError as exc:
+                    log.append(f"turn {turn}: {type(exc).__name__} talking to "
+                               f"{s.base_url or 'OpenAI'} (after {s.max_retries} retries): {exc}")
+                    meta["infra_reason"] = "unreachable"
+                    return "infra_error"
                 except openai.OpenAIError as exc:
                     log.append(f"turn {turn}: {type(exc).__name__} talking to "
                                f"{s.base_url or 'OpenAI'} (after {s.max_retries} retries): {exc}")
@@ -493,6 +520,7 @@ class OpenAIAgent:
                     except SandboxError as exc:
                         log.append(f"turn {turn}: the sandbox for the visible tests could not "
                                    f"start: {exc}")
+                        meta["infra_reason"] = "sandbox"
                         return "infra_error"
                     meta["feedback_passed"] = fb.passed
                     transcript.append({"role": "tool", "name": "visible_tests",
@@ -569,6 +597,11 @@ def _make_openai(table: Mapping[str, Any], ctx: AgentContext) -> OpenAIAgent:
         sandbox=sandbox_name(r),
         extra_body=r.table_of("extra_body"),
     )
+    if settings.base_url is not None:
+        try:
+            parse_endpoint(settings.base_url)
+        except InvalidArgumentError as exc:
+            raise ctx.error("base_url", str(exc).partition(": ")[2]) from None
     if (settings.usd_per_1k_input is None) != (settings.usd_per_1k_output is None):
         missing = "usd_per_1k_output" if settings.usd_per_1k_output is None else "usd_per_1k_input"
         raise ctx.error(missing, "set both usd_per_1k_input and usd_per_1k_output, or neither")

@@ -19,16 +19,30 @@ __all__ = [
     "agent_label",
     "console",
     "emit",
+    "invocation",
     "resolve_security",
     "security_config_option",
     "format_option",
     "k_option",
     "load_records",
     "seed_option",
+    "set_invocation",
     "threshold_option",
 ]
 
 F = TypeVar("F", bound=Callable[..., Any])
+
+_INVOCATION: list[str] = []
+
+
+def set_invocation(args: list[str]) -> None:
+    """Remember the arguments the CLI was called with (for provenance in run metadata)."""
+    _INVOCATION[:] = args
+
+
+def invocation() -> list[str]:
+    """The command line of this CLI call: ``["reliabench", *args]``."""
+    return ["reliabench", *_INVOCATION]
 
 
 def load_records(path: str) -> list[Rollout]:

@@ -18,7 +18,7 @@ from reliabench.analysis import score
 from reliabench.commands._common import console as make_console
 from reliabench.commands.run import execute_run
 from reliabench.report import render_score
-from reliabench.report.html import write_html_report
+from reliabench.report.explorer import write_source_page
 from reliabench.store import RunStore
 
 __all__ = ["DEMO_AGENTS", "command"]
@@ -54,7 +54,8 @@ def command(out: Path, n: int, workers: int, seed: int, tasks: tuple[str, ...], 
     console.print()
     console.print(render_score(report, "table", color=console.is_terminal, width=console.width), end="")
     console.print()
-    html_path = write_html_report(report, out / "report.html", title="reliabench demo (simulated agents)")
+    html_path = write_source_page(str(out), records, report, out / "report.html",
+                                  title="reliabench demo (simulated agents)")
     console.print("How to read this: [bold]misapplied pass@k[/] is what a harness reports when it feeds the "
                   "tests of ONE rollout to the estimator; [bold]reliability@k[/] uses n independent rollouts "
                   "and counts a rollout only if it passes ALL hidden tests. The gap is the inflation.")

@@ -1,4 +1,4 @@
-"""``reliabench export``: a run's rollout records as JSONL."""
+"""``reliabench export``: a run's rollout records as JSONL, or as Inspect AI eval logs."""
 
 from __future__ import annotations
 
@@ -15,11 +15,25 @@ __all__ = ["command"]
 
 @click.command("export")
 @click.argument("run_dir", metavar="RUN", type=click.Path(path_type=Path, file_okay=False))
-@click.option("--format", "fmt", type=click.Choice(["jsonl"]), default="jsonl", show_default=True)
-@click.option("-o", "--output", type=click.Path(path_type=Path, dir_okay=False), default=None,
-              help="Write here (atomically) instead of standard output.")
-def command(run_dir: Path, fmt: str, output: Path | None) -> None:
-    """Export the rollout records of RUN (each with its isolation level)."""
+@click.option("--format", "fmt", type=click.Choice(["jsonl", "inspect"]), default="jsonl", show_default=True,
+              help="jsonl: rollout records; inspect: Inspect AI eval log(s) for `inspect view`.")
+@click.option("-o", "--output", type=click.Path(path_type=Path), default=None,
+              help="Write here (atomically) instead of standard output; for inspect: a .eval file, "
+                   "or a directory that gets one <agent>.eval per agent.")
+@click.option("--agent", default=None, help="inspect: export only this agent.")
+def command(run_dir: Path, fmt: str, output: Path | None, agent: str | None) -> None:
+    """Export the rollout records of RUN as JSONL, or as Inspect AI logs (--format inspect)."""
+    if fmt == "inspect":
+        from reliabench.exporters.inspect_eval import export_inspect
+
+        if output is None:
+            raise click.BadParameter("--format inspect writes files: give -o run.eval or -o DIR",
+                                     param_hint="-o")
+        for path in export_inspect(run_dir, output, agent=agent):
+            click.echo(f"wrote {path} (open it with: inspect view --log-dir {path.parent})", err=True)
+        return
+    if agent is not None:
+        raise click.BadParameter("--agent applies to --format inspect", param_hint="--agent")
     with RunStore.open_existing(run_dir) as store:
         records = store.rollouts()
     if output is None:

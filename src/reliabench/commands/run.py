@@ -18,7 +18,8 @@ from rich.progress import (
 )
 
 from reliabench.agents.config import load_agents
-from reliabench.commands._common import console, security_config_option
+from reliabench.agents.preflight import check_agents, preflight_error
+from reliabench.commands._common import console, invocation, security_config_option
 from reliabench.runner import ProgressEvent, RunSettings, RunSummary, run_suite
 from reliabench.tasks.suite import resolve_suite
 
@@ -29,10 +30,20 @@ def execute_run(suite_spec: str, agents_file: Path, n: int, out: Path, *, worker
                 sandbox: str, scanners: tuple[str, ...], tasks: tuple[str, ...] = (),
                 test_timeout: float | None = None, security_config: Path | None = None,
                 executor: str = "local", ray_address: str | None = None,
-                quiet: bool = False) -> RunSummary:
-    """Load suite and agents, run with a progress display, and return the summary."""
+                quiet: bool = False, preflight: bool = True) -> RunSummary:
+    """Load suite and agents, check them, run with a progress display, return the summary.
+
+    The checks are :mod:`reliabench.agents.preflight`'s.
+
+    Raises:
+        PreflightError: an agent's key variable is unset or its endpoint is not usable
+            (``preflight=False`` checks only the variables).
+    """
     suite = resolve_suite(suite_spec)
     agents = load_agents(agents_file)
+    problems = check_agents(agents, network=preflight)
+    if problems:
+        raise preflight_error(problems)
     settings = RunSettings(
         n=n, seed=seed, workers=workers, sandbox=sandbox, scanners=scanners,
         agents_config_hash=hashlib.sha256(agents_file.read_bytes()).hexdigest(),
@@ -48,8 +59,10 @@ def execute_run(suite_spec: str, agents_file: Path, n: int, out: Path, *, worker
                   f"{len(agents)} agent(s) x n={n} -> {out}")
         if simulated:
             err.print(f"[yellow]SIMULATED agents (not real models): {', '.join(simulated)}[/]")
+    prov = _provenance(agents_file)
     if quiet:
-        return run_suite(suite, agents, out, settings, tasks=tasks or None, agents_file=agents_file)
+        return run_suite(suite, agents, out, settings, tasks=tasks or None, agents_file=agents_file,
+                         provenance=prov)
     if err.is_terminal:
         with Progress(TextColumn("[bold]rollouts"), BarColumn(), MofNCompleteColumn(),
                       TextColumn("passed {task.fields[passed]}"), TimeElapsedColumn(),
@@ -60,7 +73,7 @@ def execute_run(suite_spec: str, agents_file: Path, n: int, out: Path, *, worker
                 bar.update(handle, completed=ev.done, total=ev.total, passed=ev.passed)
 
             summary = run_suite(suite, agents, out, settings, tasks=tasks or None, progress=show,
-                                agents_file=agents_file)
+                                agents_file=agents_file, provenance=prov)
     else:
         step = max(1, (len(tasks) or len(suite.tasks)) * len(agents) * n // 20)
 
@@ -69,7 +82,7 @@ def execute_run(suite_spec: str, agents_file: Path, n: int, out: Path, *, worker
                 print(f"rollouts {ev.done}/{ev.total} passed {ev.passed}", file=sys.stderr, flush=True)
 
         summary = run_suite(suite, agents, out, settings, tasks=tasks or None, progress=plain,
-                            agents_file=agents_file)
+                            agents_file=agents_file, provenance=prov)
     verb = "resumed" if summary.resumed else "ran"
     err.print(f"{verb}: {summary.executed} rollout(s) executed, {summary.skipped} already recorded, "
               f"{summary.infra_errors} infra error(s); isolation: {summary.isolation}; "
@@ -77,6 +90,15 @@ def execute_run(suite_spec: str, agents_file: Path, n: int, out: Path, *, worker
     if summary.isolation == "none":
         err.print("[bold red]WARNING: no sandbox isolation: agent code ran with rlimits only[/]")
     return summary
+
+
+def _provenance(agents_file: Path) -> dict[str, object]:
+    """The command line and the agents' configuration, secrets masked, to keep with the run."""
+    from reliabench.report.provenance import mask_argv, mask_secrets
+    from reliabench.tomlfile import read_toml
+
+    return {"command_line": mask_argv(invocation()),
+            "agents_config": mask_secrets(dict(read_toml(agents_file, "an agents file")))}
 
 
 def _policy(path: Path | None) -> dict[str, object] | None:
@@ -113,13 +135,17 @@ def _policy(path: Path | None) -> dict[str, object] | None:
               help="Where rollouts run: threads here, or Ray actors (pip install 'reliabench[ray]').")
 @click.option("--ray-address", default=None,
               help="Address of a running Ray cluster (default: start a local one with --workers CPUs).")
+@click.option("--no-preflight", "no_preflight", is_flag=True, default=False,
+              help="Do not probe the agents' endpoints (GET /models) before the run; key variables "
+                   "are still checked.")
 def command(suite: str, agents_file: Path, n: int, out: Path, workers: int, seed: int, sandbox: str,
             scanners: tuple[str, ...], tasks: tuple[str, ...], test_timeout: float | None,
-            security_config: Path | None, executor: str, ray_address: str | None) -> None:
+            security_config: Path | None, executor: str, ray_address: str | None,
+            no_preflight: bool) -> None:
     """Run every agent of the agents file n times on each task of SUITE (a path or a bundled name)."""
     if not agents_file.is_file():
         raise click.BadParameter(f"{agents_file}: no such file", param_hint="--agents")
     execute_run(suite, agents_file, n, out, workers=workers, seed=seed, sandbox=sandbox,
                 scanners=scanners, tasks=tasks, test_timeout=test_timeout, security_config=security_config,
-                executor=executor, ray_address=ray_address)
+                executor=executor, ray_address=ray_address, preflight=not no_preflight)
     click.echo(f"run directory: {out}  (score it with: reliabench score {out})")

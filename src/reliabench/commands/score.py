@@ -35,7 +35,7 @@ __all__ = ["command"]
               help="Bootstrap resamples over tasks (0: no intervals).")
 @click.option("--seed", type=int, default=0, show_default=True, help="Bootstrap seed.")
 @click.option("--html", "html_path", type=click.Path(path_type=Path, dir_okay=False), default=None,
-              help="Also write a self-contained HTML report (figures, tables, per-task counts).")
+              help="Also write the HTML report of `reliabench report` (figures, heatmap, explorer).")
 @click.pass_context
 def command(ctx: click.Context, source: str, ks: str, fmt: str, threshold: SecurityThreshold,
             security_config: Path | None, confidence: float, resamples: int, seed: int,
@@ -50,8 +50,8 @@ def command(ctx: click.Context, source: str, ks: str, fmt: str, threshold: Secur
     report = score(records, k_values, threshold=threshold, finding_filter=finding_filter,
                    confidence=confidence, n_resamples=resamples, seed=seed)
     emit(render_score(report, fmt, color=fmt == "table" and sys.stdout.isatty()))
-    if html_path is not None:
-        from reliabench.report.html import write_html_report
+    if html_path is not None:  # the same page as `reliabench report SOURCE -o FILE`
+        from reliabench.report.explorer import write_source_page
 
-        write_html_report(report, html_path, title=f"reliabench: {source}")
+        write_source_page(source, records, report, html_path)
         click.echo(f"HTML report: {html_path}", err=True)

@@ -18,6 +18,9 @@ Inspect releases): the last needs the ``zstandard`` module or the ``zstd`` progr
   ``timeout``; both are failed attempts (in n).
 * Inspect's epoch reductions (``mean``, ``pass_at_K``, ``pass_k_K``, in ``results.scores``)
   are kept as reported figures for ``reliabench audit``.
+* A log written by ``reliabench export --format inspect`` (``eval.metadata`` has
+  ``reliabench_export``) carries each rollout's full record in its sample metadata: the
+  records are restored from it (tests, findings, cost and status included).
 """
 
 from __future__ import annotations
@@ -133,6 +136,37 @@ def _entries(zf: zipfile.ZipFile, path: Path) -> list[tuple[str, dict[str, Any]]
             for n in names if n.startswith("samples/") and n.endswith(".json")]
 
 
+def _restore_export(zf: zipfile.ZipFile, path: Path, entries: list[tuple[str, dict[str, Any]]],
+                    agent: str | None) -> ImportResult:
+    """Records of a log written by ``reliabench export --format inspect``.
+
+    Each sample's metadata holds the full reliabench record (read from the sample file when the
+    summary is thinned).
+    """
+    from dataclasses import replace
+
+    from reliabench.records import rollout_from_dict
+
+    records = []
+    for where, e in entries:
+        raw = (e.get("metadata") or {}).get("reliabench")
+        member = f"samples/{e.get('id')}_epoch_{e.get('epoch')}.json"
+        if not isinstance(raw, dict) and member in zf.namelist():
+            sample = expect_dict(_read_member(zf, path, member), path, member)
+            raw = (sample.get("metadata") or {}).get("reliabench")
+            where = member
+        if not isinstance(raw, dict):
+            raise InputError(path, "a reliabench export without the reliabench record in its metadata",
+                             field=f"{where}.metadata.reliabench")
+        r = rollout_from_dict(raw, path=f"{path}:{where}")
+        records.append(replace(r, agent=agent) if agent else r)
+    if not records:
+        raise InputError(path, "no samples in this log")
+    records.sort(key=lambda r: (r.task_id, r.agent, r.rollout))
+    return ImportResult(tuple(records), FORMAT,
+                        ("a reliabench export: records restored from the samples' metadata",))
+
+
 def load(path: Path, data: Any = None, *, agent: str | None = None,
          scorer: str | None = None) -> ImportResult:
     """Read an Inspect AI ``.eval`` log.
@@ -162,6 +196,8 @@ def load(path: Path, data: Any = None, *, agent: str | None = None,
         assert isinstance(results, dict)
         declared = [s.get("name") for s in ev.get("scorers") or [] if isinstance(s, dict)]
         entries = _entries(zf, path)
+        if isinstance(ev.get("metadata"), dict) and ev["metadata"].get("reliabench_export"):
+            return _restore_export(zf, path, entries, agent)
     notes: list[str] = []
     seen_scorers: list[str] = []
     for _, e in entries:

@@ -226,11 +226,11 @@ def _per_task_section(report: ScoreReport) -> str:
 
 
 def render_html(report: ScoreReport, *, title: str = "reliabench report",
-                extra_sections: Sequence[str] = ()) -> str:
+                extra_sections: Sequence[str] = (), lead_sections: Sequence[str] = ()) -> str:
     """Render ``report`` as one self-contained HTML document.
 
     ``extra_sections`` are trusted HTML fragments (e.g. ``sweep_figures``) placed after the
-    tables.
+    tables; ``lead_sections`` likewise, placed before the figures (the report page's heatmap).
     """
     ks = report.ks
     names = [a.agent + (f" {SIM_MARK}" if a.simulated else "") for a in report.agents]
@@ -248,6 +248,7 @@ def render_html(report: ScoreReport, *, title: str = "reliabench report",
             f'<p class="sim">Agents marked {SIM_MARK} are simulated: they are not models; their '
             "behaviour is configured.</p>"
         )
+    out.extend(lead_sections)
     out.append("<h2>Figures</h2>")
     series_rel = [
         (n, [a.metrics[f"reliability@{k}"] for k in ks]) for n, a in zip(names, report.agents, strict=True)

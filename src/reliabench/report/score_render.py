@@ -17,9 +17,10 @@ from rich.table import Table
 from rich.text import Text
 
 from reliabench.analysis import AgentSummary, Estimate, ScoreReport
+from reliabench.costs import AgentCost, CostFigure
 from reliabench.errors import InvalidArgumentError
 
-__all__ = ["FORMATS", "render_score", "score_to_json"]
+__all__ = ["FORMATS", "cost_to_json", "render_score", "score_to_json"]
 
 FORMATS = ("table", "json", "csv", "markdown")
 SIM_MARK = "[SIMULATED]"
@@ -34,8 +35,28 @@ def _est_json(e: Estimate) -> dict[str, Any]:
             "tasks": e.tasks, "excluded_tasks": e.excluded}
 
 
+def _fig_json(f: CostFigure) -> dict[str, Any]:
+    return {"mean": f.mean, "total": f.total, "rollouts": f.reported}
+
+
+def cost_to_json(c: AgentCost | None) -> dict[str, Any] | None:
+    """The ``cost`` object of one agent in ``score --format json`` (None: nothing reported)."""
+    if c is None or not c.known:
+        return None
+    return {
+        "rollouts": c.rollouts,
+        **{name: _fig_json(getattr(c, name)) for name in _COST_FIGS},
+        "passes_per_usd": c.passes_per_usd,
+        "passes_per_minute": c.passes_per_minute,
+    }
+
+
+_COST_FIGS = ("agent_s", "test_s", "seconds", "tokens_in", "tokens_out", "tokens", "usd")
+
+
 def score_to_json(report: ScoreReport) -> dict[str, Any]:
     """The JSON document of ``reliabench score --format json``."""
+    costs = {c.agent: c for c in report.costs}
     return {
         "agents": [
             {
@@ -46,6 +67,7 @@ def score_to_json(report: ScoreReport) -> dict[str, Any]:
                 "infra_errors": a.infra_errors,
                 "rollouts_per_task": {"min": a.min_n, "max": a.max_n},
                 "metrics": {name: _est_json(a.metrics[name]) for name in report.metric_names},
+                "cost": cost_to_json(costs.get(a.agent)),
             }
             for a in report.agents
         ],
@@ -135,7 +157,36 @@ def _grid(report: ScoreReport) -> list[tuple[str, list[str], list[list[str]]]]:
     title1 = "reliability@k over n independent rollouts vs the misapplied pass@k (n = tests of one rollout)"
     if report.security:
         title1 += f"; security threshold {report.threshold}"
-    return [(title1, head1, rows1), ("single-submission figures", head2, rows2)]
+    grids = [(title1, head1, rows1), ("single-submission figures", head2, rows2)]
+    head0 = ["agent", "infra errors"]
+    rows0 = [[_agent_label(a.agent, a.simulated), str(a.infra_errors)] for a in report.agents]
+    costs = {c.agent: c for c in report.costs if c.known}
+    if costs:
+        head3 = ["agent", "agent s", "test s", "tokens in", "tokens out", "usd",
+                 "passes per usd", "passes per min"]
+        rows3 = []
+        for a in report.agents:
+            c = costs.get(a.agent)
+            if c is None:
+                continue
+            rows3.append([_agent_label(a.agent, a.simulated), _mean(c.agent_s, 1),
+                          _mean(c.test_s, 2), _mean(c.tokens_in, 0), _mean(c.tokens_out, 0),
+                          _mean(c.usd, 4), _opt(c.passes_per_usd, 2),
+                          _opt(c.passes_per_minute, 2)])
+        grids.append(("cost and time per rollout (means; infra errors excluded)", head3, rows3))
+    if any(a.infra_errors for a in report.agents):
+        grids.append(("rollouts lost to infrastructure errors (excluded from n)", head0, rows0))
+    return grids
+
+
+def _opt(x: float | None, digits: int) -> str:
+    return "n/a" if x is None else f"{x:.{digits}f}"
+
+
+def _mean(f: CostFigure, digits: int) -> str:
+    if f.mean is None:
+        return "n/a"
+    return f"{f.mean:,.{digits}f}" if digits else f"{f.mean:,.0f}"
 
 
 def _rich_table(report: ScoreReport, console: Console) -> None:

@@ -1,0 +1,86 @@
+"""``reliabench report``: the HTML report with its rollout explorer, or tables for papers."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from reliabench.analysis import parse_ks, score
+from reliabench.commands._common import (
+    emit,
+    k_option,
+    resolve_security,
+    security_config_option,
+    threshold_option,
+)
+from reliabench.errors import InvalidArgumentError, UsageError
+from reliabench.security import SecurityThreshold
+
+__all__ = ["command"]
+
+
+@click.command("report")
+@click.argument("source", metavar="SOURCE")
+@click.option("-o", "--output", type=click.Path(path_type=Path, dir_okay=False), default=None,
+              help="Write here (atomically); required for html, default standard output otherwise.")
+@click.option("--format", "fmt", type=click.Choice(["html", "markdown", "latex", "csv"]), default="html",
+              show_default=True, help="html: the page with the explorer; markdown/latex/csv: tables.")
+@k_option()
+@threshold_option()
+@security_config_option()
+@click.option("--confidence", type=float, default=0.95, show_default=True, help="CI level.")
+@click.option("--resamples", type=int, default=10_000, show_default=True,
+              help="Bootstrap resamples over tasks (0: no intervals).")
+@click.option("--seed", type=int, default=0, show_default=True, help="Bootstrap seed.")
+@click.option("--max-bytes", type=click.IntRange(min=1), default=None,
+              help="Bound on the rollout details embedded in the page (default 20 MB).")
+@click.option("--title", default=None, help="Page or table title.")
+@click.pass_context
+def command(ctx: click.Context, source: str, output: Path | None, fmt: str, ks: str,
+            threshold: SecurityThreshold, security_config: Path | None, confidence: float,
+            resamples: int, seed: int, max_bytes: int | None, title: str | None) -> None:
+    """Report on SOURCE: a run directory, rollout JSONL (- for stdin), or any file `import` reads.
+
+    The HTML page is one self-contained file (no network): heatmap, figures, provenance and,
+    for run directories, the rollout explorer. Tables: leaderboard with CIs and per-task c/n.
+    """
+    from reliabench.report.explorer import (
+        DEFAULT_MAX_BYTES,
+        load_source,
+        render_report_page,
+        write_report_page,
+    )
+
+    try:
+        k_values = parse_ks(ks)
+    except InvalidArgumentError as exc:
+        raise click.BadParameter(str(exc), param_hint="-k") from None
+    if fmt == "html" and output is None:
+        raise UsageError("report --format html needs -o/--output FILE (the page is one file)")
+    loaded = load_source(source)
+    run_source = source if loaded.run_dir is not None else None
+    threshold, finding_filter = resolve_security(ctx, threshold, security_config, run_source)
+    rep = score(loaded.records, k_values, threshold=threshold, finding_filter=finding_filter,
+                confidence=confidence, n_resamples=resamples, seed=seed)
+    if fmt == "html":
+        assert output is not None
+        page = render_report_page(loaded.records, rep, source=source, source_format=loaded.format,
+                                  run_dir=loaded.run_dir, run_info=loaded.run_info, title=title,
+                                  max_bytes=max_bytes or DEFAULT_MAX_BYTES, notes=loaded.notes)
+        write_report_page(output, page)
+        click.echo(f"HTML report: {output} ({len(page.encode()) // 1024} KiB)", err=True)
+        return
+    from reliabench.report.tables import render_tables
+
+    text = render_tables(rep, fmt, title=title)
+    if output is None:
+        emit(text)
+    else:
+        write_report_page(output, text)
+        click.echo(f"{fmt} tables: {output}", err=True)
+    if loaded.notes and fmt != "csv":
+        for note in loaded.notes:
+            click.echo(f"note: {note}", err=True)
+    sys.stdout.flush()

@@ -1,0 +1,125 @@
+"""Cost and time per agent: means per rollout, and reliability per dollar and per minute.
+
+Computed from the rollouts that count (``infra_error`` rollouts are left out, as they are
+from n), each mean over the rollouts that report the figure, with how many did::
+
+    mean_x            = sum(x_r) / count(r reporting x)
+    passes_per_usd    = passes / sum(usd_r)          (all counted rollouts report usd)
+    passes_per_minute = passes / (sum(seconds_r) / 60)   (all report seconds)
+
+``passes_per_usd`` is reliability@1 pooled over rollouts divided by the mean cost of a
+rollout: the expected number of successful rollouts one dollar buys; ``passes_per_minute``
+likewise per minute of wall time (agent phase + hidden tests). Both are None unless every
+counted rollout reports the figure (a partial sum would flatter the agent), and None when the
+denominator is 0.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from reliabench.records import Rollout
+
+__all__ = ["AgentCost", "CostFigure", "cost_summary"]
+
+
+@dataclass(frozen=True, slots=True)
+class CostFigure:
+    """The mean of one figure over the rollouts that report it.
+
+    Attributes:
+        mean: The mean (None when no rollout reports it).
+        total: The sum.
+        reported: How many rollouts report it.
+    """
+
+    mean: float | None
+    total: float
+    reported: int
+
+
+@dataclass(frozen=True, slots=True)
+class AgentCost:
+    """Cost and time of one agent's counted rollouts.
+
+    Attributes:
+        agent: The agent.
+        rollouts: Counted rollouts (``infra_error`` excluded).
+        passes: How many of them pass.
+        agent_s: Wall time of the agent phase.
+        test_s: Wall time of the hidden tests.
+        seconds: Wall time of the whole rollout.
+        tokens_in: Prompt tokens.
+        tokens_out: Completion tokens.
+        tokens: All tokens.
+        usd: Cost in US dollars.
+        passes_per_usd: Successful rollouts per dollar (see the module docstring).
+        passes_per_minute: Successful rollouts per minute of wall time.
+    """
+
+    agent: str
+    rollouts: int
+    passes: int
+    agent_s: CostFigure
+    test_s: CostFigure
+    seconds: CostFigure
+    tokens_in: CostFigure
+    tokens_out: CostFigure
+    tokens: CostFigure
+    usd: CostFigure
+    passes_per_usd: float | None
+    passes_per_minute: float | None
+
+    @property
+    def known(self) -> bool:
+        """Any figure is reported at all."""
+        return any(f.reported for f in (self.seconds, self.agent_s, self.tokens, self.usd,
+                                        self.tokens_in))
+
+
+def _figure(values: Sequence[float | None]) -> CostFigure:
+    known = [v for v in values if v is not None]
+    total = float(sum(known))
+    return CostFigure(total / len(known) if known else None, total, len(known))
+
+
+def _rate(passes: int, fig: CostFigure, rollouts: int, scale: float = 1.0) -> float | None:
+    if rollouts == 0 or fig.reported != rollouts or fig.total <= 0:
+        return None
+    return passes / (fig.total / scale)
+
+
+def cost_summary(records: Iterable[Rollout]) -> tuple[AgentCost, ...]:
+    """Per agent (sorted by name), the figures of the module docstring.
+
+    Example:
+        >>> from reliabench.records import Cost
+        >>> rs = [Rollout("t", "a", i, verdict=i == 0, cost=Cost(usd=0.5, seconds=30.0))
+        ...       for i in range(2)]
+        >>> (c,) = cost_summary(rs)
+        >>> (c.usd.mean, c.passes_per_usd, c.passes_per_minute)
+        (0.5, 1.0, 1.0)
+    """
+    by_agent: dict[str, list[Rollout]] = {}
+    for r in records:
+        if r.status != "infra_error":
+            by_agent.setdefault(r.agent, []).append(r)
+    out = []
+    for agent in sorted(by_agent):
+        rs = by_agent[agent]
+
+        def fig(name: str, rs: list[Rollout] = rs) -> CostFigure:
+            return _figure([getattr(r.cost, name) if r.cost is not None else None for r in rs])
+
+        passes = sum(r.passes for r in rs)
+        usd, seconds = fig("usd"), fig("seconds")
+        out.append(AgentCost(
+            agent=agent, rollouts=len(rs), passes=passes,
+            agent_s=fig("agent_s"), test_s=fig("test_s"), seconds=seconds,
+            tokens_in=fig("tokens_in"), tokens_out=fig("tokens_out"), tokens=fig("tokens"),
+            usd=usd,
+            passes_per_usd=_rate(passes, usd, len(rs)),
+            passes_per_minute=_rate(passes, seconds, len(rs), scale=60.0),
+        ))
+    return tuple(out)

@@ -1,0 +1,359 @@
+"""The report page with its rollout explorer: one self-contained HTML file, no network.
+
+``render_report_page`` builds on ``report.html.render_html`` (the figures and tables of
+``score --html``) and adds: the task x agent heatmap, reliability@k for every k, the
+single-rollout proxy scatter, cost and time against reliability, provenance, and the explorer:
+a heatmap cell opens the n rollouts of that pair and the task's rollouts side by side (which
+tests fail in which rollouts); a rollout opens its status, isolation, duration and cost,
+per-test outcomes, the scanner findings, security tests, tamper and forgery flags and -- from
+a run directory's artifacts -- the failure message of each failed test, the diff against the
+starter with the findings on their lines, and the agent's log or transcript.
+
+The data is embedded as JSON in a ``<script type="application/json">`` element (``<``, ``>``
+and ``&`` escaped, so no string in it can close the element); the page's script and styles
+are inline; nothing is fetched. The file is bounded: each rollout's detail is cut to
+``DetailLimits`` and the details together to ``max_bytes``; what was cut is said on the page.
+``reliabench view`` serves the same page with ``live=True``: details are then fetched from
+the local server (``rollout?id=...``) instead of being embedded.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import html
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Final
+
+from reliabench.analysis import ScoreReport
+from reliabench.errors import InputError, InvalidArgumentError, UsageError
+from reliabench.records import Rollout
+from reliabench.report.figures import cost_figures, proxy_scatter, reliability_curve
+from reliabench.report.heatmap import heatmap_html
+from reliabench.report.html import render_html
+from reliabench.report.provenance import Provenance, collect_provenance
+from reliabench.report.rollout_detail import DetailLimits, build_detail, rollout_id
+
+__all__ = [
+    "DEFAULT_MAX_BYTES",
+    "LoadedSource",
+    "embed_json",
+    "load_source",
+    "render_report_page",
+    "rollout_detail_json",
+    "write_report_page",
+    "write_source_page",
+]
+
+DEFAULT_MAX_BYTES: Final = 20_000_000
+
+
+@dataclass(frozen=True)
+class LoadedSource:
+    """Records read from a report source.
+
+    Attributes:
+        records: The rollout records.
+        format: ``run`` for a run directory, else the importer's format (``jsonl``, ...).
+        run_dir: The run directory (None for files).
+        notes: The importer's notes.
+        run_info: ``RunStore.run_info()`` of a run directory.
+    """
+
+    records: tuple[Rollout, ...]
+    format: str
+    run_dir: Path | None
+    notes: tuple[str, ...] = ()
+    run_info: Mapping[str, Any] | None = None
+
+
+def _static(name: str) -> str:
+    """An inline asset of the page (package data under ``report/static/``)."""
+    from importlib.resources import files
+
+    text = files("reliabench.report").joinpath("static").joinpath(name).read_text(encoding="utf-8")
+    return text.replace("</", "<\\/") if name.endswith(".js") else text
+
+
+def load_source(source: str) -> LoadedSource:
+    """Read a run directory, a JSONL file (``-``: stdin) or any file ``reliabench import`` reads."""
+    from reliabench.importers import load_foreign
+    from reliabench.records import read_jsonl
+    from reliabench.store import RunStore
+
+    if source == "-":
+        recs = read_jsonl("-")
+        if not recs:
+            raise InputError("<stdin>", "no rollout records (expected one JSON object per line)")
+        return LoadedSource(tuple(recs), "jsonl", None)
+    path = Path(source)
+    if path.is_dir() and (path / RunStore.FILENAME).is_file():
+        with RunStore.open_existing(path) as store:
+            recs = store.rollouts()
+            info = store.run_info()
+        if not recs:
+            raise UsageError(f"{path}: the run has no recorded rollouts yet")
+        return LoadedSource(tuple(recs), "run", path, run_info=info)
+    result = load_foreign(path)
+    return LoadedSource(result.records, result.format, None, result.notes)
+
+
+def embed_json(data: Any) -> str:
+    r"""JSON that is safe inside ``<script type="application/json">``: no ``<``, ``>``, ``&``.
+
+    Examples:
+        >>> embed_json({"x": "</script><b>"})
+        '{"x": "\\u003c/script\\u003e\\u003cb\\u003e"}'
+    """
+    text = json.dumps(data, ensure_ascii=False, separators=(",", ": "), allow_nan=False)
+    return (text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+            .replace("\u2028", "\\u2028").replace("\u2029", "\\u2029"))
+
+
+_OUTCOME_CODE: Final = {"passed": "P", "failed": "F", "error": "E", "skipped": "S"}
+
+
+def _diff_hash(run_dir: Path | None, r: Rollout) -> str | None:
+    if run_dir is None:
+        return None
+    from reliabench.store import artifact_path
+
+    path = artifact_path(run_dir, r.task_id, r.agent, r.rollout) / "diff.patch"
+    try:
+        return hashlib.sha256(path.read_bytes()).hexdigest()[:16]
+    except OSError:
+        return None
+
+
+def _task_views(records: Sequence[Rollout], run_dir: Path | None) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Per task: its tests and which rollouts fail them; per rollout: a one-line summary."""
+    tasks: dict[str, Any] = {}
+    summaries: dict[str, Any] = {}
+    by_task: dict[str, list[Rollout]] = {}
+    for r in records:
+        by_task.setdefault(r.task_id, []).append(r)
+    for task, recs in sorted(by_task.items()):
+        names: list[str] = []
+        security: set[str] = set()
+        for r in recs:
+            for t in r.tests or ():
+                if t.name not in names:
+                    names.append(t.name)
+                if t.security:
+                    security.add(t.name)
+        col = {n: i for i, n in enumerate(names)}
+        same_code: dict[str, list[Rollout]] = {}
+        agents: dict[str, list[str]] = {}
+        for r in sorted(recs, key=lambda x: (x.agent, x.rollout)):
+            rid = rollout_id(r)
+            agents.setdefault(r.agent, []).append(rid)
+            codes = ["-"] * len(names)
+            for t in r.tests or ():
+                codes[col[t.name]] = _OUTCOME_CODE[t.outcome]
+            dh = _diff_hash(run_dir, r)
+            if dh is not None and r.status in ("completed", "no_change"):
+                same_code.setdefault(dh, []).append(r)
+            summaries[rid] = {
+                "task": r.task_id, "agent": r.agent, "rollout": r.rollout, "status": r.status,
+                "passes": r.passes, "np": r.n_tests_passed, "nt": r.n_tests,
+                "seconds": r.cost.seconds if r.cost else None, "isolation": r.isolation,
+                "findings": len(r.findings), "tamper": r.tamper_suspected,
+                "forged": bool(r.meta.get("forged_outcomes")), "codes": "".join(codes),
+                "code": dh, "simulated": r.simulated,
+            }
+        flaky_tests = set()
+        for group in same_code.values():  # identical code, different outcome: the test is flaky
+            for name in names:
+                outcomes = {t.outcome for r in group for t in r.tests or () if t.name == name}
+                outcomes.discard("skipped")
+                if len(outcomes) > 1:
+                    flaky_tests.add(name)
+        tasks[task] = {"tests": names, "security": sorted(security), "agents": agents,
+                       "flaky_tests": sorted(flaky_tests)}
+    return tasks, summaries
+
+
+def rollout_detail_json(r: Rollout, run_dir: Path | None, limits: DetailLimits) -> dict[str, Any]:
+    """The explorer's JSON for one rollout (used by the page and by ``reliabench view``)."""
+    adir = None
+    if run_dir is not None:
+        from reliabench.store import artifact_path
+
+        adir = artifact_path(run_dir, r.task_id, r.agent, r.rollout)
+    return build_detail(r, adir, limits).to_json()
+
+
+def _provenance_html(p: Provenance) -> str:
+    def row(label: str, value: Any) -> str:
+        if value in (None, "", [], {}):
+            return ""
+        text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, indent=1)
+        cell = f"<pre>{html.escape(text)}</pre>" if "\n" in text else html.escape(text)
+        return f"<tr><th>{html.escape(label)}</th><td>{cell}</td></tr>"
+
+    suite = p.suite
+    suite_text = " ".join(str(x) for x in (suite.get("name"), suite.get("version")) if x)
+    if suite.get("hash"):
+        suite_text += f" (hash {suite['hash']})"
+    rows = [
+        row("source", f"{p.source} ({p.source_format})"),
+        row("suite", suite_text),
+        row("agents", ", ".join(p.agents)),
+        row("simulated agents", ", ".join(p.simulated_agents) + " (not real models)"
+            if p.simulated_agents else ""),
+        row("agents' configuration (secrets masked)", p.agents_config),
+        row("agents file hash", p.agents_config_hash),
+        row("sandbox asked for", p.sandbox),
+        row("isolation of the rollouts", ", ".join(f"{k}: {v}" for k, v in p.isolation.items())),
+        row("run seed", None if p.run_seed is None else str(p.run_seed)),
+        row("per-rollout seeds", "recorded in each rollout (derived from run seed, task, agent, "
+            "rollout)" if p.rollout_seeds else "not recorded"),
+        row("command line (secrets masked)", " ".join(p.command_line) if p.command_line else
+            ("not recorded (runs made before reliabench stored it)" if p.source_format == "run" else "")),
+        row("run settings", dict(p.settings) or None),
+        row("package versions of the run", dict(p.packages) or None),
+        row("reliabench of the run", p.run_reliabench_version),
+        row("reliabench of this report", p.reliabench_version),
+    ]
+    return ('<h2 id="provenance">Provenance</h2><table class="prov">' + "".join(rows) + "</table>")
+
+
+def render_report_page(
+    records: Sequence[Rollout],
+    report: ScoreReport,
+    *,
+    source: str,
+    source_format: str = "jsonl",
+    run_dir: Path | None = None,
+    run_info: Mapping[str, Any] | None = None,
+    title: str | None = None,
+    limits: DetailLimits | None = None,
+    max_bytes: int = DEFAULT_MAX_BYTES,
+    live: bool = False,
+    notes: Sequence[str] = (),
+) -> str:
+    """The full report page (``reliabench report`` and ``score --html``).
+
+    Args:
+        records: The records ``report`` was computed from.
+        report: ``analysis.score`` of the records.
+        source: What the records were read from (shown in the page).
+        source_format: ``run`` or an importer's format name.
+        run_dir: The run directory, for the explorer's diffs, logs and failure messages (None:
+            what the records carry).
+        run_info: ``RunStore.run_info()`` of the run, for provenance.
+        title: Page title (default: ``reliabench: SOURCE``).
+        limits: Bounds per rollout.
+        max_bytes: Bound on the embedded rollout details together; rollouts past it keep
+            their summary and the page says how many lost their detail.
+        live: Embed no details; the page fetches them from ``reliabench view``'s server.
+        notes: Extra notes shown at the top (e.g. an importer's).
+
+    Raises:
+        InvalidArgumentError: for a ``max_bytes`` below 1.
+    """
+    if isinstance(max_bytes, bool) or not isinstance(max_bytes, int) or max_bytes < 1:
+        raise InvalidArgumentError(f"max_bytes must be an integer >= 1, got {max_bytes!r}")
+    lim = limits or DetailLimits()
+    recs = list(records)
+    k_proxy = report.ks[0]
+    explorer = True  # records alone give outcomes, findings, flags; a run adds diffs, logs, messages
+    tasks, summaries = _task_views(recs, run_dir)
+    details: dict[str, Any] = {}
+    omitted = 0
+    cut_notes: list[str] = []
+    remedy = (f"open them with `reliabench view {source}`" if run_dir is not None
+              else "raise --max-bytes")
+    if not live:
+        used = 0
+        # failing, insecure and flagged rollouts first: they are the ones a reader opens
+        order = sorted(recs, key=lambda r: (r.passes and not r.findings and not r.tamper_suspected,
+                                            r.task_id, r.agent, r.rollout))
+        for r in order:
+            d = rollout_detail_json(r, run_dir, lim)
+            size = len(embed_json(d))
+            if used + size > max_bytes:
+                omitted += 1
+                continue
+            used += size
+            details[d["id"]] = d
+        if omitted:
+            cut_notes.append(f"{omitted} of {len(recs)} rollouts have no detail in this file (the page "
+                             f"is bounded to {max_bytes} bytes of details): {remedy}.")
+    data = {
+        "version": 1, "live": live, "explorer": explorer, "tasks": tasks, "rollouts": summaries,
+        "details": details, "omitted": omitted, "limits": {
+            "log_chars": lim.log_chars, "diff_lines": lim.diff_lines,
+            "message_chars": lim.message_chars, "messages": lim.messages},
+        "source": source, "remedy": remedy,
+    }
+    prov = collect_provenance(recs, source, source_format, run_info)
+    lead = [
+        '<nav class="toc"><a href="#heatmap">heatmap</a> <a href="#explorer">explorer</a> '
+        '<a href="#more-figures">more figures</a> <a href="#provenance">provenance</a></nav>',
+    ]
+    for note in [*notes, *cut_notes]:
+        lead.append(f'<p class="note cut">{html.escape(note)}</p>')
+    lead.append(heatmap_html(report.counts, clickable=explorer))
+    lead.append('<h2 id="explorer">Explorer</h2>')
+    if run_dir is None:
+        lead.append('<p class="note">This report was made from '
+                    f"{html.escape(source_format)} records: the explorer shows each rollout's status, "
+                    "tests, findings and flags; diffs, logs and failure messages come from a run "
+                    "directory's artifacts (reliabench report RUN).</p>")
+    lead.append('<div id="rb-explorer"><p class="note">Click a heatmap cell to see that pair\'s '
+                "rollouts.</p></div>")
+    extra = [
+        '<h2 id="more-figures">Reliability for every k, the single-rollout proxy, cost</h2>',
+        reliability_curve(report),
+        proxy_scatter(report, k_proxy),
+        cost_figures(report, recs, report.ks[0]),
+        _provenance_html(prov),
+        f"<style>{_static('explorer.css')}</style>",
+        f'<script type="application/json" id="rb-data">{embed_json(data)}</script>',
+        f"<script>{_static('explorer.js')}</script>",
+    ]
+    return render_html(report, title=title or f"reliabench: {source}", lead_sections=lead,
+                       extra_sections=extra)
+
+
+def write_report_page(path: str | Path, text: str) -> Path:
+    """Write a page atomically and return its path."""
+    import os
+    import tempfile
+
+    dest = Path(path)
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{dest.name}.", dir=dest.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, dest)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return dest
+
+
+def write_source_page(source: str, records: Sequence[Rollout], report: ScoreReport,
+                      path: str | Path, *, title: str | None = None,
+                      max_bytes: int = DEFAULT_MAX_BYTES) -> Path:
+    """Render and write the page of ``records`` read from ``source`` (``score --html``).
+
+    A run directory as ``source`` gives the explorer its details and provenance.
+    """
+    run_dir: Path | None = None
+    run_info = None
+    if source != "-" and Path(source).is_dir():
+        from reliabench.store import RunStore
+
+        run_dir = Path(source)
+        with RunStore.open_existing(run_dir) as store:
+            run_info = store.run_info()
+    page = render_report_page(records, report, source=source,
+                              source_format="run" if run_dir else "jsonl", run_dir=run_dir,
+                              run_info=run_info, title=title, max_bytes=max_bytes)
+    return write_report_page(path, page)

@@ -1,0 +1,143 @@
+"""Serve a run's report page on the loopback interface (``reliabench view``).
+
+For runs too large for one file: the page is the one ``reliabench report`` writes, rendered
+with ``live=True`` (no details embedded); the explorer fetches each rollout's detail from
+``/rollout?id=...`` when it is opened, built on demand by the same code. Only loopback
+addresses are accepted (``127.0.0.1``, ``::1``, ``localhost``): the artifacts of a run are
+code written by agents and logs that may hold anything, and they are not for the network.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+import threading
+from collections.abc import Mapping
+from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+from reliabench.analysis import ScoreReport
+from reliabench.errors import InvalidArgumentError
+from reliabench.records import Rollout
+from reliabench.report.explorer import embed_json, render_report_page, rollout_detail_json
+from reliabench.report.rollout_detail import DetailLimits, rollout_id
+
+__all__ = ["ReportServer", "check_loopback", "make_server"]
+
+
+def check_loopback(host: str) -> str:
+    """Return ``host`` if it is a loopback address, else raise.
+
+    Examples:
+        >>> check_loopback("127.0.0.1")
+        '127.0.0.1'
+
+    Raises:
+        InvalidArgumentError: for any other address (``0.0.0.0``, a LAN address, a name).
+    """
+    if host == "localhost":
+        return "127.0.0.1"
+    try:
+        ok = ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        ok = False
+    if not ok:
+        raise InvalidArgumentError(
+            f"host must be a loopback address (127.0.0.1, ::1 or localhost), got {host!r}: "
+            "a run's artifacts are agent-written code and logs, not for the network")
+    return host
+
+
+@dataclass
+class ReportServer:
+    """A running server; ``url`` is where the page is; ``close()`` stops it."""
+
+    httpd: ThreadingHTTPServer
+    thread: threading.Thread | None
+    url: str
+
+    def close(self) -> None:
+        """Stop serving and release the port."""
+        self.httpd.shutdown()
+        self.httpd.server_close()
+        if self.thread is not None:
+            self.thread.join(timeout=5)
+
+
+def make_server(records: list[Rollout], report: ScoreReport, run_dir: Path, *,
+                run_info: Mapping[str, Any] | None = None, host: str = "127.0.0.1", port: int = 0,
+                limits: DetailLimits | None = None, background: bool = True) -> ReportServer:
+    """Start serving the report of ``run_dir`` on ``host:port`` (0: any free port).
+
+    Args:
+        records: The run's records.
+        report: ``analysis.score`` of them.
+        run_dir: The run directory (artifacts are read from it on demand).
+        run_info: Its ``RunStore.run_info()``, for provenance.
+        host: A loopback address.
+        port: The port (0 picks a free one).
+        limits: Bounds on each rollout's detail.
+        background: Serve from a daemon thread (else the caller calls ``httpd.serve_forever``).
+
+    Raises:
+        InvalidArgumentError: for a non-loopback ``host``.
+    """
+    bind = check_loopback(host)
+    lim = limits or DetailLimits()
+    page = render_report_page(records, report, source=str(run_dir), source_format="run",
+                              run_dir=run_dir, run_info=run_info, live=True, limits=lim).encode()
+    by_id = {rollout_id(r): r for r in records}
+
+    class Handler(BaseHTTPRequestHandler):
+        def log_message(self, format: str, *args: Any) -> None:
+            return
+
+        def _send(self, code: int, body: bytes, ctype: str) -> None:
+            self.send_response(code)
+            self.send_header("Content-Type", ctype)
+            self.send_header("Content-Length", str(len(body)))
+            self.send_header("Cache-Control", "no-store")
+            self.send_header("X-Content-Type-Options", "nosniff")
+            self.send_header("Content-Security-Policy",
+                             "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; "
+                             "img-src data:; connect-src 'self'")
+            self.end_headers()
+            self.wfile.write(body)
+
+        def do_GET(self) -> None:
+            url = urlsplit(self.path)
+            if url.path in ("/", "/index.html"):
+                self._send(200, page, "text/html; charset=utf-8")
+            elif url.path == "/rollout":
+                rid = (parse_qs(url.query).get("id") or [""])[0]
+                r = by_id.get(rid)
+                if r is None:
+                    self._send(404, json.dumps({"error": "no such rollout"}).encode(), "application/json")
+                    return
+                body = embed_json(rollout_detail_json(r, run_dir, lim)).encode()
+                self._send(200, body, "application/json; charset=utf-8")
+            elif url.path == "/favicon.ico":
+                self._send(204, b"", "image/x-icon")
+            else:
+                self._send(404, b"not found", "text/plain")
+
+    server_cls = ThreadingHTTPServer
+    if ":" in bind:
+        import socket
+
+        class V6(ThreadingHTTPServer):
+            address_family = socket.AF_INET6
+
+        server_cls = V6
+    httpd = server_cls((bind, port), Handler)
+    httpd.daemon_threads = True
+    shown = f"[{bind}]" if ":" in bind else bind
+    url = f"http://{shown}:{httpd.server_address[1]}/"
+    thread = None
+    if background:
+        thread = threading.Thread(target=httpd.serve_forever, name="reliabench-view", daemon=True)
+        thread.start()
+    return ReportServer(httpd, thread, url)
