@@ -302,3 +302,26 @@ def test_validate_reports_a_reference_that_fails_its_own_tests(tmp_path: Path) -
     import_suite("humaneval", src, tmp_path / "s")
     (check,) = validate_suite(load_suite(tmp_path / "s"), sandbox="bubblewrap")
     assert not check.ok and "reference fails" in check.problems[0]
+
+
+def test_humaneval_plus_style_row(tmp_path: Path) -> None:
+    # EvalPlus's HumanEval+ tests: module-level helpers, inputs/results lists, no assert in check
+    test = (
+        "import numpy as np\n\n"
+        "def is_floats(x) -> bool:\n    return isinstance(x, float)\n\n"
+        "def assertion(out, exp, atol):\n"
+        "    if atol == 0 and is_floats(exp):\n        atol = 1e-6\n"
+        "    if atol != 0:\n        assert np.allclose(out, exp, rtol=1e-07, atol=atol)\n"
+        "    else:\n        assert out == exp, f'out: {out}, exp: {exp}'\n\n"
+        "def check(candidate):\n"
+        "    inputs = [[1, 2], [2, 2], [0.1, 0.2]]\n"
+        "    results = [3, 4, 0.30000000000000004]\n"
+        "    for i, (inp, exp) in enumerate(zip(inputs, results)):\n"
+        "        assertion(candidate(*inp), exp, 0)\n"
+    )
+    src = _write_jsonl(tmp_path / "plus.jsonl", [_problem("HumanEval/0", ADD_PROMPT, "    return a + b\n", test, "add")])
+    result = import_suite("humaneval", src, tmp_path / "s")
+    assert result.tests == 1  # the loop calls a helper, no assert statement: one unit, the whole body
+    task = tmp_path / "s" / "tasks" / "HumanEval_0"
+    assert run_units(task, ADD_PROMPT + "    return a + b\n") == ["passed"]
+    assert run_units(task, ADD_PROMPT + "    return round(a + b)\n") == ["failed"]
