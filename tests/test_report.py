@@ -34,7 +34,9 @@ def test_html_is_self_contained_and_escaped(tmp_path: Path) -> None:
     assert not re.search(r"(src|href)=[\"']https?://", text)  # nothing fetched from the network
     assert "sim&lt;b&gt; <span class=\"sim\">[SIMULATED]</span>" in text
     assert "demo &amp; test" in text
-    assert text.count("<svg") == 3
+    assert text.count("<svg") == 4  # three metric figures and the rank intervals
+    assert "<h2>Ranking by reliability@1</h2>" in text
+    assert "sim&lt;b&gt; [SIMULATED]</text>" in text  # the rank figure marks simulated agents too
     assert "CWE-78" in text
     path = write_html_report(rep, tmp_path / "sub" / "r.html")
     assert path.read_text().startswith("<!doctype html>")
@@ -59,7 +61,7 @@ def test_simulate_html_with_sweep_figures(tmp_path: Path) -> None:
     assert code == 0
     text = out.read_text()
     assert "<h2>Sweeps</h2>" in text and "sweep of rollouts" in text
-    assert text.count("<svg") == 4  # three standard figures and one sweep
+    assert text.count("<svg") == 5  # three standard figures, the rank intervals and one sweep
     assert "[SIMULATED]" in text
 
 

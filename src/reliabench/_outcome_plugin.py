@@ -35,6 +35,7 @@ import pytest
 
 __all__ = [
     "pytest_collection_finish",
+    "pytest_collection_modifyitems",
     "pytest_collectreport",
     "pytest_configure",
     "pytest_runtest_logreport",
@@ -44,6 +45,7 @@ __all__ = [
 FD_ENV = "RELIABENCH_OUTCOME_FD"
 KEY_FD_ENV = "RELIABENCH_OUTCOME_KEY_FD"
 WORKSPACE_ENV = "RELIABENCH_WORKSPACE"
+ORDER_SEED_ENV = "RELIABENCH_ORDER_SEED"
 
 
 def _make_writer() -> Callable[[dict[str, Any]], None]:
@@ -85,6 +87,7 @@ def _make_writer() -> Callable[[dict[str, Any]], None]:
 
 _write = _make_writer()
 _workspace = os.environ.pop(WORKSPACE_ENV, None)
+_order_seed = os.environ.pop(ORDER_SEED_ENV, None)
 _phases: dict[str, dict[str, str]] = {}
 _written: list[list[str]] = []
 
@@ -121,6 +124,15 @@ def pytest_collectreport(report: pytest.CollectReport) -> None:
     """Report collection errors (a test module that cannot be imported)."""
     if report.failed:
         _write({"event": "collect_error", "name": report.nodeid})
+
+
+def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config,
+                                   items: list[pytest.Item]) -> None:
+    """With an order seed (re-tests), run the tests in a seeded random order."""
+    if _order_seed is not None:
+        import random
+
+        random.Random(int(_order_seed)).shuffle(items)
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:

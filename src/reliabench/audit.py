@@ -26,6 +26,12 @@ Finding codes:
     which leaves those tasks out).
 ``REPORTED_MISMATCH`` (error)
     A reported figure that matches neither reliabench's value nor a known misapplication.
+``STATED_TOTAL_MISMATCH`` (error)
+    The source states totals about its own rows (a leaderboard's headline rate, a summary's
+    resolved count) that the rows do not reproduce: the rows' resolved count, row count or
+    rate differ beyond the precision the total was written with. The finding says which
+    count/denominator would give the stated rate (e.g. the same resolved count over one
+    instance fewer), so the two can be reconciled; reliabench's figures use the rows.
 ``RAGGED_N`` (warning)
     Rollouts per task differ across tasks or agents: per-task estimates have different
     variances, tasks with n < k drop out of reliability@k, and agents are compared on
@@ -47,7 +53,7 @@ import numpy.typing as npt
 from reliabench.analysis import CountTable, Estimate, ScoreReport, count_pairs, parse_ks, score
 from reliabench.errors import InvalidArgumentError, ReliabenchError
 from reliabench.estimators import misapplied_pass_at_k, pass_at_k, pass_hat_k
-from reliabench.importers import ReportedFigure, load_foreign
+from reliabench.importers import ReportedFigure, StatedTotal, load_foreign
 from reliabench.records import Rollout
 
 __all__ = [
@@ -58,6 +64,7 @@ __all__ = [
     "FigureCheck",
     "audit_path",
     "audit_records",
+    "check_stated",
     "report_to_dict",
 ]
 
@@ -220,6 +227,52 @@ def _check_figure(fig: ReportedFigure, t: CountTable, t_completed: CountTable | 
         f"{head} does not match the records: reliabench computes {ours:.4f}", (fig.agent,))
 
 
+def _rate_explanation(rate: float, tol: float, resolved: int, total: int) -> str:
+    """Which resolved count over which denominator gives ``rate`` (nearest to the rows)."""
+    def ok(c: int, d: int) -> bool:
+        return d > 0 and abs(c / d - rate) <= tol + 1e-12
+
+    near = [d for d in range(max(1, total - max(5, total // 20)), total + max(5, total // 20) + 1)
+            if d != total and ok(resolved, d)]
+    if near:
+        d = min(near, key=lambda x: (abs(x - total), x))
+        return (f"{100 * rate:.6g}% is {resolved} of {d}: the stated rate counts the rows' "
+                f"{resolved} resolved over {d} instance(s), not over the {total} rows")
+    c = round(rate * total)
+    if ok(c, total):
+        return (f"{100 * rate:.6g}% is {c} of {total}: the stated rate has {abs(c - resolved)} "
+                f"{'more' if c > resolved else 'fewer'} resolved than the rows")
+    return "no nearby count and denominator give the stated rate"
+
+
+def check_stated(stated: Sequence[StatedTotal], records: Sequence[Rollout]) -> list[AuditFinding]:
+    """Compare totals a source states about its rows with the rows themselves.
+
+    The rows of an agent are all its records (every status); resolved rows are those that pass.
+    """
+    findings: list[AuditFinding] = []
+    for st in stated:
+        rows = [r for r in records if r.agent == st.agent]
+        if not rows:
+            raise InvalidArgumentError(f"stated totals for agent {st.agent!r}, which has no records")
+        total, resolved = len(rows), sum(r.passes for r in rows)
+        problems: list[str] = []
+        if st.resolved is not None and st.resolved != resolved:
+            problems.append(f"states {st.resolved} resolved, the rows have {resolved}")
+        if st.total is not None and st.total != total:
+            problems.append(f"states {st.total} rollouts, there are {total} rows")
+        if st.rate is not None and abs(resolved / total - st.rate) > st.rate_tolerance + 1e-12:
+            problems.append(f"states a rate of {100 * st.rate:.6g}%, the rows give {resolved} of {total} "
+                            f"= {100 * resolved / total:.4g}%; "
+                            + _rate_explanation(st.rate, st.rate_tolerance, resolved, total))
+        if problems:
+            findings.append(AuditFinding(
+                "STATED_TOTAL_MISMATCH", "error",
+                f"{st.agent}: the source ({st.source}) " + "; ".join(problems)
+                + ". The figures here use the rows", (st.agent,)))
+    return findings
+
+
 def _default_ks(t: CountTable, reported: Sequence[ReportedFigure]) -> tuple[int, ...]:
     ks = {1} | {f.k for f in reported}
     ns = t.n[t.present]
@@ -234,6 +287,7 @@ def audit_records(
     *,
     ks: Sequence[int] | None = None,
     reported: Sequence[ReportedFigure] = (),
+    stated: Sequence[StatedTotal] = (),
     source: str = "<records>",
     format: str = "jsonl",
     notes: Sequence[str] = (),
@@ -248,6 +302,7 @@ def audit_records(
         ks: The k values to report and check (default: 1, the ks of the reported figures,
             and 2, 5, 10 and the smallest n where every task has that many rollouts).
         reported: Figures the foreign harness reported (from ``ImportResult.reported``).
+        stated: Totals the source states about its rows (from ``ImportResult.stated``).
         source: Name of the audited input, for the report.
         format: The format it was read as.
         notes: Notes to carry (e.g. from the importer).
@@ -270,7 +325,7 @@ def audit_records(
     ks_t = parse_ks(list(ks)) if ks is not None else _default_ks(table, reported)
     completed = [r for r in recs if r.status == "completed"]
     t_completed = count_pairs(completed) if completed and len(completed) < len(recs) else None
-    findings: list[AuditFinding] = []
+    findings: list[AuditFinding] = check_stated(stated, recs)
     checks: list[FigureCheck] = []
     for fig in reported:
         check, finding = _check_figure(fig, table, t_completed)
@@ -361,7 +416,8 @@ def audit_path(
     """
     p = Path(path)
     result = load_foreign(p, format=format, **options)
-    return audit_records(result.records, ks=ks, reported=result.reported, source=str(p),
+    return audit_records(result.records, ks=ks, reported=result.reported, stated=result.stated,
+                         source=str(p),
                          format=result.format, notes=result.notes, n_resamples=n_resamples,
                          confidence=confidence, seed=seed)
 

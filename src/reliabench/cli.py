@@ -30,9 +30,11 @@ COMMANDS: dict[str, str] = {
     "plan": "plan",
     "compare": "compare",
     "proxy": "proxy",
+    "rank": "rank",
     "import": "import_",
     "report": "report",
     "view": "view",
+    "retest": "retest",
 }
 
 

@@ -34,7 +34,7 @@ from reliabench.analysis import CountTable, count_pairs
 from reliabench.errors import InvalidArgumentError
 from reliabench.estimators import pass_at_k
 from reliabench.records import Rollout
-from reliabench.stats import resample_weights
+from reliabench.stats import resample_weights, sign_flip_p_values
 
 __all__ = [
     "PairedComparison",
@@ -197,11 +197,7 @@ def compare_agents(
     boot = (w @ d) / t
     alpha = 1.0 - confidence
     low, high = np.quantile(boot, [alpha / 2, 1 - alpha / 2])
-    signs = rng.integers(0, 2, size=(n_resamples, t)).astype(np.float64) * 2.0 - 1.0
-    perm = np.abs(signs @ d) / t
-    # tolerance so that ties in floating point count as "as extreme"
-    extreme = int(np.sum(perm >= abs(observed) - 1e-12))
-    p = (1 + extreme) / (1 + n_resamples)
+    p = float(sign_flip_p_values(d, n_resamples, rng, batch=n_resamples)[0])
     return PairedComparison(
         agent_a=agent_a, agent_b=agent_b, k=k, tasks=t, excluded=int((~shared).sum()),
         value_a=float(values[:, 0].mean()), value_b=float(values[:, 1].mean()),

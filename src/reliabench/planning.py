@@ -70,6 +70,7 @@ __all__ = [
     "Plan",
     "VarianceComponents",
     "default_spread",
+    "fit_counts",
     "fit_pilot",
     "pilot_correlation",
     "plan_difference",
@@ -441,20 +442,34 @@ def fit_pilot(records: Iterable[Rollout]) -> tuple[AgentModel, ...]:
         InvalidArgumentError: when an agent has fewer than 2 tasks with n >= 2 rollouts.
     """
     agents, n, c = _rates(records)
-    out = []
-    for j, name in enumerate(agents):
-        ok = n[:, j] >= 2
-        if ok.sum() < 2:
-            raise InvalidArgumentError(
-                f"pilot: agent {name!r} needs at least 2 tasks with >= 2 rollouts each to separate "
-                f"between- from within-task variance, has {int(ok.sum())}")
-        nn = n[ok, j].astype(float)
-        p = c[ok, j] / nn
-        mu = float(p.mean())
-        var = float(p.var(ddof=1) - np.mean(p * (1.0 - p) / (nn - 1.0)))
-        limit = 0.99 * mu * (1.0 - mu)
-        out.append(AgentModel(name, mu, math.sqrt(min(max(var, 0.0), limit))))
-    return tuple(out)
+    return tuple(fit_counts(name, n[:, j], c[:, j]) for j, name in enumerate(agents))
+
+
+def fit_counts(name: str, n: npt.ArrayLike, c: npt.ArrayLike) -> AgentModel:
+    """Fit one agent's per-task rate model to its per-task counts (method of moments).
+
+    Tasks with fewer than 2 rollouts are left out (they cannot separate the two variance parts).
+
+    Raises:
+        InvalidArgumentError: when fewer than 2 tasks have n >= 2 rollouts.
+
+    Examples:
+        >>> fit_counts("a", [4, 4, 4, 4], [0, 4, 0, 4]).mean
+        0.5
+    """
+    n_arr = np.asarray(n, dtype=np.int64)
+    c_arr = np.asarray(c, dtype=np.int64)
+    ok = n_arr >= 2
+    if ok.sum() < 2:
+        raise InvalidArgumentError(
+            f"pilot: agent {name!r} needs at least 2 tasks with >= 2 rollouts each to separate "
+            f"between- from within-task variance, has {int(ok.sum())}")
+    nn = n_arr[ok].astype(float)
+    p = c_arr[ok] / nn
+    mu = float(p.mean())
+    var = float(p.var(ddof=1) - np.mean(p * (1.0 - p) / (nn - 1.0)))
+    limit = 0.99 * mu * (1.0 - mu)
+    return AgentModel(name, mu, math.sqrt(min(max(var, 0.0), limit)))
 
 
 def pilot_correlation(records: Iterable[Rollout], agent_a: str, agent_b: str) -> float:

@@ -38,7 +38,7 @@ import json
 import math
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass
-from typing import Final, Literal
+from typing import Final
 
 import numpy as np
 import numpy.typing as npt
@@ -61,10 +61,6 @@ __all__ = [
     "proxy_study",
     "render_proxy",
 ]
-
-ProxyName = Literal["first_fraction", "first_verdict"]
-Level = Literal["pairs", "agents"]
-Statistic = Literal["spearman", "kendall"]
 
 PROXIES: Final = ("first_fraction", "first_verdict")
 LEVELS: Final = ("pairs", "agents")

@@ -85,6 +85,8 @@ class RunSettings:
         executor: ``local`` (a thread pool on this machine) or ``ray`` (Ray actors, one per
             worker slot, on a local or remote cluster); not part of the run's identity.
         ray_address: Address of an existing Ray cluster (None: start a local one).
+        retest: Re-run each rollout's hidden tests this many times on its unchanged files
+            (``reliabench.retest``; harness noise); not part of the run's identity.
     """
 
     n: int
@@ -98,6 +100,7 @@ class RunSettings:
     security_policy: dict[str, Any] | None = None
     executor: str = "local"
     ray_address: str | None = None
+    retest: int = 0
 
     def __post_init__(self) -> None:
         if self.executor not in ("local", "ray"):
@@ -197,6 +200,7 @@ class RolloutArtifacts:
     diff: str
     test_log: str
     files: dict[str, bytes]
+    retests: tuple[Any, ...] = ()
 
 
 def write_artifacts(adir: Path, art: RolloutArtifacts) -> None:
@@ -286,6 +290,7 @@ class _Executor:
             findings, scan_errors, changed = scan_workspace(self.scanners, job.task.workspace_dir, workspace)
             files = snapshot_files(workspace, changed)
             meta["changed_files"] = list(changed)
+            meta["deleted_files"] = [f for f in changed if not os.path.lexists(workspace / f)]
             meta["scanned"] = [s.name for s in self.scanners]
             diff = workspace_diff(job.task.workspace_dir, workspace)
             status = result.status
@@ -320,8 +325,14 @@ class _Executor:
                 meta["forged_outcomes"] = True
             if hidden.tamper_files:
                 meta["tamper_files"] = list(hidden.tamper_files)
-            return self._record(job, status, hidden.outcomes, meta, result, agent_seconds, hidden,
-                                findings, scan_errors, diff, files)
+            outcome = self._record(job, status, hidden.outcomes, meta, result, agent_seconds, hidden,
+                                   findings, scan_errors, diff, files)
+            if self.settings.retest:
+                from reliabench.retest import retest_during_run
+
+                outcome = retest_during_run(outcome, job.task, self.expected[job.task.id],
+                                            self.backend, limits, slot, tmp, self.settings.retest)
+            return outcome
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
 
@@ -521,6 +532,7 @@ def run_suite(
     stop: threading.Event | None = None,
     agents_file: str | Path | None = None,
     provenance: Mapping[str, Any] | None = None,
+    n_per_agent: Mapping[str, int] | None = None,
 ) -> RunSummary:
     """Run every missing rollout of ``suite`` x ``agents`` x ``settings.n`` into ``out_dir``.
 
@@ -539,6 +551,8 @@ def run_suite(
             workers load the agents on their own nodes).
         provenance: Kept with the run for reports, not part of its identity (e.g. the command
             line and the agents' configuration, secrets masked by the caller).
+        n_per_agent: Rollouts per task of these agents instead of ``settings.n`` (adaptive
+            runs); like n, not part of the run's identity.
 
     Returns:
         A ``RunSummary``.
@@ -575,12 +589,13 @@ def run_suite(
     stopped: dict[str, str] = {}  # agent -> why it was stopped early
     with store:
         done = store.done_keys(except_status="infra_error")  # infra errors are rerun
+        per_agent = {a.name: (n_per_agent or {}).get(a.name, settings.n) for a in agents}
         jobs = [
             _Job(task, agent, r, derive_seed(settings.seed, task.id, agent.name, r))
-            for task in selected for agent in agents for r in range(settings.n)
+            for task in selected for agent in agents for r in range(per_agent[agent.name])
             if (task.id, agent.name, r) not in done
         ]
-        planned = len(selected) * len(agents) * settings.n
+        planned = len(selected) * sum(per_agent.values())
         skipped = planned - len(jobs)
         passed = sum(1 for r in store.rollouts() if r.passes) if done else 0
         executed = infra = 0
@@ -599,6 +614,8 @@ def run_suite(
                 # has its artifacts; artifacts without a record are replaced when it reruns
                 write_artifacts(store.artifact_dir(rollout.task_id, rollout.agent, rollout.rollout), art)
                 store.add(rollout, replace_status="infra_error")
+                if art.retests:
+                    store.add_retests(art.retests)
                 executed += 1
                 passed += rollout.passes
                 infra += rollout.status == "infra_error"

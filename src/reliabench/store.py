@@ -7,7 +7,10 @@
 
 Tables: ``run`` (one row: configuration, its hash, suite name/version/hash, package
 versions, isolation), ``rollouts`` (one row per recorded rollout, with the full record as
-JSON), ``tests`` (one row per hidden test outcome) and ``findings`` (one row per finding).
+JSON), ``tests`` (one row per hidden test outcome), ``findings`` (one row per finding) and,
+once ``reliabench retest`` or ``run --retest`` wrote some, ``retests`` (one row per re-run of
+a rollout's hidden tests on its unchanged files; created on first use, so older stores stay
+readable).
 A rollout is written in ONE transaction with its tests and findings, so after a crash or
 ``kill -9`` every rollout is either fully there or not at all; resuming runs the missing ones.
 """
@@ -59,6 +62,15 @@ CREATE TABLE IF NOT EXISTS findings (
     cwe INTEGER, path TEXT, line INTEGER, message TEXT
 );
 CREATE INDEX IF NOT EXISTS findings_by_rollout ON findings (task_id, agent, rollout);
+"""
+
+_RETEST_SCHEMA = """
+CREATE TABLE IF NOT EXISTS retests (
+    task_id TEXT NOT NULL, agent TEXT NOT NULL, rollout INTEGER NOT NULL, rep INTEGER NOT NULL,
+    status TEXT NOT NULL, order_seed INTEGER, seconds REAL, reason TEXT,
+    tests_json TEXT NOT NULL, created_at REAL NOT NULL,
+    PRIMARY KEY (task_id, agent, rollout, rep)
+);
 """
 
 
@@ -241,6 +253,42 @@ class RunStore:
                  for f in new.findings],
             )
         return new
+
+    def add_retests(self, rows: Iterable[Mapping[str, Any]]) -> None:
+        """Record re-runs of hidden tests (``reliabench.retest``), atomically.
+
+        Each row has ``task_id, agent, rollout, rep, status, order_seed, seconds, reason``
+        and ``tests`` (a list of ``[name, outcome, security]``).
+        """
+        items = list(rows)
+        if not items:
+            return
+        self._conn.executescript(_RETEST_SCHEMA)
+        with self._transaction() as conn:
+            try:
+                conn.executemany(
+                    "INSERT INTO retests VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    [(r["task_id"], r["agent"], int(r["rollout"]), int(r["rep"]), r["status"],
+                      r.get("order_seed"), r.get("seconds"), r.get("reason"),
+                      json.dumps(r["tests"], ensure_ascii=False), time.time()) for r in items],
+                )
+            except sqlite3.IntegrityError:
+                raise StoreError(f"a re-test is already recorded in {self.root}") from None
+
+    def retest_rows(self) -> list[dict[str, Any]]:
+        """Every recorded re-test, ordered by (task, agent, rollout, rep); [] when none."""
+        has = self._conn.execute(
+            "SELECT name FROM sqlite_master WHERE type = 'table' AND name = 'retests'").fetchone()
+        if has is None:
+            return []
+        out = []
+        for row in self._conn.execute(
+                "SELECT task_id, agent, rollout, rep, status, order_seed, seconds, reason, tests_json "
+                "FROM retests ORDER BY task_id, agent, rollout, rep"):
+            out.append({"task_id": row[0], "agent": row[1], "rollout": int(row[2]), "rep": int(row[3]),
+                        "status": row[4], "order_seed": row[5], "seconds": row[6], "reason": row[7],
+                        "tests": json.loads(row[8])})
+        return out
 
     # ------------------------------------------------------------------ reading
 

@@ -379,6 +379,7 @@ def _run_pytest(
     python: str,
     extra: Sequence[str],
     expected: set[str] | None,
+    order_seed: int | None = None,
 ) -> _RawRun:
     workspace = Path(os.path.realpath(workspace))
     if not workspace.is_dir():
@@ -406,6 +407,8 @@ def _run_pytest(
                 "RELIABENCH_OUTCOME_KEY_FD": str(key_r),
                 "RELIABENCH_WORKSPACE": str(workspace),
             }
+            if order_seed is not None:
+                env["RELIABENCH_ORDER_SEED"] = str(int(order_seed))
             result = backend.run(
                 _pytest_command(python, staging, extra),
                 workdir=workspace,
@@ -504,6 +507,7 @@ def run_hidden_tests(
     slot: int = 0,
     python: str | None = None,
     starter: Path | None = None,
+    order_seed: int | None = None,
 ) -> HiddenTestRun:
     """Run the hidden tests on a rollout's workspace in a fresh sandboxed pytest process.
 
@@ -518,6 +522,8 @@ def run_hidden_tests(
         slot: The worker slot to run as.
         python: The interpreter (default: ``sys.executable``); it needs pytest.
         starter: The untouched starter workspace; files it shipped are not flagged.
+        order_seed: Run the tests in a random order drawn with this seed (re-tests use it to
+            reveal order-dependent tests); None keeps the collection order.
 
     Returns:
         The outcomes and what was observed. Failures of the agent's code are outcomes, not
@@ -545,6 +551,7 @@ def run_hidden_tests(
         python=python or sys.executable,
         extra=[],
         expected=exp_names,
+        order_seed=order_seed,
     )
     result, ch = raw.result, raw.channel
     reasons: list[str] = []

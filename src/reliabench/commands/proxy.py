@@ -6,14 +6,16 @@ import json
 
 import click
 
-from reliabench.commands._common import emit, format_option, load_records
+from reliabench.commands._common import emit, format_option, source_options
+from reliabench.importers import load_source
 from reliabench.proxy import proxy_study, render_proxy
 
 __all__ = ["command"]
 
 
 @click.command("proxy")
-@click.argument("source", metavar="ROLLOUTS")
+@click.argument("source", metavar="SOURCE")
+@source_options()
 @click.option("-k", "k", type=int, default=1, show_default=True,
               help="The k of reliability@k (pairs with fewer than k rollouts are left out).")
 @format_option()
@@ -21,14 +23,15 @@ __all__ = ["command"]
 @click.option("--resamples", type=int, default=2_000, show_default=True,
               help="Bootstrap resamples over tasks (0: no intervals).")
 @click.option("--seed", type=int, default=0, show_default=True, help="Bootstrap seed.")
-def command(source: str, k: int, fmt: str, confidence: float, resamples: int, seed: int) -> None:
-    """Rank-correlate single-rollout proxies with reliability@k (ROLLOUTS: JSONL, -, or a run dir).
+def command(source: str, input_format: str, leaderboard: str | None, k: int, fmt: str, confidence: float,
+            resamples: int, seed: int) -> None:
+    """Rank-correlate single-rollout proxies with reliability@k (SOURCE: any source `score` reads).
 
     Proxies: the first rollout's test pass fraction and its verdict. Reported: Spearman rho
     over (task, agent) pairs and over agents, Kendall tau of the agent ranking, each with a
     seeded bootstrap CI over tasks.
     """
-    records = load_records(source)
+    records = list(load_source(source, input_format, leaderboard=leaderboard).records)
     study = proxy_study(records, k=k, confidence=confidence, n_resamples=resamples, seed=seed)
     simulated = sorted({r.agent for r in records if r.simulated})
     text = render_proxy(study, fmt)

@@ -30,7 +30,7 @@ def execute_run(suite_spec: str, agents_file: Path, n: int, out: Path, *, worker
                 sandbox: str, scanners: tuple[str, ...], tasks: tuple[str, ...] = (),
                 test_timeout: float | None = None, security_config: Path | None = None,
                 executor: str = "local", ray_address: str | None = None,
-                quiet: bool = False, preflight: bool = True) -> RunSummary:
+                quiet: bool = False, preflight: bool = True, retest: int = 0) -> RunSummary:
     """Load suite and agents, check them, run with a progress display, return the summary.
 
     The checks are :mod:`reliabench.agents.preflight`'s.
@@ -51,6 +51,7 @@ def execute_run(suite_spec: str, agents_file: Path, n: int, out: Path, *, worker
         security_policy=_policy(security_config),
         executor=executor,
         ray_address=ray_address,
+        retest=retest,
     )
     err = console(stderr=True)
     simulated = [a.name for a in agents if a.simulated]
@@ -138,14 +139,45 @@ def _policy(path: Path | None) -> dict[str, object] | None:
 @click.option("--no-preflight", "no_preflight", is_flag=True, default=False,
               help="Do not probe the agents' endpoints (GET /models) before the run; key variables "
                    "are still checked.")
+@click.option("--retest", type=click.IntRange(min=0), default=0, show_default=True,
+              help="Re-run each rollout's hidden tests R times on its unchanged files (harness noise).")
+@click.option("--adaptive", is_flag=True,
+              help="Rounds: start with -n rollouts, add rollouts only where they narrow an interval "
+                   "(docs/statistics.md).")
+@click.option("--max-n", type=click.IntRange(min=1), default=None, help="Adaptive: most rollouts per task.")
+@click.option("--target-half-width", type=float, default=None,
+              help="Adaptive: stop an agent once its reliability@k interval is at most +-H.")
+@click.option("--settle", multiple=True,
+              help="Adaptive: settle the comparison of A,B (repeatable; 'all' for every pair).")
+@click.option("--margin", type=float, default=0.0, show_default=True,
+              help="Adaptive --settle: a pair whose interval lies inside +-margin is settled as equivalent.")
+@click.option("-k", "k", type=click.IntRange(min=1), default=1, show_default=True,
+              help="Adaptive: the k of reliability@k the target is about.")
 def command(suite: str, agents_file: Path, n: int, out: Path, workers: int, seed: int, sandbox: str,
             scanners: tuple[str, ...], tasks: tuple[str, ...], test_timeout: float | None,
             security_config: Path | None, executor: str, ray_address: str | None,
-            no_preflight: bool) -> None:
+            no_preflight: bool, retest: int, adaptive: bool, max_n: int | None,
+            target_half_width: float | None, settle: tuple[str, ...], margin: float, k: int) -> None:
     """Run every agent of the agents file n times on each task of SUITE (a path or a bundled name)."""
     if not agents_file.is_file():
         raise click.BadParameter(f"{agents_file}: no such file", param_hint="--agents")
+    if adaptive:
+        if max_n is None:
+            raise click.BadParameter("--adaptive needs --max-n", param_hint="--max-n")
+        from reliabench.commands._adaptive import execute_adaptive
+
+        settings = RunSettings(n=n, seed=seed, workers=workers, sandbox=sandbox, scanners=scanners,
+                               test_timeout_s=test_timeout, security_policy=_policy(security_config),
+                               executor=executor, ray_address=ray_address, retest=retest)
+        execute_adaptive(suite, agents_file, out, settings, first=n, max_n=max_n, k=k,
+                         half_width=target_half_width, settle=settle, margin=margin, tasks=tasks,
+                         preflight=not no_preflight)
+        click.echo(f"run directory: {out}  (score it with: reliabench score {out})")
+        return
+    if max_n is not None or target_half_width is not None or settle:
+        raise click.BadParameter("--max-n, --target-half-width and --settle need --adaptive",
+                                 param_hint="--adaptive")
     execute_run(suite, agents_file, n, out, workers=workers, seed=seed, sandbox=sandbox,
                 scanners=scanners, tasks=tasks, test_timeout=test_timeout, security_config=security_config,
-                executor=executor, ray_address=ray_address, preflight=not no_preflight)
+                executor=executor, ray_address=ray_address, preflight=not no_preflight, retest=retest)
     click.echo(f"run directory: {out}  (score it with: reliabench score {out})")

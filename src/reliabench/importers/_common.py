@@ -8,7 +8,7 @@ reductions), keeps them as ``ReportedFigure`` so that ``reliabench audit`` can c
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -20,11 +20,12 @@ __all__ = [
     "FigureKind",
     "ImportResult",
     "ReportedFigure",
+    "StatedTotal",
     "expect_dict",
     "expect_list",
     "iter_jsonl",
     "read_json",
-    "sorted_items",
+    "stated_rate",
 ]
 
 FigureKind = Literal["pass@k", "pass^k", "mean"]
@@ -51,6 +52,48 @@ class ReportedFigure:
 
 
 @dataclass(frozen=True, slots=True)
+class StatedTotal:
+    """Totals a source states about its own rows (a headline rate, a resolved count).
+
+    ``reliabench audit`` compares them with the rows: a source whose headline does not follow
+    from its own per-instance data is flagged. Any field may be None (not stated).
+
+    Attributes:
+        agent: The agent (as named in the imported records).
+        source: Where the totals were found (file and key), for messages.
+        resolved: Stated number of resolved (passing) rollouts.
+        total: Stated number of rollouts (instances x runs) the figure is over.
+        rate: Stated success rate as a fraction in [0, 1].
+        rate_tolerance: Half a unit of the last digit the rate was stated with (a rate
+            written 52.8 in percent is 0.528 +- 0.0005).
+    """
+
+    agent: str
+    source: str
+    resolved: int | None = None
+    total: int | None = None
+    rate: float | None = None
+    rate_tolerance: float = 0.0
+
+
+def stated_rate(value: Any, *, percent: bool) -> tuple[float, float] | None:
+    """A stated rate as ``(fraction, tolerance)``, the tolerance from the digits written.
+
+    Examples:
+        >>> stated_rate(64.93, percent=True)
+        (0.6493, 5e-05)
+        >>> stated_rate(0.36, percent=False)
+        (0.36, 0.005)
+    """
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    text = repr(float(value)) if isinstance(value, float) else str(value)
+    decimals = len(text.partition(".")[2].rstrip("0")) if "e" not in text else 12
+    scale = 100.0 if percent else 1.0
+    return round(float(value) / scale, decimals + 4), round(0.5 * 10.0 ** -decimals / scale, decimals + 6)
+
+
+@dataclass(frozen=True, slots=True)
 class ImportResult:
     """What an importer produced.
 
@@ -59,12 +102,14 @@ class ImportResult:
         format: The format name (a key of ``reliabench.importers.FORMATS``).
         notes: Decisions and oddities worth telling the user (one sentence each).
         reported: Figures the foreign harness reported itself, for ``audit``.
+        stated: Totals the source states about its own rows, for ``audit``.
     """
 
     records: tuple[Rollout, ...]
     format: str
     notes: tuple[str, ...] = ()
     reported: tuple[ReportedFigure, ...] = ()
+    stated: tuple[StatedTotal, ...] = ()
 
 
 def read_json(path: Path) -> Any:
@@ -118,8 +163,3 @@ def expect_list(value: Any, path: Path | str, field: str, *, line: int | None = 
         raise InputError(path, f"expected a list, got {type(value).__name__}", line=line,
                          field=field)
     return value
-
-
-def sorted_items(d: Mapping[str, Any]) -> list[tuple[str, Any]]:
-    """Items of a mapping sorted by key (stable output order)."""
-    return sorted(d.items(), key=lambda kv: kv[0])

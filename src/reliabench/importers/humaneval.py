@@ -31,7 +31,7 @@ def detect_line(obj: Any) -> bool:
     explains that the file must be evaluated first.
     """
     return (isinstance(obj, dict) and "task_id" in obj and "agent" not in obj
-            and ("passed" in obj or "completion" in obj))
+            and "rollout" not in obj and ("passed" in obj or "completion" in obj))
 
 
 def load(path: Path, data: Any = None, *, agent: str | None = None) -> ImportResult:

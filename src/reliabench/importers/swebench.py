@@ -23,7 +23,12 @@ Three shapes are read:
   ``error_ids`` become status ``test_error`` (a failed attempt) unless the summary has
   ``infra_failure_*`` keys, whose ids become ``infra_error`` (excluded from n).
 * **leaderboard per-instance flags**: a list of ``{"folder", "name", "per_instance":
-  {instance_id: bool}}`` -- one submission (one rollout) per agent, verdicts only.
+  {instance_id: bool}}`` -- one submission (one rollout) per agent, verdicts only -- or the
+  site's own ``leaderboards.json`` (``{"leaderboards": [{"name", "results": [{"folder", "name",
+  "resolved", "per_instance_details": {instance_id: {"resolved": bool, ...}}}]}]}``; choose one
+  leaderboard with ``leaderboard=`` when there are several). An entry's ``resolved`` (the
+  headline, in percent) is kept as a ``StatedTotal`` for ``audit``; entries without
+  per-instance flags are left out (and named in a note).
 """
 
 from __future__ import annotations
@@ -32,8 +37,15 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from reliabench.errors import InputError
-from reliabench.importers._common import ImportResult, expect_dict, expect_list, read_json
+from reliabench.errors import InputError, InvalidArgumentError
+from reliabench.importers._common import (
+    ImportResult,
+    StatedTotal,
+    expect_dict,
+    expect_list,
+    read_json,
+    stated_rate,
+)
 from reliabench.records import Rollout, TestOutcome
 
 __all__ = ["FORMAT", "detect", "detect_dir", "load"]
@@ -54,10 +66,12 @@ def detect(data: Any) -> bool:
     if isinstance(data, dict) and data:
         if "resolved_ids" in data:
             return True
+        if isinstance(data.get("leaderboards"), list):
+            return True
         first = next(iter(data.values()))
         return _is_report(first)
     if isinstance(data, list) and data:
-        return isinstance(data[0], dict) and "per_instance" in data[0]
+        return isinstance(data[0], dict) and ("per_instance" in data[0] or "per_instance_details" in data[0])
     return False
 
 
@@ -197,52 +211,107 @@ def _load_summary(path: Path, data: dict[str, Any], agent: str | None) -> Import
         for i, (ok, st) in sorted(status_of.items())
     )
     notes = ["run summary: verdicts only (no per-test outcomes), one rollout per instance"]
+    stated: tuple[StatedTotal, ...] = ()
+    count = data.get("resolved_instances")
+    if isinstance(count, int) and not isinstance(count, bool):
+        stated = (StatedTotal(name, f"{path}: resolved_instances = {count}", resolved=count),)
     if not infra_keys and data.get("error_ids"):
         notes.append(f"{len(data['error_ids'])} error_ids counted as failed attempts "
                      "(this summary has no infra_failure_* keys to tell infrastructure apart)")
-    return ImportResult(records, FORMAT, tuple(notes))
+    return ImportResult(records, FORMAT, tuple(notes), stated=stated)
 
 
-def _load_leaderboard(path: Path, data: list[Any], agent: str | None) -> ImportResult:
+def _flag(value: Any, path: Path, field: str) -> bool:
+    """A per-instance resolved flag: ``true``/``false`` or ``{"resolved": bool, ...}``."""
+    flag = value.get("resolved") if isinstance(value, dict) else value
+    if not isinstance(flag, bool):
+        raise InputError(path, f"expected true or false, got {flag!r}", field=field)
+    return flag
+
+
+def _pick_leaderboard(path: Path, data: dict[str, Any], leaderboard: str | None) -> tuple[str, list[Any]]:
+    boards = expect_list(data.get("leaderboards"), path, "leaderboards")
+    named: dict[str, list[Any]] = {}
+    for i, board in enumerate(boards):
+        b = expect_dict(board, path, f"leaderboards[{i}]")
+        name = b.get("name")
+        if not isinstance(name, str):
+            raise InputError(path, "expected a leaderboard name", field=f"leaderboards[{i}].name")
+        named[name] = expect_list(b.get("results", []), path, f"leaderboards[{i}].results")
+    if leaderboard is not None:
+        if leaderboard not in named:
+            raise InvalidArgumentError(f"leaderboard must be one of {', '.join(named)}, got {leaderboard!r}")
+        return leaderboard, named[leaderboard]
+    if len(named) == 1:
+        return next(iter(named.items()))
+    raise InvalidArgumentError(f"{path} holds {len(named)} leaderboards ({', '.join(named)}): choose one "
+                               "with --leaderboard NAME")
+
+
+def _load_leaderboard(path: Path, data: list[Any], agent: str | None, where: str = "") -> ImportResult:
     records: list[Rollout] = []
+    stated: list[StatedTotal] = []
     names: set[str] = set()
+    skipped: list[str] = []
     for i, entry in enumerate(data):
-        e = expect_dict(entry, path, f"[{i}]")
+        field = f"{where}[{i}]"
+        e = expect_dict(entry, path, field)
         name = e.get("folder") or e.get("name")
         if not isinstance(name, str) or not name:
-            raise InputError(path, "expected a non-empty 'folder' or 'name'", field=f"[{i}]")
+            raise InputError(path, "expected a non-empty 'folder' or 'name'", field=field)
         if agent is not None and agent != name and agent != e.get("name"):
             continue
         if name in names:
-            raise InputError(path, f"submission {name!r} appears twice", field=f"[{i}]")
+            raise InputError(path, f"submission {name!r} appears twice", field=field)
+        key = "per_instance" if "per_instance" in e else "per_instance_details"
+        per = expect_dict(e.get(key, {}), path, f"{field}.{key}")
+        if not per:
+            skipped.append(name)
+            continue
         names.add(name)
-        per = expect_dict(e.get("per_instance"), path, f"[{i}].per_instance")
-        for inst, flag in sorted(per.items()):
-            if not isinstance(flag, bool):
-                raise InputError(path, f"expected true or false, got {flag!r}",
-                                 field=f"[{i}].per_instance.{inst}")
-            records.append(Rollout(task_id=inst, agent=name, rollout=0, verdict=flag,
+        for inst, value in sorted(per.items()):
+            records.append(Rollout(task_id=inst, agent=name, rollout=0,
+                                   verdict=_flag(value, path, f"{field}.{key}.{inst}"),
                                    meta={"source": FORMAT}))
+        rate = stated_rate(e.get("resolved"), percent=True)
+        if rate is not None:
+            stated.append(StatedTotal(name, f"{path}: {field}.resolved = {e['resolved']!r} (%)",
+                                      rate=rate[0], rate_tolerance=rate[1]))
     if not records:
-        raise InputError(path, "no submissions" + ("" if agent is None else f" named {agent!r}"))
-    return ImportResult(tuple(records), FORMAT,
-                        (f"leaderboard: {len(names)} submission(s), one rollout each, verdicts only",))
+        raise InputError(path, "no submissions with per-instance flags"
+                         + ("" if agent is None else f" named {agent!r}"))
+    notes = [f"leaderboard{' ' + where if where else ''}: {len(names)} submission(s), one rollout each, "
+             "verdicts only"]
+    if skipped:
+        notes.append(f"{len(skipped)} submission(s) without per-instance flags left out: "
+                     + ", ".join(skipped[:5]) + (f" and {len(skipped) - 5} more" if len(skipped) > 5 else ""))
+    return ImportResult(tuple(records), FORMAT, tuple(notes), stated=tuple(stated))
 
 
-def load(path: Path, data: Any = None, *, agent: str | None = None) -> ImportResult:
+def load(path: Path, data: Any = None, *, agent: str | None = None,
+         leaderboard: str | None = None) -> ImportResult:
     """Read a SWE-bench ``report.json``, a folder of them, a run summary, or leaderboard flags.
 
     Args:
         path: A file or a folder.
         data: The decoded JSON of ``path`` when the caller already has it.
-        agent: Name to give the agent (overrides the name taken from folders).
+        agent: Name to give the agent (overrides the name taken from folders); in leaderboard
+            flags, the one submission to read.
+        leaderboard: In a leaderboards file with several leaderboards, the one to read.
 
     Raises:
         InputError: naming the file and the key at fault.
+        InvalidArgumentError: for an unknown leaderboard, or none chosen among several.
     """
+    obj = None if path.is_dir() else (read_json(path) if data is None else data)
+    if isinstance(obj, dict) and "leaderboards" in obj:
+        board, entries = _pick_leaderboard(path, obj, leaderboard)
+        return _load_leaderboard(path, entries, agent, where=f"leaderboards[{board!r}].results")
+    if leaderboard is not None:
+        raise InvalidArgumentError(f"leaderboard applies only to a leaderboards file, got "
+                                   f"--leaderboard {leaderboard!r} for {path}")
     if path.is_dir():
         return _load_dir(path, agent)
-    obj = read_json(path) if data is None else data
     if isinstance(obj, list):
         return _load_leaderboard(path, obj, agent)
     if isinstance(obj, dict) and "resolved_ids" in obj:

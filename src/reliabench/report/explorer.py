@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from reliabench.analysis import ScoreReport
-from reliabench.errors import InputError, InvalidArgumentError, UsageError
+from reliabench.errors import InvalidArgumentError
 from reliabench.records import Rollout
 from reliabench.report.figures import cost_figures, proxy_scatter, reliability_curve
 from reliabench.report.heatmap import heatmap_html
@@ -78,25 +78,20 @@ def _static(name: str) -> str:
 
 
 def load_source(source: str) -> LoadedSource:
-    """Read a run directory, a JSONL file (``-``: stdin) or any file ``reliabench import`` reads."""
-    from reliabench.importers import load_foreign
-    from reliabench.records import read_jsonl
+    """Read a run directory, a JSONL file (``-``: stdin) or any file ``reliabench import`` reads.
+
+    The records come from ``importers.load_source`` (the one loader of every command); a run
+    directory adds its path and stored run information for the explorer.
+    """
+    from reliabench.importers import load_source as load_records_source
     from reliabench.store import RunStore
 
-    if source == "-":
-        recs = read_jsonl("-")
-        if not recs:
-            raise InputError("<stdin>", "no rollout records (expected one JSON object per line)")
-        return LoadedSource(tuple(recs), "jsonl", None)
-    path = Path(source)
-    if path.is_dir() and (path / RunStore.FILENAME).is_file():
+    result = load_records_source(source)
+    if result.format == "run":
+        path = Path(source)
         with RunStore.open_existing(path) as store:
-            recs = store.rollouts()
             info = store.run_info()
-        if not recs:
-            raise UsageError(f"{path}: the run has no recorded rollouts yet")
-        return LoadedSource(tuple(recs), "run", path, run_info=info)
-    result = load_foreign(path)
+        return LoadedSource(result.records, "run", path, run_info=info, notes=result.notes)
     return LoadedSource(result.records, result.format, None, result.notes)
 
 

@@ -225,6 +225,22 @@ def _per_task_section(report: ScoreReport) -> str:
             f"</summary><table><tr><th>task</th>{head}</tr>{''.join(rows)}</table></details>")
 
 
+def _rank_section(report: ScoreReport) -> str:
+    """The rank-interval figure at the first k (``reliabench.rank``), when it can be drawn."""
+    from reliabench.errors import InvalidArgumentError
+    from reliabench.rank import rank_agents
+    from reliabench.report.rank_figure import rank_section
+
+    if len(report.agents) < 2 or report.n_resamples < 1:
+        return ""
+    try:
+        ranking = rank_agents(report.counts, report.ks[0], level=report.confidence,
+                              n_resamples=report.n_resamples, seed=report.seed)
+    except InvalidArgumentError as exc:  # e.g. no task shared by every agent
+        return f'<h2>Ranking</h2><p class="note">No ranking: {html.escape(str(exc))}</p>'
+    return rank_section(ranking)
+
+
 def render_html(report: ScoreReport, *, title: str = "reliabench report",
                 extra_sections: Sequence[str] = (), lead_sections: Sequence[str] = ()) -> str:
     """Render ``report`` as one self-contained HTML document.
@@ -360,6 +376,7 @@ def render_html(report: ScoreReport, *, title: str = "reliabench report",
         )
 
 
+    out.append(_rank_section(report))
     out.append(_per_task_section(report))
     out.extend(extra_sections)
     out.append(

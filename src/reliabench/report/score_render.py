@@ -100,10 +100,6 @@ def _fmt(e: Estimate, ci: bool) -> str:
     return text
 
 
-def _label(name: str) -> str:
-    return name.replace("_", " ")
-
-
 def _agent_label(agent: str, simulated: bool) -> str:
     return f"{agent} {SIM_MARK}" if simulated else agent
 

@@ -1,0 +1,84 @@
+"""``reliabench plan --pilot RUN --max-n M``: is a finished run settled, and what would continuing cost?"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import click
+import numpy as np
+
+from reliabench.adaptive import AdaptiveDesign, AgentCounts, Continuation, continuation
+from reliabench.adaptive_run import step_to_json
+from reliabench.analysis import count_pairs
+from reliabench.commands._adaptive import parse_settle, render_step
+from reliabench.errors import InvalidArgumentError
+from reliabench.records import Rollout
+
+__all__ = ["continuation_to_json", "pilot_records", "plan_continuation"]
+
+
+def pilot_records(pilot: str | Path, input_format: str, leaderboard: str | None = None) -> list[Rollout]:
+    """Pilot records from a run directory or any importable source (one loader for every command)."""
+    from reliabench.importers import load_source
+
+    return list(load_source(str(pilot), input_format, leaderboard=leaderboard).records)
+
+
+def continuation_to_json(c: Continuation) -> dict[str, object]:
+    """JSON view of a continuation."""
+    def num(x: float) -> float | None:
+        return round(x, 6) if math.isfinite(x) else None
+
+    return {
+        "pilot_n": c.design.first, "max_n": c.design.max_n, "schedule": list(c.design.schedule),
+        "settled": c.settled, "now": step_to_json(c.now),
+        "extra_rollouts": c.extra_rollouts,
+        "projected_looks": [{"n": dict(x.n), "extra_rollouts": x.extra_rollouts, "met": x.met,
+                             "half_widths": {k: num(v) for k, v in x.half_widths.items()}}
+                            for x in c.looks],
+    }
+
+
+def plan_continuation(pilot: str | Path, input_format: str, leaderboard: str | None = None, *,
+                      k: int, max_n: int, half_width: float | None,
+                      settle: tuple[str, ...], margin: float, confidence: float, output: str) -> None:
+    """Print whether the pilot's decision is settled and what an adaptive continuation needs."""
+    table = count_pairs(pilot_records(pilot, input_format, leaderboard))
+    present = table.n[table.n > 0]
+    if present.size == 0:
+        raise InvalidArgumentError(f"{pilot}: no eligible rollouts")
+    first = int(present.min())
+    if first < k:
+        raise InvalidArgumentError(f"{pilot}: some task has only {first} rollout(s), fewer than k={k}")
+    if max_n < first:
+        raise InvalidArgumentError(f"--max-n must be >= the pilot's n ({first}), got {max_n}")
+    design = AdaptiveDesign(first=first, max_n=max_n, k=k, confidence=confidence,
+                            target_half_width=half_width,
+                            settle=parse_settle(settle, list(table.agents)) if settle else (), margin=margin)
+    counts = {a: AgentCounts(table.n[:, j].astype(np.int64), table.c[:, j].astype(np.int64))
+              for j, a in enumerate(table.agents)}
+    result = continuation(design, counts)
+    if output == "json":
+        click.echo(json.dumps(continuation_to_json(result), indent=2))
+        return
+    click.echo(f"pilot {pilot}: {len(table.tasks)} task(s), n = {first} (look 1 of {list(design.schedule)}); "
+               f"repeated {round(100 * confidence)}% intervals of reliability@{k}")
+    for line in render_step(result.now, k):
+        if not line.lstrip().startswith("next:"):
+            click.echo(line)
+    if result.settled:
+        click.echo("settled: the target is met with the pilot's rollouts; no more are needed")
+        return
+    for look in result.looks:
+        widths = ", ".join(f"{t} +-{w:.3f}" for t, w in look.half_widths.items())
+        mark = "  <- target met (projected)" if look.met else ""
+        click.echo(f"  n {dict(look.n)}: +{look.extra_rollouts} rollouts; {widths}{mark}")
+    if result.extra_rollouts is None:
+        click.echo(f"not settled, and not projected to settle by max-n = {max_n} (more tasks, not "
+                   "more rollouts, may be what it needs: see the floor in docs/statistics.md)")
+    else:
+        click.echo(f"not settled yet: an adaptive continuation needs about {result.extra_rollouts} more "
+                   "rollouts (projected with the pilot's estimates held fixed; they will move): "
+                   f"reliabench run SUITE --agents F --out {pilot} -n {first} --adaptive --max-n {max_n} ...")

@@ -1,0 +1,331 @@
+"""Re-run a rollout's hidden tests on the very files it left: is the verdict the code's or the harness's?
+
+No agent is called. For each rollout, the workspace is rebuilt as it was when its hidden
+tests first ran -- the task's starter, then the agent's files kept under
+``RUN/artifacts/<task>/<agent>/<rollout>/files/``, then the deletions recorded in the
+rollout's ``meta["deleted_files"]`` -- and the hidden tests run again, in the same sandbox
+backend and limits as the run, ``times`` times, each time on a FRESH copy (a test that
+writes files cannot change the next run). By default each re-run draws a seeded random test
+order, so tests that depend on the order of tests show up too (``shuffle=False`` keeps the
+collection order). A rollout whose changed files were not all kept (larger than 1 MiB, not a
+regular file, or a run made before deletions were recorded) cannot be rebuilt: it is refused
+with its name and the file, or skipped and counted with ``skip_unreproducible``.
+
+Results go to the run store's ``retests`` table (one row per re-run); the statistics are in
+``reliabench.noise``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import queue
+import shutil
+import tempfile
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from reliabench.errors import InvalidArgumentError, SandboxError, UsageError
+from reliabench.records import Rollout, TestOutcome
+from reliabench.sandbox import Limits, SandboxBackend, get_backend
+from reliabench.store import RunStore
+from reliabench.tasks.suite import Task, load_suite, materialize
+from reliabench.testing import collect_hidden_tests, run_hidden_tests
+
+__all__ = [
+    "NotReproducibleError",
+    "RetestRun",
+    "RetestSummary",
+    "order_seed",
+    "rebuild_workspace",
+    "retest_during_run",
+    "retest_files",
+    "retest_run",
+    "retest_to_row",
+]
+
+
+class NotReproducibleError(UsageError):
+    """A rollout's workspace cannot be rebuilt from what the run kept."""
+
+
+@dataclass(frozen=True, slots=True)
+class RetestRun:
+    """One re-run of a rollout's hidden tests on its unchanged files.
+
+    Attributes:
+        task_id: The task.
+        agent: The agent.
+        rollout: The rollout index.
+        rep: Which re-run (0-based).
+        status: ``completed``, ``timeout`` or ``test_error`` (the harness could not run).
+        tests: One outcome per expected test.
+        order_seed: Seed of the test order (None: collection order).
+        seconds: Wall-clock seconds of the run.
+        reason: What went wrong, if anything.
+    """
+
+    task_id: str
+    agent: str
+    rollout: int
+    rep: int
+    status: str
+    tests: tuple[TestOutcome, ...]
+    order_seed: int | None
+    seconds: float
+    reason: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class RetestSummary:
+    """What ``retest_run`` did.
+
+    Attributes:
+        rollouts: Rollouts with re-tests after the call.
+        executed: Re-runs executed by this call.
+        skipped_unreproducible: Rollouts skipped because a changed file was not kept.
+        test_errors: Re-runs the harness could not run (not counted as flips).
+        times: Re-runs per rollout asked for.
+    """
+
+    rollouts: int
+    executed: int
+    skipped_unreproducible: tuple[str, ...]
+    test_errors: int
+    times: int
+
+
+def order_seed(task_id: str, agent: str, rollout: int, rep: int) -> int:
+    """The seed of the test order of re-run ``rep`` (stable across machines).
+
+    Examples:
+        >>> order_seed("t", "a", 0, 1) == order_seed("t", "a", 0, 1) != order_seed("t", "a", 0, 2)
+        True
+    """
+    h = hashlib.sha256(f"retest\0{task_id}\0{agent}\0{rollout}\0{rep}".encode()).digest()
+    return int.from_bytes(h[:4], "big")
+
+
+def retest_to_row(r: RetestRun) -> dict[str, Any]:
+    """The store row of a re-run."""
+    return {"task_id": r.task_id, "agent": r.agent, "rollout": r.rollout, "rep": r.rep,
+            "status": r.status, "order_seed": r.order_seed, "seconds": round(r.seconds, 3),
+            "reason": r.reason, "tests": [[t.name, t.outcome, t.security] for t in r.tests]}
+
+
+def _unkept(rollout: Rollout, starter: Path, kept: set[str]) -> list[str]:
+    """Changed files the workspace cannot be rebuilt without."""
+    changed = [str(f) for f in rollout.meta.get("changed_files", [])]
+    deleted = rollout.meta.get("deleted_files")
+    missing = []
+    for rel in changed:
+        if rel in kept:
+            continue
+        if deleted is not None and rel in deleted:
+            continue
+        missing.append(rel)
+    return missing
+
+
+def _not_reproducible(rollout: Rollout, missing: Sequence[str]) -> NotReproducibleError:
+    why = ("the run did not record deletions (made before re-tests existed)"
+           if "deleted_files" not in rollout.meta else "larger than 1 MiB or not a regular file")
+    return NotReproducibleError(
+        f"rollout {rollout.task_id}/{rollout.agent}/{rollout.rollout}: changed file "
+        f"{missing[0]!r} was not kept ({why}); its workspace cannot be rebuilt "
+        "(--skip-unreproducible skips such rollouts)")
+
+
+def rebuild_workspace(dest: Path, starter: Path, files: Mapping[str, bytes], rollout: Rollout) -> None:
+    """Rebuild the workspace a rollout's hidden tests ran on.
+
+    Raises:
+        NotReproducibleError: when a changed file was not kept (named in the message).
+    """
+    missing = _unkept(rollout, starter, set(files))
+    if missing:
+        raise _not_reproducible(rollout, missing)
+    materialize(dest, [starter])
+    for rel in rollout.meta.get("deleted_files", []):
+        target = dest / str(rel)
+        if target.is_file() or target.is_symlink():
+            target.unlink()
+    for rel, data in files.items():
+        target = dest / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(data)
+
+
+def retest_files(task: Task, rollout: Rollout, files: Mapping[str, bytes], *, reps: Sequence[int],
+                 expected: Sequence[TestOutcome], backend: SandboxBackend, limits: Limits,
+                 slot: int, scratch: Path, shuffle: bool = True) -> tuple[RetestRun, ...]:
+    """Re-run the hidden tests of ``task`` on a rollout's files, once per rep, each on a fresh copy.
+
+    Raises:
+        NotReproducibleError: when the workspace cannot be rebuilt.
+    """
+    out = []
+    for rep in reps:
+        tmp = Path(tempfile.mkdtemp(prefix="retest-", dir=scratch))
+        try:
+            os.chmod(tmp, 0o711)
+            ws = tmp / "workspace"
+            rebuild_workspace(ws, task.workspace_dir, files, rollout)
+            seed = order_seed(task.id, rollout.agent, rollout.rollout, rep) if shuffle else None
+            try:
+                hidden = run_hidden_tests(ws, task.tests_dir, expected=expected, backend=backend,
+                                          limits=limits, slot=slot, starter=task.workspace_dir,
+                                          order_seed=seed)
+            except SandboxError as exc:
+                out.append(RetestRun(task.id, rollout.agent, rollout.rollout, rep, "test_error", (),
+                                     seed, 0.0, f"sandbox failed: {exc}"))
+                continue
+            out.append(RetestRun(task.id, rollout.agent, rollout.rollout, rep, hidden.status,
+                                 hidden.outcomes, seed, hidden.seconds, hidden.reason))
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+    return tuple(out)
+
+
+def _kept_files(adir: Path) -> dict[str, bytes]:
+    root = adir / "files"
+    out: dict[str, bytes] = {}
+    if root.is_dir():
+        for path in sorted(root.rglob("*")):
+            if path.is_file() and not path.is_symlink():
+                out[path.relative_to(root).as_posix()] = path.read_bytes()
+    return out
+
+
+def run_limits(config: Mapping[str, Any], task: Task) -> Limits:
+    """The hidden-test limits the run used for ``task`` (from its stored configuration)."""
+    stored = config.get("limits") or {}
+    base = Limits(**{k: v for k, v in stored.items() if k in
+                     ("cpu_s", "memory_bytes", "max_procs", "file_size_bytes", "output_bytes")})
+    wall = task.timeout_s
+    if config.get("test_timeout_s") is not None:
+        wall = min(wall, float(config["test_timeout_s"]))
+    return replace(base, wall_s=wall, cpu_s=wall)
+
+
+def retest_run(run_dir: str | Path, times: int = 5, *, workers: int = 1, sandbox: str | None = None,
+               shuffle: bool = True, skip_unreproducible: bool = False,
+               progress: Callable[[int, int], None] | None = None) -> RetestSummary:
+    """Re-run the hidden tests of every rollout of a run ``times`` times (tops up: resumable).
+
+    Rollouts lost to infrastructure errors have no code state to re-test and are left out.
+
+    Args:
+        run_dir: The run directory.
+        times: Re-runs per rollout wanted in total (those already recorded count).
+        workers: Parallel sandbox slots.
+        sandbox: Backend (default: the run's own).
+        shuffle: Seeded random test order per re-run (reveals order-dependent tests).
+        skip_unreproducible: Skip (and count) rollouts whose files were not all kept instead of
+            refusing the whole re-test.
+        progress: Called with (done, total) after each rollout.
+
+    Returns:
+        A ``RetestSummary``.
+
+    Raises:
+        NotReproducibleError: a rollout cannot be rebuilt (without ``skip_unreproducible``).
+        UsageError: the suite moved or changed since the run.
+    """
+    if isinstance(times, bool) or not isinstance(times, int) or times < 1:
+        raise InvalidArgumentError(f"times must be an integer >= 1, got {times!r}")
+    if workers < 1:
+        raise InvalidArgumentError(f"workers must be >= 1, got {workers!r}")
+    with RunStore.open_existing(run_dir) as store:
+        info = store.run_info()
+        config = info["config"]
+        suite_path = config.get("suite_path")
+        if not suite_path or not Path(suite_path).is_dir():
+            raise UsageError(f"{run_dir}: the run's suite is not at {suite_path!r} any more; "
+                             "re-tests need the task starters and hidden tests")
+        suite = load_suite(suite_path)
+        if suite.content_hash != config.get("suite_hash"):
+            raise UsageError(f"{suite_path}: the suite changed since the run (content hash); "
+                             "re-testing on other tests would not measure harness noise")
+        backend = get_backend(sandbox or config.get("sandbox", "auto"))
+        done: dict[tuple[str, str, int], int] = {}
+        for row in store.retest_rows():
+            key = (row["task_id"], row["agent"], row["rollout"])
+            done[key] = max(done.get(key, 0), row["rep"] + 1)
+        jobs: list[tuple[Rollout, dict[str, bytes], list[int]]] = []
+        skipped: list[str] = []
+        for r in store.rollouts():
+            if r.status == "infra_error" or not r.tests:
+                continue
+            reps = list(range(done.get(r.key, 0), times))
+            if not reps:
+                continue
+            files = _kept_files(store.artifact_dir(*r.key))
+            missing = _unkept(r, suite.task(r.task_id).workspace_dir, set(files))
+            if missing:
+                if not skip_unreproducible:
+                    raise _not_reproducible(r, missing)
+                skipped.append(f"{r.task_id}/{r.agent}/{r.rollout}")
+                continue
+            jobs.append((r, files, reps))
+        tasks = sorted({r.task_id for r, _, _ in jobs})
+        expected: dict[str, tuple[TestOutcome, ...]] = {}
+        scratch = Path(tempfile.mkdtemp(prefix="reliabench-retest-"))
+        os.chmod(scratch, 0o711)
+        executed = errors = 0
+        try:
+            for i, task_id in enumerate(tasks):
+                task = suite.task(task_id)
+                ws = scratch / f"collect-{i}"
+                materialize(ws, [task.workspace_dir])
+                os.chmod(ws, 0o755)
+                expected[task_id] = collect_hidden_tests(ws, task.tests_dir, backend=backend, slot=0,
+                                                         limits=Limits(wall_s=max(60.0, task.timeout_s)))
+            slots: queue.Queue[int] = queue.Queue()
+            for slot in range(workers):
+                slots.put(slot)
+
+            def work(job: tuple[Rollout, dict[str, bytes], list[int]]) -> tuple[RetestRun, ...]:
+                r, files, reps = job
+                task = suite.task(r.task_id)
+                slot = slots.get()
+                try:
+                    return retest_files(task, r, files, reps=reps, expected=expected[r.task_id],
+                                        backend=backend, limits=run_limits(config, task), slot=slot,
+                                        scratch=scratch, shuffle=shuffle)
+                finally:
+                    slots.put(slot)
+
+            with ThreadPoolExecutor(max_workers=workers) as pool:
+                for n_done, results in enumerate(pool.map(work, jobs), start=1):
+                    store.add_retests(retest_to_row(x) for x in results)
+                    executed += len(results)
+                    errors += sum(x.status == "test_error" for x in results)
+                    if progress is not None:
+                        progress(n_done, len(jobs))
+        finally:
+            shutil.rmtree(scratch, ignore_errors=True)
+        total = len({(row["task_id"], row["agent"], row["rollout"]) for row in store.retest_rows()})
+    return RetestSummary(total, executed, tuple(skipped), errors, times)
+
+
+def retest_during_run(outcome: tuple[Rollout, Any], task: Task, expected: Sequence[TestOutcome],
+                      backend: SandboxBackend, limits: Limits, slot: int, scratch: Path,
+                      times: int) -> tuple[Rollout, Any]:
+    """The runner's hook (``run --retest R``): re-test a just-finished rollout on its kept files.
+
+    The re-tests travel with the rollout's artifacts to the store's writer. A rollout whose
+    workspace cannot be rebuilt is not re-tested; its record says why (``meta["retest"]``).
+    """
+    rollout, art = outcome
+    if rollout.status == "infra_error" or not rollout.tests:
+        return outcome
+    try:
+        runs = retest_files(task, rollout, art.files, reps=range(times), expected=expected,
+                            backend=backend, limits=limits, slot=slot, scratch=scratch)
+    except NotReproducibleError as exc:
+        return replace(rollout, meta={**rollout.meta, "retest": f"not re-tested: {exc}"}), art
+    return rollout, replace(art, retests=tuple(retest_to_row(r) for r in runs))
