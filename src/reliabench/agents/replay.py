@@ -27,7 +27,6 @@ solutions are cut only when ``stop`` is given).
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -52,6 +51,7 @@ from reliabench.agents.replay_formats import (
     truncate_at_stop,
 )
 from reliabench.errors import ConfigError
+from reliabench.tasks.convert._common import read_jsonl_records
 
 __all__ = ["RecordedGeneration", "ReplayAgent", "read_replay_file"]
 
@@ -158,33 +158,18 @@ def read_replay_file(path: str | Path, agent: str) -> dict[tuple[str, int], Reco
     """
     p = Path(path)
     out: dict[tuple[str, int], RecordedGeneration] = {}
-    try:
-        fh = p.open("rb")
-    except OSError as exc:
-        raise ConfigError(p, f"cannot read the replay file ({exc.strerror or exc})") from None
-    with fh:
-        for lineno, raw in enumerate(fh, start=1):
-            try:
-                text = raw.decode("utf-8")
-            except UnicodeDecodeError as exc:
-                raise ConfigError(p, f"not UTF-8 ({exc.reason})", line=lineno) from None
-            if not text.strip():
-                continue
-            try:
-                obj = json.loads(text)
-            except json.JSONDecodeError as exc:
-                raise ConfigError(p, f"invalid JSON ({exc.msg} at column {exc.colno})",
-                                  line=lineno) from None
-            line_agent, gen = _parse_line(p, lineno, obj)
-            if line_agent is not None and line_agent != agent:
-                continue
-            key = (gen.task_id, gen.rollout)
-            if key in out:
-                raise ConfigError(
-                    p, f"second generation for task {gen.task_id!r} rollout {gen.rollout} "
-                    f"(first on line {out[key].line})", line=lineno,
-                )
-            out[key] = gen
+    # the one JSONL reader of input files (not UTF-8, invalid JSON, not an object: file:line)
+    for rec in read_jsonl_records(p, ConfigError):
+        line_agent, gen = _parse_line(p, rec.line, dict(rec.data))
+        if line_agent is not None and line_agent != agent:
+            continue
+        key = (gen.task_id, gen.rollout)
+        if key in out:
+            raise ConfigError(
+                p, f"second generation for task {gen.task_id!r} rollout {gen.rollout} "
+                f"(first on line {out[key].line})", line=rec.line,
+            )
+        out[key] = gen
     return out
 
 
