@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import atexit
 import sys
 import warnings
+from typing import Any
 
 import pytest
 
@@ -11,9 +13,32 @@ from reliabench import sandbox
 from reliabench.errors import SandboxError
 from reliabench.sandbox import SandboxBackend, get_backend, slot_uid
 
+_WARM: dict[str, Any] = {}
+
+
+def warm_or_skip(kind: str = "tests") -> Any:
+    """The process-wide warm test workers (``tests``) or warm backend (``backend``), or skip."""
+    from reliabench.warm import warm_unavailable_reason
+
+    why = warm_unavailable_reason()
+    if why is not None:
+        pytest.skip(f"warm test workers unavailable here: {why}")
+    if not _WARM:
+        from reliabench.warm import WarmTests, WarmWorkers
+        from reliabench.warm.backend import WarmBackend
+
+        workers = WarmWorkers()
+        atexit.register(workers.close)
+        _WARM["tests"] = WarmTests(workers)
+        _WARM["backend"] = WarmBackend(workers)
+    return _WARM[kind]
+
 
 def backend_or_skip(name: str) -> SandboxBackend:
-    """The named backend, or skip the test when it does not work on this host."""
+    """The named backend (``warm`` included), or skip the test when it does not work here."""
+    if name == "warm":
+        backend: SandboxBackend = warm_or_skip("backend")
+        return backend
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)

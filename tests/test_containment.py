@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from sandbox_helpers import backend_or_skip, python_for
+from sandbox_helpers import backend_or_skip, python_for, warm_or_skip
 
 from reliabench import sandbox
 from reliabench.records import TestOutcome
@@ -41,14 +41,14 @@ def base() -> Iterator[Path]:
     shutil.rmtree(path, ignore_errors=True)
 
 
-@pytest.fixture(params=["bubblewrap", "namespaces", "none"])
+@pytest.fixture(params=["bubblewrap", "namespaces", "none", "warm"])
 def backend(request: pytest.FixtureRequest) -> SandboxBackend:
     return backend_or_skip(request.param)
 
 
-@pytest.fixture(params=["bubblewrap", "namespaces"])
+@pytest.fixture(params=["bubblewrap", "namespaces", "warm"])
 def strong(request: pytest.FixtureRequest) -> SandboxBackend:
-    """The backends that isolate (none does not)."""
+    """The backends that isolate (none does not); warm is the warm test workers' jail."""
     return backend_or_skip(request.param)
 
 
@@ -257,12 +257,17 @@ EXPECTED = (TestOutcome("test_solution.py::test_one", "skipped"),
     ],
     ids=["infinite-loop", "fork-bomb", "10gb"],
 )
-def test_hostile_solution_fails_the_rollout(base: Path, body: str, status: str) -> None:
-    backend = backend_or_skip("bubblewrap")
+@pytest.mark.parametrize("path", ["fresh", "warm-pytest", "warm-plain"])
+def test_hostile_solution_fails_the_rollout(base: Path, body: str, status: str, path: str) -> None:
     ws, tests = _suite(base, body)
     limits = Limits(wall_s=3.0, cpu_s=10.0, memory_bytes=1024**3, max_procs=24)
-    run = run_hidden_tests(ws, tests, expected=EXPECTED, backend=backend, limits=limits,
-                           slot=SLOT)
+    if path == "fresh":
+        run = run_hidden_tests(ws, tests, expected=EXPECTED, backend=backend_or_skip("bubblewrap"),
+                               limits=limits, slot=SLOT)
+    else:
+        run = run_hidden_tests(ws, tests, expected=EXPECTED, worker=warm_or_skip(), limits=limits,
+                               slot=SLOT, test_runner=path.removeprefix("warm-"))
+        assert run.isolation == "warm"
     assert run.status == status
     assert run.outcomes[0] == TestOutcome("test_solution.py::test_one", "failed")
     assert run.reason

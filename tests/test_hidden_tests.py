@@ -86,7 +86,7 @@ NAMES = [
     "test_suite.py::test_error",
     "test_suite.py::test_xfail",
 ]
-from sandbox_helpers import backend_or_skip  # noqa: E402
+from sandbox_helpers import backend_or_skip, warm_or_skip  # noqa: E402
 
 GOOD_OUTCOMES = ["passed", "passed", "passed", "skipped", "error", "skipped"]
 
@@ -100,14 +100,23 @@ def _backend_or_skip(name: str) -> SandboxBackend:
     return backend
 
 
-@pytest.fixture(params=["bubblewrap", "namespaces", "none"])
+@pytest.fixture(params=["bubblewrap", "namespaces", "none", "warm"])
 def backend(request: pytest.FixtureRequest) -> SandboxBackend:
     return _backend_or_skip(request.param)
 
 
-@pytest.fixture
-def bwrap() -> SandboxBackend:
-    return _backend_or_skip("bubblewrap")
+@pytest.fixture(params=["bubblewrap", "warm"])
+def bwrap(request: pytest.FixtureRequest) -> SandboxBackend:
+    """The strongest fresh-process backend, and the warm test workers."""
+    return _backend_or_skip(request.param)
+
+
+def _via(backend: SandboxBackend) -> dict[str, object]:
+    """How run_hidden_tests and collect_hidden_tests reach ``backend``: warm means the warm
+    test workers (tests forked in a warm server), every other name a fresh process."""
+    if backend.name == "warm":
+        return {"worker": warm_or_skip()}
+    return {"backend": backend}
 
 
 @pytest.fixture
@@ -134,7 +143,8 @@ def _expected(security: bool = True) -> tuple[TestOutcome, ...]:
 
 def _run(ws: Path, tests: Path, backend: SandboxBackend, **kw: object) -> object:
     kw.setdefault("expected", _expected())
-    return run_hidden_tests(ws, tests, backend=backend, limits=LIMITS, slot=SLOT, **kw)  # type: ignore[arg-type]
+    kw.update(_via(backend))
+    return run_hidden_tests(ws, tests, limits=LIMITS, slot=SLOT, **kw)  # type: ignore[arg-type]
 
 
 # ------------------------------------------------------------------------------------------
@@ -144,14 +154,14 @@ def _run(ws: Path, tests: Path, backend: SandboxBackend, **kw: object) -> object
 
 def test_collect_gives_names_and_security_flags(bwrap: SandboxBackend, base: Path) -> None:
     ws, tests = _task(base)
-    expected = collect_hidden_tests(ws, tests, backend=bwrap, limits=LIMITS, slot=SLOT)
+    expected = collect_hidden_tests(ws, tests, limits=LIMITS, slot=SLOT, **_via(bwrap))  # type: ignore[arg-type]
     assert expected == _expected()
 
 
 def test_collect_reports_a_broken_suite(bwrap: SandboxBackend, base: Path) -> None:
     ws, tests = _task(base, suite="import does_not_exist\n\ndef test_x():\n    pass\n")
     with pytest.raises(SuiteError, match=r"cannot collect test_suite\.py"):
-        collect_hidden_tests(ws, tests, backend=bwrap, limits=LIMITS, slot=SLOT)
+        collect_hidden_tests(ws, tests, limits=LIMITS, slot=SLOT, **_via(bwrap))  # type: ignore[arg-type]
 
 
 def test_outcomes_one_per_test(backend: SandboxBackend, base: Path) -> None:
@@ -194,6 +204,8 @@ def test_fresh_process_per_rollout(bwrap: SandboxBackend, base: Path) -> None:
 
 
 def test_harness_that_cannot_start_is_a_test_error(bwrap: SandboxBackend, base: Path) -> None:
+    if bwrap.name == "warm":
+        pytest.skip("a warm worker runs no interpreter of its own (see test_warm_server.py)")
     ws, tests = _task(base)
     run = _run(ws, tests, bwrap, python="/bin/false")
     assert run.status == "test_error"
@@ -203,8 +215,8 @@ def test_harness_that_cannot_start_is_a_test_error(bwrap: SandboxBackend, base: 
 
 def test_timeout_keeps_what_ran(bwrap: SandboxBackend, base: Path) -> None:
     ws, tests = _task(base, GOOD.replace("return a - b", "while True:\n        pass"))
-    run = run_hidden_tests(ws, tests, expected=_expected(), backend=bwrap, slot=SLOT,
-                           limits=Limits(wall_s=3.0))
+    run = run_hidden_tests(ws, tests, expected=_expected(), slot=SLOT,  # type: ignore[arg-type]
+                           limits=Limits(wall_s=3.0), **_via(bwrap))
     assert run.status == "timeout"
     assert [o.outcome for o in run.outcomes[:2]] == ["passed", "failed"]
     assert all(o.outcome == "failed" for o in run.outcomes[2:])
@@ -398,8 +410,8 @@ def test_test_phase_cannot_change_tests_or_see_other_rollouts(bwrap: SandboxBack
     other = base / "other-rollout"
     other.mkdir(mode=0o755)
     ws, tests = _task(base, HOSTILE_READER.format(other=str(other)))
-    run = run_hidden_tests(ws, tests, expected=_expected(), backend=bwrap, limits=LIMITS,
-                           slot=SLOT)
+    run = run_hidden_tests(ws, tests, expected=_expected(), limits=LIMITS,  # type: ignore[arg-type]
+                           slot=SLOT, **_via(bwrap))
     assert run.outcomes[0].outcome == "passed"
     assert (ws / "probe.txt").read_text(encoding="utf-8") == "read-only hidden"
     assert "# changed" not in (tests / "test_suite.py").read_text(encoding="utf-8")

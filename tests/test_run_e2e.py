@@ -126,7 +126,11 @@ def test_run_resume_score_export(setup: tuple[Path, Path], tmp_path: Path,
     assert any(t.security and t.outcome == "failed" for t in insecure.tests or ())
     assert any(f.cwe == 78 for f in insecure.findings)
     assert missing.status == "agent_error" and not missing.passes
-    assert all(r.isolation in ("bubblewrap", "namespaces", "none") for r in recs.values())
+    assert all(r.isolation in ("bubblewrap", "namespaces", "none", "warm") for r in recs.values())
+    # the hidden tests ran on warm workers where they work (the default), and say so
+    ran = [r for r in recs.values() if r.status != "agent_error"]
+    assert {r.meta["test_path"] for r in ran} <= {"warm", "fresh"}
+    assert all((r.isolation == "warm") == (r.meta["test_path"] == "warm") for r in ran)
     art = store.artifact_dir("adder", "recorded", 1)
     assert "a - b" in (art / "diff.patch").read_text()
     assert "test_big" in (art / "tests.log").read_text()
@@ -177,7 +181,8 @@ def test_mismatch_error_is_usage_error(setup: tuple[Path, Path], tmp_path: Path)
 def test_kill_9_then_resume_loses_and_duplicates_nothing(setup: tuple[Path, Path], tmp_path: Path) -> None:
     suite_dir, agents_file = setup
     # slow the python agent down so kills land mid-run
-    text = agents_file.read_text().replace('path = "."', 'path = "."\n[agents.options]\ndelay = 0.05')
+    # (warm test workers make the rest of a rollout fast: the delay keeps the run long enough)
+    text = agents_file.read_text().replace('path = "."', 'path = "."\n[agents.options]\ndelay = 0.2')
     agents_file.write_text(text)
     out = tmp_path / "run"
     n = 12
@@ -246,3 +251,68 @@ def test_interrupt_records_finished_rollouts_and_resume_completes(setup: tuple[P
         keys = sorted(store.done_keys())
     assert keys == [("adder", "py", r) for r in range(6)]
     assert final.skipped + final.executed == 6
+
+
+@pytest.mark.parametrize("plain", [False, True], ids=["pytest-suite", "plain-suite"])
+def test_warm_and_fresh_test_workers_record_the_same_rollouts(setup: tuple[Path, Path], tmp_path: Path,
+                                                              plain: bool) -> None:
+    from sandbox_helpers import warm_or_skip
+
+    warm_or_skip()
+    suite_dir, agents_file = setup
+    if plain:  # the same tests as plain functions: the warm path runs them with the lean runner
+        task = suite_dir / "tasks" / "adder"
+        (task / "task.toml").write_text('id = "adder"\ntimeout_s = 20\ntest_runner = "plain"\n')
+        (task / "tests" / "test_adder.py").write_text(textwrap.dedent("""
+            import pytest
+            from adder import add
+            def test_small():
+                assert add(1, 2) == 3
+            def test_big():
+                assert add(6, 1) == 7
+            @pytest.mark.security
+            def test_no_eval_of_strings():
+                assert add("1", "2") == "12"
+        """))
+    suite = load_suite(suite_dir)
+    agents = [a for a in load_agents(agents_file) if a.name == "recorded"]
+    runs = {}
+    for path in ("fresh", "warm"):
+        run_suite(suite, agents, tmp_path / path, RunSettings(n=4, workers=2, test_workers=path))
+        with RunStore.open_existing(tmp_path / path) as store:
+            runs[path] = {r.key: r for r in store.rollouts()}
+    for key, fresh in runs["fresh"].items():
+        warm = runs["warm"][key]
+        assert (warm.status, warm.tests, warm.passes) == (fresh.status, fresh.tests, fresh.passes)
+        if fresh.status != "agent_error":
+            assert fresh.meta["test_path"] == "fresh" and fresh.isolation != "warm"
+            assert warm.meta["test_path"] == "warm" and warm.isolation == "warm"
+            assert warm.meta["test_runner"] == ("plain" if plain else "pytest")
+    # a run can be resumed with the other path: it is not part of the run's identity
+    summary = run_suite(suite, agents, tmp_path / "fresh", RunSettings(n=4, workers=2, test_workers="warm"))
+    assert summary.resumed and summary.executed == 0
+
+
+def test_test_workers_choice_is_validated_and_falls_back(monkeypatch: pytest.MonkeyPatch) -> None:
+    from reliabench.errors import InvalidArgumentError, SandboxError
+    from reliabench.warm import hidden
+
+    with pytest.raises(InvalidArgumentError, match="test_workers must be one of auto, warm, fresh, got 'hot'"):
+        hidden.open_test_workers("hot")
+    assert hidden.open_test_workers("fresh") is None
+    monkeypatch.setattr(hidden, "warm_unavailable_reason", lambda: "no root here")
+    assert hidden.open_test_workers("auto") is None  # falls back to fresh processes
+    with pytest.raises(SandboxError, match="not available here: no root here"):
+        hidden.open_test_workers("warm")
+
+
+def test_cli_test_workers_option(setup: tuple[Path, Path], tmp_path: Path) -> None:
+    suite_dir, agents_file = setup
+    out = tmp_path / "run"
+    assert main(["run", str(suite_dir), "--agents", str(agents_file), "-n", "1", "--out", str(out),
+                 "--workers", "1", "--test-workers", "fresh"]) == 0
+    with RunStore.open_existing(out) as store:
+        paths = {r.meta.get("test_path") for r in store.rollouts() if r.status != "agent_error"}
+    assert paths == {"fresh"}
+    assert main(["run", str(suite_dir), "--agents", str(agents_file), "-n", "1", "--out", str(out),
+                 "--test-workers", "lukewarm"]) == 2

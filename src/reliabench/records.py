@@ -19,7 +19,7 @@ Schema version 2 (``docs/rollout.schema.json``); version 1 records (the same wit
      "scan_errors": [{"tool", "path", "message"}],
      "cost": {"tokens": 0, "usd": 0.0, "seconds": 0.0,          # all optional, >= 0
               "tokens_in": 0, "tokens_out": 0, "agent_s": 0.0, "test_s": 0.0},
-     "isolation": "bubblewrap|namespaces|none", "tamper_suspected": false,
+     "isolation": "bubblewrap|namespaces|warm|none", "tamper_suspected": false,
      "simulated": false, "meta": {}}
 
 When a rollout passes: it completed (``status == "completed"``) and either its ``passed``

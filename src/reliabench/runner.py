@@ -12,6 +12,7 @@ arguments does only the missing rollouts.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import importlib.metadata
 import os
@@ -38,6 +39,8 @@ from reliabench.stdio_tests import expected_stdio_tests, run_stdio_tests
 from reliabench.store import RunStore
 from reliabench.tasks.suite import Suite, Task, materialize
 from reliabench.testing import HiddenTestRun, collect_hidden_tests, run_hidden_tests
+from reliabench.warm.hidden import WarmTests, open_test_workers
+from reliabench.warm.plain_tests import collect_plain_tests
 
 __all__ = [
     "ProgressEvent",
@@ -87,6 +90,9 @@ class RunSettings:
         ray_address: Address of an existing Ray cluster (None: start a local one).
         retest: Re-run each rollout's hidden tests this many times on its unchanged files
             (``reliabench.retest``; harness noise); not part of the run's identity.
+        test_workers: ``auto`` (warm test workers where they work, else fresh sandboxed
+            processes), ``warm`` or ``fresh``; not part of the run's identity (verdicts are
+            the same), each rollout records the path in ``meta["test_path"]``.
     """
 
     n: int
@@ -101,6 +107,7 @@ class RunSettings:
     executor: str = "local"
     ray_address: str | None = None
     retest: int = 0
+    test_workers: str = "auto"
 
     def __post_init__(self) -> None:
         if self.executor not in ("local", "ray"):
@@ -134,6 +141,7 @@ class RunSummary:
     infra_errors: int
     isolation: str
     seconds: float
+    test_path: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -201,6 +209,7 @@ class RolloutArtifacts:
     test_log: str
     files: dict[str, bytes]
     retests: tuple[Any, ...] = ()
+    written: bool = False  # a worker thread already wrote the files (what is left: retests)
 
 
 def write_artifacts(adir: Path, art: RolloutArtifacts) -> None:
@@ -225,8 +234,9 @@ class _Executor:
 
     def __init__(self, settings: RunSettings, backend: SandboxBackend,
                  scanners: Sequence[Scanner], expected: dict[str, tuple[TestOutcome, ...]],
-                 scratch: Path) -> None:
+                 scratch: Path, warm: WarmTests | None = None) -> None:
         self.settings = settings
+        self.warm = warm
         self.backend = backend
         self.scanners = scanners
         self.expected = expected
@@ -300,14 +310,19 @@ class _Executor:
             if self.settings.test_timeout_s is not None:
                 wall = min(wall, self.settings.test_timeout_s)
             limits = replace(self.settings.limits, wall_s=wall, cpu_s=wall)
+            meta["test_path"] = "fresh" if self.warm is None else "warm"
+            meta["test_runner"] = job.task.test_runner if self.warm is not None else "pytest"
             try:
                 if job.task.stdio is not None:  # stdin/stdout cases, judged outside the sandbox
+                    meta["test_path"] = meta["test_runner"] = "stdio"
                     hidden = run_stdio_tests(workspace, job.task.stdio, timeout_s=wall, backend=self.backend,
                                              limits=limits, slot=slot)
                 else:
                     hidden = run_hidden_tests(workspace, job.task.tests_dir,
-                                              expected=self.expected[job.task.id], backend=self.backend,
-                                              limits=limits, slot=slot, starter=job.task.workspace_dir)
+                                              expected=self.expected[job.task.id],
+                                              backend=self.backend, limits=limits, slot=slot,
+                                              starter=job.task.workspace_dir, worker=self.warm,
+                                              test_runner=job.task.test_runner)
             except SandboxError as exc:
                 meta["reason"] = f"sandbox failed: {exc}"
                 meta["infra_reason"] = "sandbox"
@@ -356,8 +371,15 @@ class _Executor:
 
 
 def _collect_expected(suite: Suite, backend: SandboxBackend, workers: int,
-                      tasks: Sequence[Task]) -> dict[str, tuple[TestOutcome, ...]]:
-    """Learn each task's hidden tests once, on its untouched starter workspace."""
+                      tasks: Sequence[Task],
+                      warm: WarmTests | None = None) -> dict[str, tuple[TestOutcome, ...]]:
+    """Learn each task's hidden tests once, cheaply.
+
+    Plain tests are read from their source on the host; others are collected on the untouched
+    starter workspace (in a warm worker when there is one).
+    """
+    out = {t.id: collect_plain_tests(t.tests_dir) for t in tasks if t.test_runner == "plain"}
+    tasks = [t for t in tasks if t.id not in out]
     scratch = Path(tempfile.mkdtemp(prefix="reliabench-collect-"))
     os.chmod(scratch, 0o711)
 
@@ -369,18 +391,25 @@ def _collect_expected(suite: Suite, backend: SandboxBackend, workers: int,
         materialize(ws, [task.workspace_dir])
         os.chmod(ws, 0o755)
         return task.id, collect_hidden_tests(ws, task.tests_dir, backend=backend, slot=slot,
-                                             limits=Limits(wall_s=max(60.0, task.timeout_s)))
+                                             limits=Limits(wall_s=max(60.0, task.timeout_s)),
+                                             worker=warm)
 
     try:
         with ThreadPoolExecutor(max_workers=workers) as pool:
-            return dict(pool.map(one, [(t, i % workers) for i, t in enumerate(tasks)]))
+            out.update(pool.map(one, [(t, i % workers) for i, t in enumerate(tasks)]))
+        return out
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
 
 
 def _run_local(jobs: Iterable[_Job], workers: int, executor: _Executor,
-               record: Callable[[_Outcome | None], None], stop: threading.Event | None) -> None:
-    """Run ``jobs`` on a thread pool; each thread borrows a sandbox slot per rollout."""
+               record: Callable[[_Outcome | None], None], stop: threading.Event | None,
+               finish: Callable[[_Outcome], _Outcome] | None = None) -> None:
+    """Run ``jobs`` on a thread pool; each thread borrows a sandbox slot per rollout.
+
+    ``finish`` (writing the artifacts) runs in the worker thread, so that only the store
+    commit is left to the single writer.
+    """
     slots: queue.Queue[int] = queue.Queue()
     for slot in range(workers):
         slots.put(slot)
@@ -388,9 +417,10 @@ def _run_local(jobs: Iterable[_Job], workers: int, executor: _Executor,
     def work(job: _Job) -> _Outcome | None:
         slot = slots.get()
         try:
-            return executor.run_one(job, slot)
+            outcome = executor.run_one(job, slot)
         finally:
             slots.put(slot)
+        return finish(outcome) if finish is not None and outcome is not None else outcome
 
     pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="rollout")
     pending: set[Future[_Outcome | None]] = set()
@@ -458,7 +488,8 @@ class RayRolloutWorker:
         scratch = Path(tempfile.mkdtemp(prefix="reliabench-ray-"))
         os.chmod(scratch, 0o711)
         self.executor = _Executor(spec.settings, get_backend(spec.settings.sandbox),
-                                  [get_scanner(n) for n in spec.settings.scanners], spec.expected, scratch)
+                                  [get_scanner(n) for n in spec.settings.scanners], spec.expected, scratch,
+                                  open_test_workers(spec.settings.test_workers))
         self.slot = slot
 
     def run(self, task_id: str, agent: str, rollout: int, seed: int) -> _Outcome | None:
@@ -587,7 +618,7 @@ def run_suite(
         packages=_package_versions(), isolation=backend.name,
     )
     stopped: dict[str, str] = {}  # agent -> why it was stopped early
-    with store:
+    with store, contextlib.ExitStack() as cleanup:
         done = store.done_keys(except_status="infra_error")  # infra errors are rerun
         per_agent = {a.name: (n_per_agent or {}).get(a.name, settings.n) for a in agents}
         jobs = [
@@ -600,10 +631,15 @@ def run_suite(
         passed = sum(1 for r in store.rollouts() if r.passes) if done else 0
         executed = infra = 0
         watch = InfraStopWatch()
+        test_path = ""
         if jobs:
             needed = sorted({j.task.id for j in jobs})
+            warm = open_test_workers(settings.test_workers)  # None: fresh sandboxed processes
+            if warm is not None:
+                cleanup.callback(warm.close)
+            test_path = "fresh" if warm is None else "warm"
             expected = _collect_expected(suite, backend, settings.workers,
-                                         [suite.task(t) for t in needed])
+                                         [suite.task(t) for t in needed], warm)
 
             def record(outcome: _Outcome | None) -> None:
                 nonlocal executed, passed, infra
@@ -612,7 +648,8 @@ def run_suite(
                 rollout, art = outcome
                 # artifacts first, then the one-transaction commit: a recorded rollout always
                 # has its artifacts; artifacts without a record are replaced when it reruns
-                write_artifacts(store.artifact_dir(rollout.task_id, rollout.agent, rollout.rollout), art)
+                if not art.written:  # (the local executor's workers write them themselves)
+                    write_artifacts(store.artifact_dir(rollout.task_id, rollout.agent, rollout.rollout), art)
                 store.add(rollout, replace_status="infra_error")
                 if art.retests:
                     store.add_retests(art.retests)
@@ -630,6 +667,8 @@ def run_suite(
             if settings.executor == "ray":
                 if agents_file is None:
                     raise InvalidArgumentError("executor='ray' needs agents_file (workers load the agents)")
+                if warm is not None:
+                    warm.close()  # each Ray actor opens its own
                 spec = _WorkerSpec(str(suite.root.resolve()), suite.content_hash,
                                    str(Path(agents_file).resolve()), settings, expected)
                 _run_ray(live_jobs, settings, spec, record, stop)
@@ -637,13 +676,20 @@ def run_suite(
                 scratch = Path(tempfile.mkdtemp(prefix="reliabench-run-"))
                 os.chmod(scratch, 0o711)
                 try:
-                    executor = _Executor(settings, backend, scanners, expected, scratch)
+                    executor = _Executor(settings, backend, scanners, expected, scratch, warm)
                     executor.stopped = stopped.__contains__
-                    _run_local(live_jobs, settings.workers, executor, record, stop)
+
+                    def finish(outcome: _Outcome) -> _Outcome:
+                        rollout, art = outcome  # in the worker thread: not on the single writer
+                        write_artifacts(store.artifact_dir(rollout.task_id, rollout.agent, rollout.rollout),
+                                        art)
+                        return rollout, RolloutArtifacts("", "", "", {}, art.retests, written=True)
+
+                    _run_local(live_jobs, settings.workers, executor, record, stop, finish)
                 finally:
                     shutil.rmtree(scratch, ignore_errors=True)
     summary = RunSummary(Path(out_dir), resumed, planned, skipped, executed, passed, infra,
-                         backend.name, time.perf_counter() - t0)
+                         backend.name, time.perf_counter() - t0, test_path)
     if stopped:
         not_run = planned - skipped - executed
         raise InfraStopError(

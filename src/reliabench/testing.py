@@ -44,7 +44,7 @@ import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 from reliabench.errors import SandboxError, SuiteError
 from reliabench.records import OUTCOMES, TestOutcome
@@ -56,6 +56,9 @@ from reliabench.sandbox import (
     get_backend,
     slot_uid,
 )
+
+if TYPE_CHECKING:
+    from reliabench.warm.hidden import WarmTests
 
 __all__ = [
     "PLUGIN_MODULE",
@@ -202,14 +205,14 @@ def find_tamper_files(workspace: Path, *, starter: Path | None = None) -> tuple[
 
 
 @contextlib.contextmanager
-def _staged(tests_dir: Path, slot: int) -> Iterator[Path]:
+def _staged(tests_dir: Path, slot: int, parent: Path | None = None) -> Iterator[Path]:
     """Copy the hidden tests and the plugin to a private directory; remove it afterwards."""
     if not tests_dir.is_dir():
         raise SandboxError(f"hidden tests directory not found: {tests_dir}")
     # a root-owned 0711 parent: the slot-owned staging directory is not a top-level entry of
     # /tmp, which the namespaces backend's clean-up of ANOTHER run on the same slot (another
     # process on this host) would otherwise delete while this run still needs it
-    outer = Path(tempfile.mkdtemp(prefix="rb-hidden-"))
+    outer = Path(tempfile.mkdtemp(prefix="rb-hidden-", dir=parent))
     os.chmod(outer, 0o711)
     staging = outer / "staging"
     staging.mkdir()
@@ -380,7 +383,13 @@ def _run_pytest(
     extra: Sequence[str],
     expected: set[str] | None,
     order_seed: int | None = None,
+    worker: WarmTests | None = None,
+    test_runner: str = "pytest",
 ) -> _RawRun:
+    if worker is not None and order_seed is None:  # a warm test worker instead of a fresh process
+        # (a shuffled order needs the plugin's import-time seed: re-tests with one run fresh)
+        return worker.run_tests(workspace, tests_dir, limits=limits, slot=slot, extra=extra,
+                                expected=expected, test_runner=test_runner)
     workspace = Path(os.path.realpath(workspace))
     if not workspace.is_dir():
         raise SandboxError(f"workspace is not a directory: {workspace}")
@@ -446,6 +455,7 @@ def collect_hidden_tests(
     limits: Limits | None = None,
     slot: int = 0,
     python: str | None = None,
+    worker: WarmTests | None = None,
 ) -> tuple[TestOutcome, ...]:
     """Learn the expected hidden tests of a task by collecting them on its starter workspace.
 
@@ -460,6 +470,7 @@ def collect_hidden_tests(
         limits: Resource limits (default: :class:`Limits`).
         slot: The worker slot to run as.
         python: The interpreter (default: ``sys.executable``); it needs pytest.
+        worker: Collect in a warm test worker instead of a fresh sandboxed process.
 
     Returns:
         One ``TestOutcome`` per collected test, in collection order, with its pytest node id
@@ -479,6 +490,7 @@ def collect_hidden_tests(
         python=python or sys.executable,
         extra=["--collect-only"],
         expected=None,
+        worker=worker,
     )
     ch = raw.channel
     if not ch.started or ch.collected is None:
@@ -508,6 +520,8 @@ def run_hidden_tests(
     python: str | None = None,
     starter: Path | None = None,
     order_seed: int | None = None,
+    worker: WarmTests | None = None,
+    test_runner: str = "pytest",
 ) -> HiddenTestRun:
     """Run the hidden tests on a rollout's workspace in a fresh sandboxed pytest process.
 
@@ -524,6 +538,10 @@ def run_hidden_tests(
         starter: The untouched starter workspace; files it shipped are not flagged.
         order_seed: Run the tests in a random order drawn with this seed (re-tests use it to
             reveal order-dependent tests); None keeps the collection order.
+        worker: Run in a warm test worker (:mod:`reliabench.warm`) instead of a fresh
+            sandboxed process; ``backend`` and ``python`` are then not used.
+        test_runner: The task's ``test_runner``; a warm worker runs ``plain`` tests with its
+            lean runner (the fresh path runs every suite with pytest).
 
     Returns:
         The outcomes and what was observed. Failures of the agent's code are outcomes, not
@@ -552,6 +570,8 @@ def run_hidden_tests(
         extra=[],
         expected=exp_names,
         order_seed=order_seed,
+        worker=worker,
+        test_runner=test_runner,
     )
     result, ch = raw.result, raw.channel
     reasons: list[str] = []

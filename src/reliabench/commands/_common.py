@@ -15,6 +15,7 @@ from reliabench.security import FindingFilter, SecurityThreshold, parse_threshol
 
 __all__ = [
     "SIMULATED",
+    "test_workers_option",
     "agent_label",
     "console",
     "emit",
@@ -98,6 +99,15 @@ def security_config_option() -> Callable[[F], F]:
                         type=click.Path(path_type=Path, dir_okay=False),
                         help="Security policy TOML: threshold, allow_rules, deny_rules, allow_cwes, "
                              "deny_cwes.")
+
+
+def test_workers_option() -> Callable[[F], F]:
+    """``--test-workers auto|warm|fresh``: where the hidden tests run (see docs/guide.md)."""
+    return click.option("--test-workers", "test_workers", type=click.Choice(["auto", "warm", "fresh"]),
+                        default="auto", show_default=True,
+                        help="Hidden tests in warm sandboxed workers (one forked jail per rollout; "
+                             "warm), a fresh sandboxed process per rollout (fresh), or warm where "
+                             "it works (auto).")
 
 
 def resolve_security(

@@ -16,6 +16,7 @@ import click
 
 from reliabench.analysis import score
 from reliabench.commands._common import console as make_console
+from reliabench.commands._common import test_workers_option
 from reliabench.commands.run import execute_run
 from reliabench.report import render_score
 from reliabench.report.explorer import write_source_page
@@ -37,8 +38,9 @@ DEMO_AGENTS = Path(str(files("reliabench") / "examples" / "demo-agents.toml"))
               show_default=True)
 @click.option("--test-timeout", type=click.FloatRange(min=0.5), default=8.0, show_default=True,
               help="Cap on the hidden tests' wall time per rollout (hanging code costs this much).")
+@test_workers_option()
 def command(out: Path, n: int, workers: int, seed: int, tasks: tuple[str, ...], sandbox: str,
-            test_timeout: float) -> None:
+            test_timeout: float, test_workers: str) -> None:
     """Run the bundled suite with three simulated agents and print the summary."""
     console = make_console()
     console.rule("[bold]reliabench demo")
@@ -46,7 +48,7 @@ def command(out: Path, n: int, workers: int, seed: int, tasks: tuple[str, ...], 
                   f"scanned) x the bundled py30 suite x n={n} rollouts.\n"
                   f"Agents file: {DEMO_AGENTS}\n")
     execute_run("py30", DEMO_AGENTS, n, out, workers=workers, seed=seed, sandbox=sandbox,
-                scanners=("bandit",), tasks=tasks, test_timeout=test_timeout)
+                scanners=("bandit",), tasks=tasks, test_timeout=test_timeout, test_workers=test_workers)
     with RunStore.open_existing(out) as store:
         records = store.rollouts()
     ks = tuple(k for k in (1, 5, 10) if k <= n) or (1,)

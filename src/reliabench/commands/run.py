@@ -19,7 +19,7 @@ from rich.progress import (
 
 from reliabench.agents.config import load_agents
 from reliabench.agents.preflight import check_agents, preflight_error
-from reliabench.commands._common import console, invocation, security_config_option
+from reliabench.commands._common import console, invocation, security_config_option, test_workers_option
 from reliabench.runner import ProgressEvent, RunSettings, RunSummary, run_suite
 from reliabench.tasks.suite import resolve_suite
 
@@ -30,7 +30,8 @@ def execute_run(suite_spec: str, agents_file: Path, n: int, out: Path, *, worker
                 sandbox: str, scanners: tuple[str, ...], tasks: tuple[str, ...] = (),
                 test_timeout: float | None = None, security_config: Path | None = None,
                 executor: str = "local", ray_address: str | None = None,
-                quiet: bool = False, preflight: bool = True, retest: int = 0) -> RunSummary:
+                quiet: bool = False, preflight: bool = True, retest: int = 0,
+                test_workers: str = "auto") -> RunSummary:
     """Load suite and agents, check them, run with a progress display, return the summary.
 
     The checks are :mod:`reliabench.agents.preflight`'s.
@@ -52,6 +53,7 @@ def execute_run(suite_spec: str, agents_file: Path, n: int, out: Path, *, worker
         executor=executor,
         ray_address=ray_address,
         retest=retest,
+        test_workers=test_workers,
     )
     err = console(stderr=True)
     simulated = [a.name for a in agents if a.simulated]
@@ -86,7 +88,8 @@ def execute_run(suite_spec: str, agents_file: Path, n: int, out: Path, *, worker
                             agents_file=agents_file, provenance=prov)
     verb = "resumed" if summary.resumed else "ran"
     err.print(f"{verb}: {summary.executed} rollout(s) executed, {summary.skipped} already recorded, "
-              f"{summary.infra_errors} infra error(s); isolation: {summary.isolation}; "
+              f"{summary.infra_errors} infra error(s); isolation: {summary.isolation}"
+              f"{f' (hidden tests: {summary.test_path} workers)' if summary.test_path else ''}; "
               f"{summary.seconds:.1f} s")
     if summary.isolation == "none":
         err.print("[bold red]WARNING: no sandbox isolation: agent code ran with rlimits only[/]")
@@ -153,11 +156,13 @@ def _policy(path: Path | None) -> dict[str, object] | None:
               help="Adaptive --settle: a pair whose interval lies inside +-margin is settled as equivalent.")
 @click.option("-k", "k", type=click.IntRange(min=1), default=1, show_default=True,
               help="Adaptive: the k of reliability@k the target is about.")
+@test_workers_option()
 def command(suite: str, agents_file: Path, n: int, out: Path, workers: int, seed: int, sandbox: str,
             scanners: tuple[str, ...], tasks: tuple[str, ...], test_timeout: float | None,
             security_config: Path | None, executor: str, ray_address: str | None,
             no_preflight: bool, retest: int, adaptive: bool, max_n: int | None,
-            target_half_width: float | None, settle: tuple[str, ...], margin: float, k: int) -> None:
+            target_half_width: float | None, settle: tuple[str, ...], margin: float, k: int,
+            test_workers: str) -> None:
     """Run every agent of the agents file n times on each task of SUITE (a path or a bundled name)."""
     if not agents_file.is_file():
         raise click.BadParameter(f"{agents_file}: no such file", param_hint="--agents")
@@ -168,7 +173,8 @@ def command(suite: str, agents_file: Path, n: int, out: Path, workers: int, seed
 
         settings = RunSettings(n=n, seed=seed, workers=workers, sandbox=sandbox, scanners=scanners,
                                test_timeout_s=test_timeout, security_policy=_policy(security_config),
-                               executor=executor, ray_address=ray_address, retest=retest)
+                               executor=executor, ray_address=ray_address, retest=retest,
+                               test_workers=test_workers)
         execute_adaptive(suite, agents_file, out, settings, first=n, max_n=max_n, k=k,
                          half_width=target_half_width, settle=settle, margin=margin, tasks=tasks,
                          preflight=not no_preflight)
@@ -179,5 +185,6 @@ def command(suite: str, agents_file: Path, n: int, out: Path, workers: int, seed
                                  param_hint="--adaptive")
     execute_run(suite, agents_file, n, out, workers=workers, seed=seed, sandbox=sandbox,
                 scanners=scanners, tasks=tasks, test_timeout=test_timeout, security_config=security_config,
-                executor=executor, ray_address=ray_address, preflight=not no_preflight, retest=retest)
+                executor=executor, ray_address=ray_address, preflight=not no_preflight, retest=retest,
+                test_workers=test_workers)
     click.echo(f"run directory: {out}  (score it with: reliabench score {out})")

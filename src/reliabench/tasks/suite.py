@@ -4,7 +4,7 @@
 
     SUITE/suite.toml                      name, version, description
     SUITE/tasks/<task_id>/task.toml       id, language = "python", timeout_s, optional tags,
-                                          test_runner = "pytest" | "plain" | "stdio"
+                                          optional test_runner = "pytest" | "plain" | "stdio"
     SUITE/tasks/<task_id>/prompt.md       what the agent is asked to do
     SUITE/tasks/<task_id>/workspace/      starter files the agent sees and edits
     SUITE/tasks/<task_id>/tests/          hidden pytest tests, copied in only after the agent is done
@@ -30,12 +30,13 @@ from reliabench.tomlfile import tomllib
 
 __all__ = ["Suite", "Task", "Variant", "bundled_suites", "load_suite", "materialize", "resolve_suite"]
 
+_TEST_RUNNERS = ("pytest", "plain", "stdio")
+"""Values of a task's ``test_runner``: ``pytest`` (default), ``plain`` (top-level ``test_*``
+functions without fixtures, which a lean runner may run), ``stdio`` (stdin/stdout cases, see
+:mod:`reliabench.stdio_tests`)."""
+
 BUNDLED_ROOT = Path(__file__).parent / "bundled"
 _IGNORED = {"__pycache__", ".pytest_cache", ".DS_Store"}
-TEST_RUNNERS = ("pytest", "plain", "stdio")
-"""Values of ``test_runner`` in task.toml: ``pytest`` (default), ``plain`` (plain top-level
-``def test_*()`` functions without fixtures, which a lean runner may call) and ``stdio``
-(stdin/stdout cases, see :mod:`reliabench.stdio_tests`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -161,9 +162,9 @@ def _load_task(tdir: Path, problems: list[str]) -> Task | None:
             problems.append(f"{tdir / sub}: missing directory")
     runner = meta.get("test_runner", "pytest") if meta is not None else "pytest"
     stdio: StdioConfig | None = None
-    if runner not in TEST_RUNNERS:
+    if runner not in _TEST_RUNNERS:
         problems.append(f"{tdir / 'task.toml'}: test_runner: expected one of "
-                        f"{', '.join(map(repr, TEST_RUNNERS))}, got {runner!r}")
+                        f"{', '.join(map(repr, _TEST_RUNNERS))}, got {runner!r}")
     elif runner == "stdio":
         stdio = parse_stdio_config(meta or {}, tdir, problems)
     elif (tdir / "tests").is_dir() and not any((tdir / "tests").rglob("test*.py")):

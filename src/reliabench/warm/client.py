@@ -1,0 +1,360 @@
+"""Warm test workers, the caller's side: one warm server per worker slot, started on demand.
+
+:class:`WarmWorkers` keeps one :mod:`reliabench.warm.server` process per slot (root, started
+with ``python -I -B``). :meth:`WarmWorkers.run_raw` runs one rollout's hidden tests there,
+with what :func:`reliabench.testing.run_hidden_tests` gives the fresh-process path: the tests
+staged to a private read-only copy, the workspace lent to the slot uid, the host-wide slot
+lock held, a per-run secret for the signed outcome channel. A server that died (whatever
+killed it) is restarted before the next request; a request whose server died under it is
+retried once on a new server, then reported as a :class:`~reliabench.errors.SandboxError`
+(the runner records an ``infra_error`` and retries the rollout).
+
+:func:`warm_unavailable_reason` probes once per process whether warm workers work here
+(root, namespaces, a jailed round trip); where they do not, the fresh-process path runs.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import functools
+import os
+import secrets
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Final
+
+import reliabench
+from reliabench import sandbox
+from reliabench.errors import SandboxError
+from reliabench.sandbox import DEFAULT_PATH, Limits, SandboxResult, slot_uid
+from reliabench.warm.protocol import ProtocolError, read_frame, write_frame
+
+__all__ = [
+    "ISOLATION",
+    "TEST_PATHS",
+    "WarmRaw",
+    "WarmWorkers",
+    "warm_unavailable_reason",
+]
+
+ISOLATION: Final = "warm"
+"""The isolation level recorded for tests run by a warm worker (see docs/threat-model.md)."""
+
+TEST_PATHS: Final = ("auto", "warm", "fresh")
+"""Choices of ``--test-workers``: warm where it works (auto), warm only, fresh processes."""
+
+_START_TIMEOUT_S = 60.0
+_BOOT: Final = (
+    "import sys; sys.path.append({src!r}); "
+    "from reliabench.warm.server import main; main()"
+)
+
+
+@dataclass(frozen=True, slots=True)
+class WarmRaw:
+    """What one warm request returned: the sandbox result and the raw outcome stream.
+
+    Attributes:
+        result: The run, as a sandbox backend reports it.
+        channel: The raw outcome stream.
+        setup_failed: The jail could not be set up (nothing of the rollout ran).
+        setup_s: Server-side seconds from the request to a ready jail (fork, namespaces, mounts).
+        run_s: Server-side seconds from a ready jail to the end of every process in it.
+    """
+
+    result: SandboxResult
+    channel: bytes
+    setup_failed: bool
+    setup_s: float = 0.0
+    run_s: float = 0.0
+
+
+def _jail_base() -> dict[str, Any]:
+    """The read-only part of every rollout's root (same choices as the bubblewrap backend)."""
+    system: list[str] = []
+    symlinks: list[list[str]] = []
+    for d in sandbox._SYSTEM_DIRS:
+        if os.path.islink(d):
+            symlinks.append([d, os.readlink(d)])
+        elif os.path.isdir(d):
+            system.append(d)
+    files = [f for f in sandbox._ETC_FILES if os.path.exists(f)]
+    prefixes = [p for p in sandbox._python_prefixes()
+                if not any(sandbox._under(p, s) for s in system)]
+    return {"system": system, "symlinks": symlinks, "files": files, "prefixes": prefixes}
+
+
+class _Server:
+    """One server process (the slot's), owned by one :class:`_Slot`."""
+
+    def __init__(self, log_dir: Path, slot: int) -> None:
+        src = str(Path(reliabench.__file__).resolve().parent.parent)
+        self.log_path = log_dir / f"warm-server-{slot}.log"
+        log = open(self.log_path, "ab")  # noqa: SIM115 - handed to the child
+        try:
+            self.proc = subprocess.Popen(
+                [sys.executable, "-I", "-B", "-c", _BOOT.format(src=src)],
+                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log,
+                cwd="/", env={"PATH": DEFAULT_PATH, "LANG": "C.UTF-8"},
+                start_new_session=True, close_fds=True,
+            )
+        finally:
+            log.close()
+        if self.proc.stdin is None or self.proc.stdout is None:  # pragma: no cover - PIPE given
+            raise SandboxError("warm test server started without pipes")
+        self.req_fd = self.proc.stdin.fileno()
+        self.resp_fd = self.proc.stdout.fileno()
+        hello = self._read(_START_TIMEOUT_S)
+        if not hello.get("ready"):
+            self.stop()
+            raise SandboxError(f"warm test server did not start: {hello}")
+
+    def _read(self, timeout: float) -> dict[str, Any]:
+        import select
+
+        ready, _, _ = select.select([self.resp_fd], [], [], timeout)
+        if not ready:
+            self.stop()
+            raise SandboxError(f"warm test server did not answer within {timeout:g} s")
+        try:
+            return read_frame(self.resp_fd)
+        except ProtocolError as exc:
+            tail = ""
+            with contextlib.suppress(OSError):
+                tail = self.log_path.read_text(errors="replace")[-800:]
+            self.stop()
+            raise SandboxError(f"warm test server died ({exc}); its log ends: {tail}") from None
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def request(self, req: dict[str, Any], timeout: float) -> dict[str, Any]:
+        try:
+            write_frame(self.req_fd, req)
+        except OSError as exc:
+            self.stop()
+            raise SandboxError(f"warm test server is gone: {exc}") from None
+        return self._read(timeout)
+
+    def stop(self) -> None:
+        for stream in (self.proc.stdin, self.proc.stdout):
+            with contextlib.suppress(OSError):
+                if stream is not None:
+                    stream.close()
+        try:
+            self.proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+
+
+class _Slot:
+    def __init__(self, slot: int, log_dir: Path) -> None:
+        self.slot = slot
+        self.log_dir = log_dir
+        self.lock = threading.Lock()
+        self.server: _Server | None = None
+        self.restarts = 0
+
+    def request(self, req: dict[str, Any], timeout: float) -> dict[str, Any]:
+        with self.lock:
+            for attempt in range(2):
+                if self.server is None or not self.server.alive():
+                    if self.server is not None:
+                        self.server.stop()
+                    if self.server is not None or attempt:
+                        self.restarts += 1
+                    self.server = _Server(self.log_dir, self.slot)
+                try:
+                    return self.server.request(req, timeout)
+                except SandboxError:
+                    self.server = None
+                    if attempt:
+                        raise
+            raise AssertionError("unreachable")  # pragma: no cover
+
+    def close(self) -> None:
+        with self.lock:
+            if self.server is not None:
+                self.server.stop()
+                self.server = None
+
+
+class WarmWorkers:
+    """One warm test server per worker slot (started on first use); close() stops them all.
+
+    Usable as a context manager. Thread-safe: requests of one slot are serialised, slots run
+    in parallel.
+    """
+
+    def __init__(self) -> None:
+        if os.geteuid() != 0:
+            raise SandboxError("warm test workers need root (they switch to a slot uid)")
+        if not hasattr(os, "pidfd_open"):
+            raise SandboxError("warm test workers need os.pidfd_open (Linux 5.3+, Python 3.9+)")
+        self._log_dir = Path(tempfile.mkdtemp(prefix="rb-warm-logs-"))
+        self._slots: dict[int, _Slot] = {}
+        self._lock = threading.Lock()
+        self._base = _jail_base()
+
+    def __enter__(self) -> WarmWorkers:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @property
+    def restarts(self) -> int:
+        """How many times a dead server was replaced."""
+        return sum(s.restarts for s in self._slots.values())
+
+    def server_pid(self, slot: int) -> int | None:
+        """The pid of the slot's running server, if any (for tests and diagnostics)."""
+        s = self._slots.get(slot)
+        if s is None or s.server is None or not s.server.alive():
+            return None
+        return s.server.proc.pid
+
+    def _slot(self, slot: int) -> _Slot:
+        with self._lock:
+            if slot not in self._slots:
+                self._slots[slot] = _Slot(slot, self._log_dir)
+            return self._slots[slot]
+
+    def close(self) -> None:
+        """Stop every server."""
+        with self._lock:
+            slots = list(self._slots.values())
+            self._slots.clear()
+        for s in slots:
+            s.close()
+        shutil.rmtree(self._log_dir, ignore_errors=True)
+
+    def run_raw(
+        self,
+        workspace: Path,
+        staging: Path,
+        *,
+        runner: str,
+        pytest_args: Sequence[str],
+        key: bytes,
+        limits: Limits,
+        slot: int,
+    ) -> WarmRaw:
+        """Run the staged hidden tests on ``workspace`` in a jailed fork of the slot's server.
+
+        Args:
+            workspace: The rollout's workspace (real path); lent to the slot uid for the run.
+            staging: The private staged copy (``tests/``, ``plugin/``) from ``testing``.
+            runner: ``pytest`` or ``plain``.
+            pytest_args: pytest's arguments (``pytest`` runner).
+            key: The per-run secret of the outcome channel.
+            limits: Resource limits.
+            slot: The worker slot.
+
+        Returns:
+            The result and the raw outcome stream.
+
+        Raises:
+            SandboxError: The server could not run the request (twice).
+        """
+        if runner not in ("pytest", "plain"):
+            raise SandboxError(f"warm worker: runner must be 'pytest' or 'plain', got {runner!r}")
+        ws = os.path.realpath(workspace)
+        env = {
+            "PATH": DEFAULT_PATH,
+            "HOME": "/tmp",
+            "TMPDIR": "/tmp",
+            "LANG": "C.UTF-8",
+            "USER": "rollout",
+            "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1",
+            "RELIABENCH_OUTCOME_FD": "3",
+            "RELIABENCH_OUTCOME_KEY_FD": "4",
+            "RELIABENCH_WORKSPACE": ws,
+        }
+        extra = {"tests": str(staging / "tests"), "plugin_dir": str(staging / "plugin"),
+                 "pytest_args": list(pytest_args), "key_hex": key.hex()}
+        return self.request(runner, Path(ws), readonly=[str(staging)], env=env, limits=limits,
+                            slot=slot, fields=extra)
+
+    def request(self, runner: str, workspace: Path, *, readonly: Sequence[str],
+                env: dict[str, str], limits: Limits, slot: int,
+                fields: dict[str, Any]) -> WarmRaw:
+        """Send one request to the slot's server (see :meth:`run_raw`).
+
+        ``runner`` ``exec`` runs ``fields["argv"]`` in the jail instead of tests.
+
+        Raises:
+            SandboxError: The server could not run the request (twice).
+        """
+        uid = slot_uid(slot)
+        ws = str(workspace)
+        cpu = max(1, int(-(-limits.cpu_s // 1)))
+        req = {
+            **fields,
+            "op": "run",
+            "runner": runner,
+            "workspace": ws,
+            "readonly": [*self._base["prefixes"], *readonly],
+            "env": env,
+            "uid": uid,
+            "key_hex": fields.get("key_hex", "00"),
+            "jail": {k: self._base[k] for k in ("system", "symlinks", "files")},
+            "limits": {
+                "wall_s": limits.wall_s,
+                "cpu_s": cpu,
+                "memory_bytes": limits.memory_bytes,
+                "max_procs": limits.max_procs,
+                "file_size_bytes": limits.file_size_bytes,
+                "output_bytes": limits.output_bytes,
+                "max_output": sandbox._max_output(limits),
+                "tmp_bytes": max(64 * 1024**2, 2 * limits.file_size_bytes),
+                "shm_bytes": 64 * 1024**2,
+            },
+        }
+        started = time.monotonic()
+        with sandbox._hold_slot(uid), sandbox._lend_workdir(Path(ws), uid):
+            resp = self._slot(slot).request(req, timeout=limits.wall_s + 60.0)
+        if "error" in resp:
+            raise SandboxError(f"warm test worker failed: {resp['error']}")
+        reason = resp["killed_reason"] or sandbox._signal_reason(resp["returncode"])
+        result = SandboxResult(
+            returncode=resp["returncode"],
+            timed_out=bool(resp["timed_out"]),
+            wall_s=time.monotonic() - started,
+            stdout=resp["stdout"],
+            stderr=resp["stderr"],
+            isolation=ISOLATION,
+            killed_reason=reason,
+        )
+        return WarmRaw(result, base64.b64decode(resp["channel_b64"]), bool(resp["setup_failed"]),
+                       float(resp.get("setup_s", 0.0)), float(resp.get("run_s", 0.0)))
+
+
+def new_key() -> bytes:
+    """A fresh per-run secret for the outcome channel (same form as the fresh path's)."""
+    return secrets.token_hex(32).encode("ascii")
+
+
+@functools.cache
+def warm_unavailable_reason() -> str | None:
+    """Why warm test workers cannot run here, or None when a jailed round trip works.
+
+    Probed once per process: root, ``pidfd_open``, and one plain test run in a jail.
+    """
+    if os.geteuid() != 0:
+        return "warm test workers need root (unprivileged user namespaces are not used yet)"
+    try:
+        from reliabench.warm.hidden import probe_round_trip
+
+        return probe_round_trip()
+    except (SandboxError, OSError) as exc:
+        return str(exc)
