@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import atexit
+import os
 import sys
 import warnings
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -12,6 +15,7 @@ import pytest
 from reliabench import sandbox
 from reliabench.errors import SandboxError
 from reliabench.sandbox import SandboxBackend, get_backend, slot_uid
+from reliabench.testing import HiddenTestRun, run_hidden_tests
 
 _WARM: dict[str, Any] = {}
 
@@ -57,6 +61,44 @@ def python_for(backend: SandboxBackend, slot: int) -> str:
     pytest.skip("no interpreter reachable by the slot uid")
 
 
+# --------------------------------------------------------------------------------------------
+# test paths: every way hidden tests can be run, so hostile-input tests cover each of them
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class HiddenTestPath:
+    """One way of running hidden tests, for parametrised tests.
+
+    ``run`` has the signature of ``reliabench.testing.run_hidden_tests`` minus ``backend``
+    and ``python``. A new path (say warm forked workers) is one more entry in
+    :data:`HIDDEN_TEST_PATHS` with its own ``run``.
+    """
+
+    name: str
+    backend: SandboxBackend
+    python: str
+    worker: Any = None
+
+    def run(self, workspace: Path, tests_dir: Path, **kw: Any) -> HiddenTestRun:
+        """Run the hidden tests of ``tests_dir`` on ``workspace`` this way."""
+        return run_hidden_tests(workspace, tests_dir, backend=self.backend, python=self.python,
+                                worker=self.worker, **kw)
+
+
+HIDDEN_TEST_PATHS: tuple[str, ...] = ("bubblewrap", "namespaces", "none", "warm")
+"""The ids of the paths; ``hidden_test_path_or_skip`` builds one (``warm``: warm test workers)."""
+
+
+def hidden_test_path_or_skip(name: str, slot: int) -> HiddenTestPath:
+    """The named hidden-test path for ``slot``, or skip when it cannot work on this host."""
+    if name == "warm":
+        worker = warm_or_skip("tests")
+        return HiddenTestPath(name, backend_or_skip("auto"), sys.executable, worker)
+    backend = backend_or_skip(name)
+    return HiddenTestPath(name, backend, python_for(backend, slot))
+
+
 def endpoint_narrowing_or_skip() -> None:
     """Skip unless the agents' sandbox (``auto``) is bubblewrap, which ``network = "endpoint"`` needs."""
     from reliabench.agents import command as command_mod
@@ -69,3 +111,24 @@ def endpoint_narrowing_or_skip() -> None:
             pytest.skip(f"no sandbox: {exc}")
     if name != "bubblewrap":  # pragma: no cover - depends on the host
         pytest.skip(f'network = "endpoint" needs the bubblewrap backend; this host has {name}')
+
+
+def deep_chain(root: Path, depth: int, name: str = "d", leaf: tuple[str, str] | None = None) -> None:
+    """Make ``root/name/name/.../name`` (``depth`` levels) through directory descriptors.
+
+    The chain may be deeper than ``PATH_MAX`` and Python's recursion limit, as an agent can
+    make it; ``leaf`` is an optional ``(file name, text)`` written at the bottom. Keep such
+    trees out of pytest's temp dirs: its clean-up recurses and would fail on them.
+    """
+    fd = os.open(root, os.O_RDONLY)
+    try:
+        for _ in range(depth):
+            os.mkdir(name, dir_fd=fd)
+            nxt = os.open(name, os.O_RDONLY, dir_fd=fd)
+            os.close(fd)
+            fd = nxt
+        if leaf is not None:
+            with open(os.open(leaf[0], os.O_WRONLY | os.O_CREAT, 0o644, dir_fd=fd), "w") as fh:
+                fh.write(leaf[1])
+    finally:
+        os.close(fd)

@@ -146,7 +146,7 @@ def run_adaptive(
         summaries.append(summary)
         if summary.skipped + summary.executed < summary.planned:
             break  # stopped before the round was complete: resume later
-        with RunStore.open_existing(out) as store:
+        with RunStore.open_existing(out, readonly=True) as store:
             records = store.rollouts()
         step = evaluate(design, counts_at(records, task_ids, history[-1]), history,
                         counts_at(records, task_ids, history[0]))

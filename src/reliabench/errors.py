@@ -10,6 +10,8 @@
      |    |    +-- SuiteError                      a task suite with problems (lists them all)
      |    |    +-- ConfigError                     an agents / run / simulation config file
      |    +-- RunMismatchError                     resuming a run with a different configuration
+     |    +-- OutputError                          the run directory cannot be written or read
+     |                                             (disk full, read-only, no permission)
      |    +-- MissingExtraError                    an optional extra is not installed
      |    +-- PreflightError                       an agent's API key or endpoint fails the pre-run check
      +-- SandboxError                    exit 3   the sandbox could not start (infrastructure)
@@ -33,6 +35,7 @@ __all__ = [
     "InfraStopError",
     "InvalidArgumentError",
     "MissingExtraError",
+    "OutputError",
     "PreflightError",
     "RecordError",
     "ReliabenchError",
@@ -116,6 +119,14 @@ class SuiteError(UsageError):
 
 class RunMismatchError(UsageError):
     """An existing run directory was made with a different configuration."""
+
+
+class OutputError(UsageError):
+    """A run directory that cannot be written or read: full, read-only, no permission.
+
+    Raised before anything half-written is recorded, so a run stopped by it resumes once the
+    cause is fixed (free space, permissions).
+    """
 
 
 class MissingExtraError(UsageError):

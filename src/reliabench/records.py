@@ -32,14 +32,14 @@ from __future__ import annotations
 
 import json
 import math
-import os
-import tempfile
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any, Final, Literal, cast
 
+from reliabench import json_input
 from reliabench.errors import RecordError
+from reliabench.output_files import open_output
 
 __all__ = [
     "CONFIDENCE_LEVELS",
@@ -74,6 +74,8 @@ STATUSES: Final = (
     "no_change",
 )
 Outcome = Literal["passed", "failed", "error", "skipped"]
+_INT64: Final = 2**63  # counts, token counts and line numbers must fit a signed 64-bit integer
+_FLOAT_MAX: Final = 1.7976931348623157e308
 
 
 @dataclass(frozen=True, slots=True)
@@ -235,7 +237,9 @@ def _get_count(d: Mapping[str, Any], key: str, where: tuple[str, int | None]) ->
         return None
     value = d[key]
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise _fail(*where, key, f"expected an integer >= 0, got {value!r}")
+        raise _fail(*where, key, f"expected an integer >= 0, got {_show(value)}")
+    if value >= _INT64:
+        raise _fail(*where, key, f"expected an integer >= 0 that fits 64 bits (< 2**63), got {_show(value)}")
     return value
 
 
@@ -244,9 +248,18 @@ def _get_opt_number(d: Mapping[str, Any], key: str, where: tuple[str, int | None
     value = d.get(key)
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        raise _fail(*where, prefix + key, f"expected a finite number, got {value!r}")
+    if (isinstance(value, bool) or not isinstance(value, (int, float))
+            or not -_FLOAT_MAX <= value <= _FLOAT_MAX or not math.isfinite(value)):
+        raise _fail(*where, prefix + key, f"expected a finite number, got {_show(value)}")
     return float(value)
+
+
+def _show(value: Any) -> str:
+    """``repr`` for an error message, cut short (a 4000-digit integer is not a message)."""
+    if isinstance(value, int) and abs(value) >= 10**30:
+        return f"an integer of {value.bit_length()} bits"
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
 
 
 def _parse_tests(raw: Any, where: tuple[str, int | None]) -> tuple[TestOutcome, ...]:
@@ -292,11 +305,12 @@ def _parse_findings(raw: Any, where: tuple[str, int | None]) -> tuple[Finding, .
         if not isinstance(item, dict):
             raise _fail(*where, f, "expected an object")
         cwe = item.get("cwe")
-        if cwe is not None and (isinstance(cwe, bool) or not isinstance(cwe, int) or cwe < 0):
-            raise _fail(*where, f + ".cwe", f"expected a CWE number or null, got {cwe!r}")
+        if cwe is not None and (isinstance(cwe, bool) or not isinstance(cwe, int) or not 0 <= cwe < _INT64):
+            raise _fail(*where, f + ".cwe", f"expected a CWE number or null, got {_show(cwe)}")
         line = item.get("line")
-        if line is not None and (isinstance(line, bool) or not isinstance(line, int)):
-            raise _fail(*where, f + ".line", f"expected an integer or null, got {line!r}")
+        if line is not None and (isinstance(line, bool) or not isinstance(line, int)
+                                 or not -_INT64 <= line < _INT64):
+            raise _fail(*where, f + ".line", f"expected an integer or null, got {_show(line)}")
         for key in ("tool", "rule_id"):
             if not isinstance(item.get(key), str) or not item[key]:
                 raise _fail(*where, f"{f}.{key}", f"expected a non-empty string, got {item.get(key)!r}")
@@ -378,7 +392,11 @@ def rollout_from_dict(d: Any, *, path: str = "<input>", line: int | None = None)
         nums = {k: _get_opt_number(raw_cost, k, where, "cost.") for k in _COST_KEYS}
         for k in ("tokens", "tokens_in", "tokens_out", "usd", "seconds", "agent_s", "test_s"):
             if (nums[k] or 0.0) < 0:
-                raise _fail(*where, f"cost.{k}", f"expected a number >= 0, got {raw_cost[k]!r}")
+                raise _fail(*where, f"cost.{k}", f"expected a number >= 0, got {_show(raw_cost[k])}")
+        for k in ("tokens", "tokens_in", "tokens_out"):
+            if (nums[k] or 0.0) >= _INT64:  # a count that does not fit 64 bits
+                raise _fail(*where, f"cost.{k}",
+                            f"expected a token count from 0 to 2**63-1, got {_show(raw_cost[k])}")
 
         def count(key: str) -> int | None:
             value = nums[key]
@@ -390,6 +408,8 @@ def rollout_from_dict(d: Any, *, path: str = "<input>", line: int | None = None)
     meta = d.get("meta") or {}
     if not isinstance(meta, dict):
         raise _fail(*where, "meta", "expected an object")
+    if not json_input.check_depth(meta):
+        raise _fail(*where, "meta", f"nested more than {json_input.MAX_DEPTH} levels deep")
     isolation = d.get("isolation")
     if isolation is not None and not isinstance(isolation, str):
         raise _fail(*where, "isolation", f"expected a string, got {isolation!r}")
@@ -464,7 +484,7 @@ def _iter_lines(stream: IO[str], name: str) -> Iterator[Rollout]:
         if not text.strip():
             continue
         try:
-            obj = json.loads(text)
+            obj = json_input.loads(text)
         except json.JSONDecodeError as exc:
             raise RecordError(name, f"malformed JSON ({exc.msg} at column {exc.colno})",
                               line=lineno) from None
@@ -504,6 +524,20 @@ def read_jsonl(source: str | Path | IO[str]) -> list[Rollout]:
         raise RecordError(path, "is a directory, expected a JSONL file") from None
 
 
+def _json_line(obj: dict[str, Any]) -> str:
+    """One JSON line: UTF-8 text when it can be, ASCII escapes for a lone surrogate.
+
+    A lone surrogate (a non-UTF-8 file name) cannot be written as UTF-8; escaped, every record
+    can be written and read back exactly.
+    """
+    text = json.dumps(obj, ensure_ascii=False)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        text = json.dumps(obj)
+    return text + "\n"
+
+
 def write_jsonl(records: Iterable[Rollout], dest: str | Path | IO[str]) -> int:
     """Write records as JSONL; a path is written atomically (no half-written file).
 
@@ -513,16 +547,8 @@ def write_jsonl(records: Iterable[Rollout], dest: str | Path | IO[str]) -> int:
     if not isinstance(dest, (str, Path)):
         n = 0
         for r in records:
-            dest.write(json.dumps(rollout_to_dict(r), ensure_ascii=False) + "\n")
+            dest.write(_json_line(rollout_to_dict(r)))
             n += 1
         return n
-    path = Path(dest)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent or ".")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            n = write_jsonl(records, fh)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return n
+    with open_output(dest) as fh:  # atomic; never replaces a device such as /dev/null
+        return write_jsonl(records, fh)

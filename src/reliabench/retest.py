@@ -7,9 +7,10 @@ rollout's ``meta["deleted_files"]`` -- and the hidden tests run again, in the sa
 backend and limits as the run, ``times`` times, each time on a FRESH copy (a test that
 writes files cannot change the next run). By default each re-run draws a seeded random test
 order, so tests that depend on the order of tests show up too (``shuffle=False`` keeps the
-collection order). A rollout whose changed files were not all kept (larger than 1 MiB, not a
-regular file, or a run made before deletions were recorded) cannot be rebuilt: it is refused
-with its name and the file, or skipped and counted with ``skip_unreproducible``.
+collection order). A rollout whose changed files were not all kept (over the per-rollout
+artifact budget of ``reliabench.artifacts``, not a regular file, or a run made before deletions
+were recorded) cannot be rebuilt: it is refused with its name and the file, or skipped and
+counted with ``skip_unreproducible``.
 
 Results go to the run store's ``retests`` table (one row per re-run); the statistics are in
 ``reliabench.noise``.
@@ -20,7 +21,6 @@ from __future__ import annotations
 import hashlib
 import os
 import queue
-import shutil
 import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -34,6 +34,7 @@ from reliabench.sandbox import Limits, SandboxBackend, get_backend
 from reliabench.store import RunStore
 from reliabench.tasks.suite import Task, load_suite, materialize
 from reliabench.testing import collect_hidden_tests, run_hidden_tests
+from reliabench.untrusted_files import remove_tree
 
 __all__ = [
     "NotReproducibleError",
@@ -132,7 +133,8 @@ def _unkept(rollout: Rollout, starter: Path, kept: set[str]) -> list[str]:
 
 def _not_reproducible(rollout: Rollout, missing: Sequence[str]) -> NotReproducibleError:
     why = ("the run did not record deletions (made before re-tests existed)"
-           if "deleted_files" not in rollout.meta else "larger than 1 MiB or not a regular file")
+           if "deleted_files" not in rollout.meta
+           else "over the per-rollout artifact budget, or not a regular file")
     return NotReproducibleError(
         f"rollout {rollout.task_id}/{rollout.agent}/{rollout.rollout}: changed file "
         f"{missing[0]!r} was not kept ({why}); its workspace cannot be rebuilt "
@@ -186,7 +188,7 @@ def retest_files(task: Task, rollout: Rollout, files: Mapping[str, bytes], *, re
             out.append(RetestRun(task.id, rollout.agent, rollout.rollout, rep, hidden.status,
                                  hidden.outcomes, seed, hidden.seconds, hidden.reason))
         finally:
-            shutil.rmtree(tmp, ignore_errors=True)
+            remove_tree(tmp)
     return tuple(out)
 
 
@@ -263,7 +265,7 @@ def retest_run(run_dir: str | Path, times: int = 5, *, workers: int = 1, sandbox
             reps = list(range(done.get(r.key, 0), times))
             if not reps:
                 continue
-            files = _kept_files(store.artifact_dir(*r.key))
+            files = _kept_files(store.existing_artifact_dir(*r.key))
             missing = _unkept(r, suite.task(r.task_id).workspace_dir, set(files))
             if missing:
                 if not skip_unreproducible:
@@ -307,7 +309,7 @@ def retest_run(run_dir: str | Path, times: int = 5, *, workers: int = 1, sandbox
                     if progress is not None:
                         progress(n_done, len(jobs))
         finally:
-            shutil.rmtree(scratch, ignore_errors=True)
+            remove_tree(scratch)
         total = len({(row["task_id"], row["agent"], row["rollout"]) for row in store.retest_rows()})
     return RetestSummary(total, executed, tuple(skipped), errors, times)
 

@@ -15,10 +15,10 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import importlib.metadata
+import math
 import os
 import platform
 import queue
-import shutil
 import tempfile
 import threading
 import time
@@ -29,16 +29,33 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from reliabench import artifacts as _artifacts
 from reliabench.agents.base import Agent, AgentRequest, AgentResult
 from reliabench.agents.infra import InfraStopWatch, backoff_delay, backoff_scale, is_transient
-from reliabench.errors import InfraStopError, InvalidArgumentError, MissingExtraError, SandboxError
+from reliabench.artifacts import (
+    DEFAULT_BUDGET,
+    RolloutArtifacts,
+    cap_record,
+    cap_text,
+    take_snapshot,
+    write_artifacts,
+)
+from reliabench.errors import (
+    InfraStopError,
+    InvalidArgumentError,
+    MissingExtraError,
+    OutputError,
+    SandboxError,
+    StoreError,
+)
 from reliabench.records import Cost, Finding, Rollout, ScanError, TestOutcome
-from reliabench.sandbox import Limits, SandboxBackend, get_backend
-from reliabench.scanners import Scanner, changed_files, get_scanner, workspace_diff
+from reliabench.sandbox import MAX_SECONDS, Limits, SandboxBackend, get_backend
+from reliabench.scanners import ChangeSet, Scanner, changed_files, get_scanner, workspace_diff
 from reliabench.stdio_tests import expected_stdio_tests, run_stdio_tests
 from reliabench.store import RunStore
 from reliabench.tasks.suite import Suite, Task, materialize
 from reliabench.testing import HiddenTestRun, collect_hidden_tests, run_hidden_tests
+from reliabench.untrusted_files import remove_tree
 from reliabench.warm.hidden import WarmTests, open_test_workers
 from reliabench.warm.plain_tests import collect_plain_tests
 
@@ -116,6 +133,11 @@ class RunSettings:
             raise InvalidArgumentError(f"n must be an integer >= 1, got {self.n!r}")
         if self.workers < 1:
             raise InvalidArgumentError(f"workers must be >= 1, got {self.workers!r}")
+        t = self.test_timeout_s
+        if t is not None and (isinstance(t, bool) or not isinstance(t, (int, float))
+                              or not math.isfinite(t) or not 0 < t <= MAX_SECONDS):
+            raise InvalidArgumentError(
+                f"test_timeout_s must be a number of seconds in (0, {MAX_SECONDS:g}], got {t!r}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -167,63 +189,44 @@ def scan_workspace(
 ) -> tuple[tuple[Finding, ...], tuple[ScanError, ...], tuple[str, ...]]:
     """Scan what the agent changed in ``workspace`` relative to ``starter``.
 
+    Paths that could not be examined (nested too deep, a path too long, no permission)
+    become scan errors: never treated as clean.
+
     Returns:
         ``(findings, scan_errors, changed_files)``; findings only on changed lines.
     """
+    findings, errors, changes = _scan(scanners, starter, workspace)
+    touched = sorted({*changes.added, *changes.modified, *changes.deleted})
+    return findings, errors, tuple(touched)
+
+
+def _scan(scanners: Sequence[Scanner], starter: Path,
+          workspace: Path) -> tuple[tuple[Finding, ...], tuple[ScanError, ...], ChangeSet]:
     changes = changed_files(starter, workspace)
     files = list(changes.files)
     findings: list[Finding] = []
-    errors: list[ScanError] = []
+    errors: list[ScanError] = [
+        ScanError("reliabench", rel, "not examined (nested too deep, path too long or not "
+                                     "readable): its content was not scanned")
+        for rel in changes.unreadable
+    ]
     if files:
         for scanner in scanners:
             result = scanner.scan(workspace, files, changes.changed_lines)
             findings += result.findings
             errors += result.errors
-    touched = sorted({*changes.added, *changes.modified, *changes.deleted})
-    return tuple(findings), tuple(errors), tuple(touched)
+    return tuple(findings), tuple(errors), changes
 
 
-MAX_SNAPSHOT_BYTES = 1 << 20  # per file kept under artifacts/.../files/
+MAX_SNAPSHOT_BYTES = DEFAULT_BUDGET.max_bytes  # all agent files kept under artifacts/.../files/
 
 
 def snapshot_files(workspace: Path, rels: Sequence[str]) -> dict[str, bytes]:
-    """The agent-written files to keep for re-scanning (regular files up to 1 MiB each)."""
-    out: dict[str, bytes] = {}
-    for rel in rels:
-        path = workspace / rel
-        if path.is_file() and not path.is_symlink() and path.stat().st_size <= MAX_SNAPSHOT_BYTES:
-            out[rel] = path.read_bytes()
-    return out
+    """The agent-written regular files to keep for re-scanning, within the per-rollout budget.
 
-
-@dataclass(frozen=True, slots=True)
-class RolloutArtifacts:
-    """What is kept beside a rollout's record under ``RUN/artifacts/<task>/<agent>/<rollout>/``.
-
-    Built by the worker and written by the driver (the store's single writer), so workers
-    on other machines need no access to the run directory.
+    See :func:`reliabench.artifacts.take_snapshot`, which also says what it left out.
     """
-
-    agent_log: str
-    diff: str
-    test_log: str
-    files: dict[str, bytes]
-    retests: tuple[Any, ...] = ()
-    written: bool = False  # a worker thread already wrote the files (what is left: retests)
-
-
-def write_artifacts(adir: Path, art: RolloutArtifacts) -> None:
-    """Write (replace) one rollout's artifacts."""
-    if adir.exists():
-        shutil.rmtree(adir)
-    adir.mkdir(parents=True)
-    (adir / "agent.log").write_text(art.agent_log, encoding="utf-8", errors="replace")
-    (adir / "diff.patch").write_text(art.diff, encoding="utf-8", errors="replace")
-    (adir / "tests.log").write_text(art.test_log, encoding="utf-8", errors="replace")
-    for rel, data in art.files.items():
-        target = adir / "files" / rel
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_bytes(data)
+    return take_snapshot(workspace, rels).files
 
 
 _Outcome = tuple[Rollout, RolloutArtifacts]
@@ -266,13 +269,18 @@ class _Executor:
 
         Up to ``INFRA_RETRIES`` retries, with exponential back-off
         (:func:`reliabench.agents.infra.backoff_delay`). Returns None, without running
-        anything, when the job's agent was stopped early.
+        anything, when the job's agent was stopped early. Never raises (``Exception``):
+        whatever escapes an attempt becomes that rollout's record, so one rollout can
+        neither abort the run nor make a resume loop on it.
         """
         if self.stopped(job.agent.name):
             return None
         attempts = 0
         while True:
-            rollout, art = self._attempt(job, slot)
+            try:
+                rollout, art = self._attempt(job, slot)
+            except Exception as exc:  # the last line of defence
+                return self._harness_failure(job, "running the rollout", exc)
             attempts += 1
             reason = rollout.meta.get("infra_reason")
             if (rollout.status != "infra_error" or attempts > INFRA_RETRIES
@@ -283,8 +291,30 @@ class _Executor:
             rollout = replace(rollout, meta={**rollout.meta, "infra_attempts": attempts})
         return rollout, art
 
+    def _harness_failure(self, job: _Job, stage: str, exc: BaseException,
+                         meta: dict[str, Any] | None = None, result: AgentResult | None = None,
+                         agent_seconds: float = 0.0, diff: str = "") -> _Outcome:
+        """The rollout's own failure (``test_error``): something raised after the agent ran."""
+        detail = f"{type(exc).__name__}: {exc}"
+        meta = {**(meta or {"seed": job.seed, "agent_kind": job.agent.kind}),
+                "reason": f"harness error while {stage}: {detail[:500]}"}
+        return self._record(job, "test_error", (), meta, result or AgentResult(status="agent_error"),
+                            agent_seconds, None, (), (), diff)
+
     def _attempt(self, job: _Job, slot: int) -> _Outcome:
+        """One attempt of one rollout.
+
+        Before the agent runs, a failure is the harness's (``infra_error``, retried). After
+        it ran, anything raised while examining, scanning, diffing or testing its workspace
+        is that rollout's failure (``test_error``, see ``_harness_failure``): the agent's
+        files may be what broke the harness, and only the harness may exclude a rollout.
+        """
         tmp = Path(tempfile.mkdtemp(prefix="rollout-", dir=self.scratch))
+        stage = "preparing the workspace"
+        meta: dict[str, Any] = {"seed": job.seed, "agent_kind": job.agent.kind}
+        result: AgentResult | None = None
+        agent_seconds = 0.0
+        diff = ""
         try:
             os.chmod(tmp, 0o711)
             workspace = tmp / "workspace"
@@ -292,17 +322,25 @@ class _Executor:
             prompt_file = tmp / "prompt.md"
             prompt_file.write_text(job.task.prompt, encoding="utf-8")
             os.chmod(prompt_file, 0o644)
+            stage = "running the agent"
             result, agent_seconds = self._call_agent(job, workspace, prompt_file, slot)
-            meta: dict[str, Any] = {"seed": job.seed, "agent_kind": job.agent.kind, **result.meta}
+            meta.update(result.meta)
             if result.status == "infra_error":  # the agent produced nothing: no tests
                 meta.setdefault("infra_reason", "agent_infra")
                 return self._record(job, "infra_error", (), meta, result, agent_seconds, None, (), (), "")
-            findings, scan_errors, changed = scan_workspace(self.scanners, job.task.workspace_dir, workspace)
-            files = snapshot_files(workspace, changed)
+            stage = "scanning the workspace"
+            findings, scan_errors, changes = _scan(self.scanners, job.task.workspace_dir, workspace)
+            changed = sorted({*changes.added, *changes.modified, *changes.deleted})
+            stage = "keeping the agent's files"
+            snap = take_snapshot(workspace, changes.files, _artifacts.DEFAULT_BUDGET)
             meta["changed_files"] = list(changed)
-            meta["deleted_files"] = [f for f in changed if not os.path.lexists(workspace / f)]
+            meta["deleted_files"] = list(changes.deleted)
+            if snap.omitted:
+                meta["artifacts_omitted"] = [rel for rel, _ in snap.omitted]
             meta["scanned"] = [s.name for s in self.scanners]
-            diff = workspace_diff(job.task.workspace_dir, workspace)
+            stage = "diffing the workspace"
+            diff = workspace_diff(job.task.workspace_dir, workspace,
+                                  max_bytes=_artifacts.DEFAULT_BUDGET.max_diff_bytes)
             status = result.status
             if status == "completed" and not changed:
                 status = "no_change"
@@ -310,6 +348,7 @@ class _Executor:
             if self.settings.test_timeout_s is not None:
                 wall = min(wall, self.settings.test_timeout_s)
             limits = replace(self.settings.limits, wall_s=wall, cpu_s=wall)
+            stage = "running the hidden tests"
             meta["test_path"] = "fresh" if self.warm is None else "warm"
             meta["test_runner"] = job.task.test_runner if self.warm is not None else "pytest"
             try:
@@ -328,6 +367,7 @@ class _Executor:
                 meta["infra_reason"] = "sandbox"
                 return self._record(job, "infra_error", (), meta, result, agent_seconds, None, (), (), diff)
             if hidden.status == "test_error":
+                # the harness did not start, not even on the starter workspace (testing.py)
                 meta["reason"] = hidden.reason
                 meta["infra_reason"] = "test_error"
                 return self._record(job, "infra_error", hidden.outcomes, meta, result, agent_seconds,
@@ -340,24 +380,40 @@ class _Executor:
                 meta["forged_outcomes"] = True
             if hidden.tamper_files:
                 meta["tamper_files"] = list(hidden.tamper_files)
+            stage = "recording the rollout"
             outcome = self._record(job, status, hidden.outcomes, meta, result, agent_seconds, hidden,
-                                   findings, scan_errors, diff, files)
+                                   findings, scan_errors, diff, snap.files, snap.omitted)
             if self.settings.retest:
                 from reliabench.retest import retest_during_run
 
+                stage = "re-testing the rollout"
                 outcome = retest_during_run(outcome, job.task, self.expected[job.task.id],
                                             self.backend, limits, slot, tmp, self.settings.retest)
             return outcome
+        except Exception as exc:
+            if result is None:
+                # nothing of the agent's ran yet (_call_agent turns the agent's own
+                # exceptions into agent_error): the harness failed
+                meta["reason"] = f"harness error while {stage}: {type(exc).__name__}: {exc}"[:600]
+                meta["infra_reason"] = "sandbox"  # the rollout's sandbox could not be prepared
+                return self._record(job, "infra_error", (), meta, AgentResult(status="infra_error"),
+                                    0.0, None, (), (), "")
+            return self._harness_failure(job, stage, exc, meta, result, agent_seconds, diff)
         finally:
-            shutil.rmtree(tmp, ignore_errors=True)
+            remove_tree(tmp)
 
     def _record(self, job: _Job, status: str, outcomes: tuple[TestOutcome, ...], meta: dict[str, Any],
                 result: AgentResult, agent_seconds: float, hidden: HiddenTestRun | None,
                 findings: tuple[Finding, ...], scan_errors: tuple[ScanError, ...], diff: str,
-                files: dict[str, bytes] | None = None) -> _Outcome:
+                files: dict[str, bytes] | None = None,
+                omitted: tuple[tuple[str, str], ...] = ()) -> _Outcome:
         seconds = agent_seconds + (hidden.seconds if hidden else 0.0)
-        art = RolloutArtifacts(result.log, diff, hidden.log if hidden else "", files or {})
-        return Rollout(
+        budget = _artifacts.DEFAULT_BUDGET  # looked up per call (tests shrink it)
+        art = RolloutArtifacts(cap_text(result.log, budget.max_log_bytes),
+                               cap_text(diff, budget.max_diff_bytes),
+                               cap_text(hidden.log, budget.max_log_bytes) if hidden else "",
+                               files or {}, omitted)
+        return cap_record(Rollout(
             task_id=job.task.id, agent=job.agent.name, rollout=job.rollout,
             tests=outcomes, status=status, findings=findings, scan_errors=scan_errors,
             cost=Cost(tokens=result.tokens, usd=result.usd, seconds=round(seconds, 3),
@@ -367,7 +423,49 @@ class _Executor:
             isolation=hidden.isolation if hidden else self.backend.name,
             tamper_suspected=bool(hidden and hidden.tamper_suspected),
             simulated=job.agent.simulated, meta=meta,
-        ), art
+        ), budget), art
+
+
+def _write_rollout_artifacts(store: RunStore, rollout: Rollout, art: RolloutArtifacts) -> Rollout:
+    """Write one rollout's artifacts; return the record with what was left out noted.
+
+    Safe in a worker thread (it touches files only). ``OutputError`` (a full or read-only run
+    directory) propagates: the run stops before the record is committed.
+    """
+    adir = store.artifact_dir(rollout.task_id, rollout.agent, rollout.rollout)
+    left_out = write_artifacts(adir, art)
+    new_left_out = [rel for rel, _ in left_out if rel not in rollout.meta.get("artifacts_omitted", ())]
+    if new_left_out:
+        meta = dict(rollout.meta)
+        meta["artifacts_omitted"] = [*meta.get("artifacts_omitted", []), *new_left_out]
+        rollout = cap_record(replace(rollout, meta=meta), _artifacts.DEFAULT_BUDGET)
+    return rollout
+
+
+def _store_rollout(store: RunStore, rollout: Rollout, art: RolloutArtifacts) -> Rollout:
+    """Write one rollout's artifacts (unless a worker did) and record; return the record as stored.
+
+    Whatever the rollout holds, it gets recorded: if its own content cannot be stored (an
+    encoding the store refuses, nesting too deep to serialise), a minimal ``test_error``
+    record with the reason takes its place. Only the run directory's own failures
+    (``OutputError``) and a duplicate key stop the run.
+    """
+    if not art.written:
+        rollout = _write_rollout_artifacts(store, rollout, art)
+    try:
+        store.add(rollout, replace_status="infra_error")
+    except (OutputError, StoreError):
+        raise
+    except Exception as exc:  # the record itself is the problem: keep a minimal one
+        rollout = Rollout(
+            task_id=rollout.task_id, agent=rollout.agent, rollout=rollout.rollout, tests=(),
+            status="test_error", cost=rollout.cost, isolation=rollout.isolation,
+            tamper_suspected=rollout.tamper_suspected, simulated=rollout.simulated,
+            meta={"reason": f"harness error while storing the rollout's record: "
+                            f"{type(exc).__name__}: {exc}"[:600]},
+        )
+        store.add(rollout, replace_status="infra_error")
+    return rollout
 
 
 def _collect_expected(suite: Suite, backend: SandboxBackend, workers: int,
@@ -399,7 +497,7 @@ def _collect_expected(suite: Suite, backend: SandboxBackend, workers: int,
             out.update(pool.map(one, [(t, i % workers) for i, t in enumerate(tasks)]))
         return out
     finally:
-        shutil.rmtree(scratch, ignore_errors=True)
+        remove_tree(scratch)
 
 
 def _run_local(jobs: Iterable[_Job], workers: int, executor: _Executor,
@@ -624,7 +722,7 @@ def run_suite(
         jobs = [
             _Job(task, agent, r, derive_seed(settings.seed, task.id, agent.name, r))
             for task in selected for agent in agents for r in range(per_agent[agent.name])
-            if (task.id, agent.name, r) not in done
+            if RunStore.stored_key(task.id, agent.name, r) not in done
         ]
         planned = len(selected) * sum(per_agent.values())
         skipped = planned - len(jobs)
@@ -647,10 +745,9 @@ def run_suite(
                     return
                 rollout, art = outcome
                 # artifacts first, then the one-transaction commit: a recorded rollout always
-                # has its artifacts; artifacts without a record are replaced when it reruns
-                if not art.written:  # (the local executor's workers write them themselves)
-                    write_artifacts(store.artifact_dir(rollout.task_id, rollout.agent, rollout.rollout), art)
-                store.add(rollout, replace_status="infra_error")
+                # has its artifacts; artifacts without a record are replaced when it reruns.
+                # OutputError (full or read-only run directory) stops the run: resumable.
+                rollout = _store_rollout(store, rollout, art)
                 if art.retests:
                     store.add_retests(art.retests)
                 executed += 1
@@ -681,13 +778,12 @@ def run_suite(
 
                     def finish(outcome: _Outcome) -> _Outcome:
                         rollout, art = outcome  # in the worker thread: not on the single writer
-                        write_artifacts(store.artifact_dir(rollout.task_id, rollout.agent, rollout.rollout),
-                                        art)
-                        return rollout, RolloutArtifacts("", "", "", {}, art.retests, written=True)
+                        rollout = _write_rollout_artifacts(store, rollout, art)
+                        return rollout, RolloutArtifacts("", "", "", {}, retests=art.retests, written=True)
 
                     _run_local(live_jobs, settings.workers, executor, record, stop, finish)
                 finally:
-                    shutil.rmtree(scratch, ignore_errors=True)
+                    remove_tree(scratch)
     summary = RunSummary(Path(out_dir), resumed, planned, skipped, executed, passed, infra,
                          backend.name, time.perf_counter() - t0, test_path)
     if stopped:

@@ -55,10 +55,12 @@ from pathlib import Path
 from typing import Protocol
 
 from reliabench.errors import SandboxError
+from reliabench.untrusted_files import ChownReport, chown_tree, remove_tree
 
 __all__ = [
     "BACKENDS",
     "DEFAULT_PATH",
+    "MAX_SECONDS",
     "SLOT_UID_BASE",
     "BubblewrapBackend",
     "Limits",
@@ -102,6 +104,15 @@ _ETC_FILES = (
 _SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
 
 
+MAX_SECONDS = 7 * 24 * 3600.0
+"""The largest ``timeout_s`` of a task or ``--test-timeout`` (a week); agents get 10x that."""
+
+_LIMIT_MAX: dict[str, float] = {  # what prlimit and the wall clock can take, with room
+    "wall_s": 366 * 24 * 3600.0, "cpu_s": 366 * 24 * 3600.0, "memory_bytes": 2.0**62, "max_procs": 2.0**31,
+    "file_size_bytes": 2.0**62, "tmp_bytes": 2.0**62,
+}
+
+
 @dataclass(frozen=True, slots=True)
 class Limits:
     """Resource limits of one sandboxed run.
@@ -114,6 +125,9 @@ class Limits:
         file_size_bytes: Largest file a process may write (``RLIMIT_FSIZE``).
         output_bytes: stdout and stderr are each cut to this size (head and tail kept); a
             stream larger than 8 times this gets the run killed ("output limit").
+        tmp_bytes: Size of the private ``/tmp`` (a tmpfs, so RAM) under bubblewrap; it is
+            capped at ``memory_bytes``. A write past it fails with ENOSPC inside the sandbox.
+            The namespaces and none backends have no private ``/tmp`` (see the threat model).
     """
 
     wall_s: float = 60.0
@@ -122,12 +136,15 @@ class Limits:
     max_procs: int = 64
     file_size_bytes: int = 64 * 1024**2
     output_bytes: int = 1024**2
+    tmp_bytes: int = 256 * 1024**2
 
     def __post_init__(self) -> None:
-        for name in ("wall_s", "cpu_s", "memory_bytes", "max_procs", "file_size_bytes"):
+        for name in ("wall_s", "cpu_s", "memory_bytes", "max_procs", "file_size_bytes", "tmp_bytes"):
             value = getattr(self, name)
             if not value > 0:
                 raise SandboxError(f"Limits.{name} must be > 0, got {value!r}")
+            if not value <= _LIMIT_MAX[name]:
+                raise SandboxError(f"Limits.{name} must be at most {_LIMIT_MAX[name]:g}, got {value!r}")
         if self.output_bytes < 0:
             raise SandboxError(f"Limits.output_bytes must be >= 0, got {self.output_bytes!r}")
 
@@ -351,21 +368,13 @@ def _nproc_for_current_user(limits: Limits) -> int:
     return len(_procs_of_uid(os.getuid())) + limits.max_procs
 
 
-def _chown_tree(root: Path, uid: int, gid: int) -> None:
-    """Hand a tree to ``uid``; never follows symlinks, skips files with several links."""
-    os.lchown(root, uid, gid)
-    for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
-        for name in dirnames + filenames:
-            path = os.path.join(dirpath, name)
-            try:
-                st = os.lstat(path)
-                if stat.S_ISREG(st.st_mode) and st.st_nlink > 1:
-                    continue  # a hard link could point outside the tree
-                os.lchown(path, uid, gid)
-                if stat.S_ISREG(st.st_mode) and st.st_mode & 0o6000:
-                    os.chmod(path, stat.S_IMODE(st.st_mode) & ~0o6000)
-            except FileNotFoundError:
-                continue
+def _chown_tree(root: Path, uid: int, gid: int) -> ChownReport:
+    """Hand a tree to ``uid``; never follows symlinks, skips files with several links.
+
+    Never raises for what the tree holds (a chain deeper than PATH_MAX, a file that cannot be
+    chowned): those are counted in the report -- the agent made them, the harness goes on.
+    """
+    return chown_tree(root, uid, gid)
 
 
 def _lock_dir() -> Path:
@@ -611,6 +620,20 @@ def _python_prefixes() -> list[str]:
 # --------------------------------------------------------------------------------------------
 
 
+@functools.cache
+def _bwrap_has_size(bwrap: str) -> bool:
+    """Whether this bwrap knows ``--size`` (bubblewrap >= 0.5); without it /tmp is unsized."""
+    try:
+        out = subprocess.run([bwrap, "--help"], capture_output=True, timeout=10, check=False)
+    except (OSError, subprocess.SubprocessError):
+        return False
+    found = b"--size" in out.stdout + out.stderr
+    if not found:
+        logger.warning("%s has no --size option: the sandbox's /tmp is not size-limited "
+                       "(upgrade bubblewrap to 0.5 or later)", bwrap)
+    return found
+
+
 class BubblewrapBackend:
     """Namespaces via ``bwrap``: a fresh root with read-only system and interpreter binds.
 
@@ -685,6 +708,8 @@ class BubblewrapBackend:
             binds.append(("--ro-bind", os.path.realpath(prog)))
         binds += [("--ro-bind", p) for p in readonly]
         binds.append(("--bind", workdir))
+        if _bwrap_has_size(self.bwrap):
+            cmd.extend(["--size", str(min(limits.tmp_bytes, limits.memory_bytes))])
         cmd.extend(["--perms", "1777", "--tmpfs", "/tmp", "--proc", "/proc", "--dev", "/dev"])
         made.update(("/tmp", "/proc", "/dev"))
         # parents first, so that a bind inside another one lands on top of it
@@ -888,7 +913,7 @@ def _remove_files_of(uid: int) -> None:
                     if entry.stat(follow_symlinks=False).st_uid != uid:
                         continue
                     if entry.is_dir(follow_symlinks=False):
-                        shutil.rmtree(entry.path, ignore_errors=True)
+                        remove_tree(Path(entry.path))
                     else:
                         os.unlink(entry.path)
 

@@ -1,9 +1,23 @@
-"""The run store: one directory per run, an SQLite database plus artifacts.
+r"""The run store: one directory per run, an SQLite database plus artifacts.
 
 ::
 
     RUN/reliabench.sqlite                 WAL mode, one writer (the runner's main thread)
-    RUN/artifacts/<task>/<agent>/<rollout>/   agent.log, diff.patch, tests.log
+    RUN/artifacts/<task>/<agent>/<rollout>/   agent.log, diff.patch, tests.log, files/
+
+Names are data. ``<task>`` and ``<agent>`` are percent-encoded byte for byte (see
+:func:`artifact_component`): the encoding is injective, so ``"m v1"`` and ``"m/v1"`` get two
+folders, and ``"."``/``".."`` cannot climb out. Runs written before this layout used a lossy
+encoding; :meth:`RunStore.existing_artifact_dir` still finds their artifacts.
+
+The full record is JSON in ``rollouts.record_json``: UTF-8 when it can be, otherwise
+``\uXXXX`` escapes (a lone surrogate -- from a non-UTF-8 file name or a JSON ``"\ud800"``
+escape -- survives the round trip exactly). The other text columns are for queries: a string
+that is not valid Unicode is stored there with backslash escapes.
+
+Reading never writes: :meth:`RunStore.open_existing` with ``readonly=True`` (what ``score``,
+``export`` and the reports use) opens the database with SQLite's ``mode=ro``, so a run on a
+read-only mount can be read.
 
 Tables: ``run`` (one row: configuration, its hash, suite name/version/hash, package
 versions, isolation), ``rollouts`` (one row per recorded rollout, with the full record as
@@ -17,19 +31,30 @@ A rollout is written in ONE transaction with its tests and findings, so after a 
 
 from __future__ import annotations
 
+import hashlib
 import json
+import os
 import sqlite3
+import stat
 import time
+import urllib.parse
 from collections.abc import Iterable, Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import Any, Final
 
-from reliabench.errors import RunMismatchError, StoreError, UsageError
+from reliabench.errors import OutputError, RunMismatchError, StoreError, UsageError
 from reliabench.records import Finding, Rollout, ScanError, rollout_from_dict, rollout_to_dict
 
-__all__ = ["STORE_SCHEMA_VERSION", "RunStore", "artifact_path", "read_records"]
+__all__ = [
+    "STORE_SCHEMA_VERSION",
+    "RunStore",
+    "artifact_component",
+    "artifact_path",
+    "is_run_directory",
+    "read_records",
+]
 
 STORE_SCHEMA_VERSION = 1
 
@@ -103,20 +128,58 @@ class RunStore:
         return conn
 
     @classmethod
-    def open_existing(cls, root: str | Path) -> RunStore:
-        """Open a run directory that must already exist (for reading or re-scanning)."""
+    def _connect_readonly(cls, root: Path) -> sqlite3.Connection:
+        """``mode=ro``; on read-only media without the WAL side files, ``immutable=1``."""
+        base = "file:" + urllib.parse.quote(str((root / cls.FILENAME).absolute()))
+        last: sqlite3.Error | None = None
+        for query in ("?mode=ro", "?mode=ro&immutable=1"):
+            try:
+                conn = sqlite3.connect(base + query, uri=True, timeout=30.0, isolation_level=None,
+                                       check_same_thread=False)
+                conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
+                return conn
+            except sqlite3.Error as exc:
+                last = exc
+        assert last is not None
+        raise last
+
+    @classmethod
+    def open_existing(cls, root: str | Path, *, readonly: bool = False) -> RunStore:
+        """Open a run directory that must already exist.
+
+        Args:
+            root: The run directory.
+            readonly: Open for reading only (``score``, ``export``, reports): nothing in the
+                directory is created or changed, and a read-only mount works.
+
+        Raises:
+            UsageError: ``root`` is not a run directory.
+            OutputError: ``root`` cannot be read (permissions).
+            StoreError: the database is unreadable or from another schema version.
+        """
         path = Path(root)
-        if not (path / cls.FILENAME).is_file():
-            raise UsageError(f"{path}: not a run directory (no {cls.FILENAME})")
+        db = path / cls.FILENAME
         try:
-            conn = cls._connect(path)
+            st = os.stat(db)
+        except FileNotFoundError:
+            raise UsageError(f"{path}: not a run directory (no {cls.FILENAME})") from None
+        except NotADirectoryError:
+            raise UsageError(f"{path}: not a directory") from None
+        except OSError as exc:
+            raise OutputError(f"{path}: cannot read the run directory ({exc.strerror or exc})") from None
+        if not stat.S_ISREG(st.st_mode):
+            raise UsageError(f"{path}: not a run directory ({cls.FILENAME} is not a file)")
+        if not os.access(db, os.R_OK):
+            raise OutputError(f"{db}: cannot read the run store (permission denied)")
+        try:
+            conn = cls._connect_readonly(path) if readonly else cls._connect(path)
             row = conn.execute("SELECT store_schema FROM run WHERE id = 1").fetchone()
         except sqlite3.DatabaseError as exc:
-            raise StoreError(f"{path / cls.FILENAME}: unreadable run store ({exc})") from None
+            raise StoreError(f"{db}: unreadable run store ({exc})") from None
         if row is None:
-            raise StoreError(f"{path / cls.FILENAME}: run store has no run row (interrupted set-up?)")
+            raise StoreError(f"{db}: run store has no run row (interrupted set-up?)")
         if row[0] != STORE_SCHEMA_VERSION:
-            raise StoreError(f"{path / cls.FILENAME}: store schema {row[0]}, this reliabench reads "
+            raise StoreError(f"{db}: store schema {row[0]}, this reliabench reads "
                              f"{STORE_SCHEMA_VERSION}")
         return cls(path, conn)
 
@@ -145,9 +208,14 @@ class RunStore:
         if path.is_dir() and any(path.iterdir()) and not (path / cls.FILENAME).exists():
             raise UsageError(f"{path}: exists, is not empty and is not a run directory; "
                              "give a new --out directory")
-        path.mkdir(parents=True, exist_ok=True)
-        conn = cls._connect(path)
-        conn.executescript(_SCHEMA)
+        try:
+            path.mkdir(parents=True, exist_ok=True)
+            conn = cls._connect(path)
+            conn.executescript(_SCHEMA)
+        except OSError as exc:
+            raise OutputError(f"{path}: cannot create the run directory ({exc.strerror or exc})") from None
+        except sqlite3.OperationalError as exc:
+            raise OutputError(f"{path / cls.FILENAME}: cannot write the run store ({exc})") from None
         row = conn.execute("SELECT config_hash, config_json FROM run WHERE id = 1").fetchone()
         if row is not None:
             if row[0] != config_hash:
@@ -185,26 +253,47 @@ class RunStore:
 
     @contextmanager
     def _transaction(self) -> Iterator[sqlite3.Connection]:
-        self._conn.execute("BEGIN IMMEDIATE")
+        try:
+            self._conn.execute("BEGIN IMMEDIATE")
+        except sqlite3.OperationalError as exc:
+            raise self._output_error(exc) from None
         try:
             yield self._conn
-        except BaseException:
-            self._conn.execute("ROLLBACK")
+        except BaseException as exc:
+            with suppress(sqlite3.Error):
+                self._conn.execute("ROLLBACK")
+            if isinstance(exc, sqlite3.OperationalError):
+                raise self._output_error(exc) from None
             raise
-        self._conn.execute("COMMIT")
+        try:
+            self._conn.execute("COMMIT")
+        except sqlite3.OperationalError as exc:
+            with suppress(sqlite3.Error):
+                self._conn.execute("ROLLBACK")
+            raise self._output_error(exc) from None
+
+    def _output_error(self, exc: sqlite3.Error) -> OutputError:
+        return OutputError(f"{self.root / self.FILENAME}: cannot write the run store ({exc}); free "
+                           "space or fix permissions, then run the same command again to resume")
 
     @staticmethod
     def _insert_children(conn: sqlite3.Connection, r: Rollout) -> None:
+        key = RunStore.stored_key(r.task_id, r.agent, r.rollout)
         conn.executemany(
             "INSERT INTO tests VALUES (?, ?, ?, ?, ?, ?, ?)",
-            [(r.task_id, r.agent, r.rollout, i, t.name, t.outcome, int(t.security))
+            [(*key, i, _text(t.name), _text(t.outcome), int(t.security))
              for i, t in enumerate(r.tests or ())],
         )
         conn.executemany(
             "INSERT INTO findings VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            [(r.task_id, r.agent, r.rollout, f.tool, f.rule_id, f.severity, f.confidence, f.cwe,
-              f.path, f.line, f.message) for f in r.findings],
+            [(*key, _text(f.tool), _text(f.rule_id), _text(f.severity), _text(f.confidence),
+              _int64(f.cwe), _text(f.path), _int64(f.line), _text(f.message)) for f in r.findings],
         )
+
+    @staticmethod
+    def stored_key(task_id: str, agent: str, rollout: int) -> tuple[str, str, int]:
+        """The key columns as stored (what :meth:`done_keys` returns for this rollout)."""
+        return (_text(task_id) or "", _text(agent) or "", rollout)
 
     def add(self, r: Rollout, *, replace_status: str | None = None) -> None:
         """Record one rollout with its tests and findings, atomically.
@@ -213,23 +302,30 @@ class RunStore:
             r: The rollout.
             replace_status: When set, a recorded rollout with the same key AND this status
                 (e.g. ``infra_error``, rerun on resume) is replaced in the same transaction.
+
+        Raises:
+            StoreError: The rollout is recorded already.
+            OutputError: The database cannot be written (disk full, read-only).
         """
         cost = r.cost
+        record_json = _dumps(rollout_to_dict(r))
         with self._transaction() as conn:
             if replace_status is not None:
+                key = self.stored_key(*r.key)
                 old = conn.execute("SELECT status FROM rollouts WHERE task_id = ? AND agent = ? "
-                                   "AND rollout = ?", r.key).fetchone()
+                                   "AND rollout = ?", key).fetchone()
                 if old is not None and old[0] == replace_status:
                     for table in ("rollouts", "tests", "findings"):
                         conn.execute(f"DELETE FROM {table} WHERE task_id = ? AND agent = ? "
-                                     "AND rollout = ?", r.key)
+                                     "AND rollout = ?", key)
             try:
                 conn.execute(
                     "INSERT INTO rollouts VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                    (r.task_id, r.agent, r.rollout, r.status, int(r.passes), r.isolation, r.n_tests,
-                     r.n_tests_passed, cost.seconds if cost else None, cost.tokens if cost else None,
+                    (*self.stored_key(r.task_id, r.agent, r.rollout), _text(r.status), int(r.passes),
+                     _text(r.isolation), _int64(r.n_tests), _int64(r.n_tests_passed),
+                     cost.seconds if cost else None, _int64(cost.tokens) if cost else None,
                      cost.usd if cost else None, int(r.simulated), int(r.tamper_suspected),
-                     json.dumps(rollout_to_dict(r), ensure_ascii=False), time.time()),
+                     record_json, time.time()),
                 )
             except sqlite3.IntegrityError:
                 raise StoreError(f"rollout {r.key!r} is already recorded in {self.root}") from None
@@ -241,16 +337,17 @@ class RunStore:
         from dataclasses import replace
 
         new = replace(r, findings=tuple(findings), scan_errors=tuple(scan_errors), meta=dict(meta))
+        key = self.stored_key(*r.key)
         with self._transaction() as conn:
-            conn.execute("DELETE FROM findings WHERE task_id = ? AND agent = ? AND rollout = ?", r.key)
+            conn.execute("DELETE FROM findings WHERE task_id = ? AND agent = ? AND rollout = ?", key)
             conn.execute(
                 "UPDATE rollouts SET record_json = ? WHERE task_id = ? AND agent = ? AND rollout = ?",
-                (json.dumps(rollout_to_dict(new), ensure_ascii=False), *r.key),
+                (_dumps(rollout_to_dict(new)), *key),
             )
             conn.executemany(
                 "INSERT INTO findings VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                [(*r.key, f.tool, f.rule_id, f.severity, f.confidence, f.cwe, f.path, f.line, f.message)
-                 for f in new.findings],
+                [(*key, _text(f.tool), _text(f.rule_id), _text(f.severity), _text(f.confidence),
+                  _int64(f.cwe), _text(f.path), _int64(f.line), _text(f.message)) for f in new.findings],
             )
         return new
 
@@ -318,19 +415,109 @@ class RunStore:
                 "packages": json.loads(row[6] or "{}"), "isolation": row[7]}
 
     def artifact_dir(self, task_id: str, agent: str, rollout: int) -> Path:
-        """``RUN/artifacts/<task>/<agent>/<rollout>/`` (names made safe for a path)."""
+        """``RUN/artifacts/<task>/<agent>/<rollout>/``, names encoded by :func:`artifact_component`."""
+        return (self.root / "artifacts" / artifact_component(task_id) / artifact_component(agent)
+                / str(int(rollout)))
+
+    def existing_artifact_dir(self, task_id: str, agent: str, rollout: int) -> Path:
+        """Where a recorded rollout's artifacts are: this layout, or that of older runs."""
         return artifact_path(self.root, task_id, agent, rollout)
 
 
 def artifact_path(run_dir: str | Path, task_id: str, agent: str, rollout: int) -> Path:
-    """``RUN/artifacts/<task>/<agent>/<rollout>/`` of a run directory (names made safe for a path)."""
-    def safe(s: str) -> str:
-        return "".join(ch if ch.isalnum() or ch in "-_.@+" else "_" for ch in s) or "_"
+    """Where the artifacts of a recorded rollout of ``run_dir`` are, for reading.
 
-    return Path(run_dir) / "artifacts" / safe(task_id) / safe(agent) / str(rollout)
+    ``RUN/artifacts/<task>/<agent>/<rollout>/`` with names encoded by
+    :func:`artifact_component`; for a run made before that encoding, the folder of its older
+    (lossy) layout when only that one exists.
+    """
+    root = Path(run_dir) / "artifacts"
+    new = root / artifact_component(task_id) / artifact_component(agent) / str(int(rollout))
+    if new.is_dir():
+        return new
+    old = root / _legacy_safe(task_id) / _legacy_safe(agent) / str(int(rollout))
+    return old if old.is_dir() else new
+
+
+_SAFE_BYTES: Final = frozenset(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.@+")
+_MAX_COMPONENT: Final = 200
+
+
+def artifact_component(name: str) -> str:
+    """A file-name-safe, injective encoding of ``name`` for the artifact folders.
+
+    Bytes of ``name`` (UTF-8; lone surrogates encoded as themselves with ``surrogatepass``)
+    outside ``[A-Za-z0-9-_.@+]`` become ``%XX``; a name of dots only is fully escaped (so
+    ``..`` stays inside), and an encoding longer than 200 characters is cut and completed
+    with ``~`` and a SHA-256 of the name (``~`` is never produced otherwise).
+
+    Examples:
+        >>> artifact_component("m v1"), artifact_component("m/v1"), artifact_component("..")
+        ('m%20v1', 'm%2Fv1', '%2E%2E')
+    """
+    raw = name.encode("utf-8", "surrogatepass")
+    out = "".join(chr(b) if b in _SAFE_BYTES else f"%{b:02X}" for b in raw)
+    if not raw.strip(b"."):
+        out = "".join(f"%{b:02X}" for b in raw) or "%"
+    if len(out) > _MAX_COMPONENT:
+        out = out[:_MAX_COMPONENT - 65] + "~" + hashlib.sha256(raw).hexdigest()
+    return out
+
+
+def _legacy_safe(s: str) -> str:
+    """The artifact folder names of runs made before :func:`artifact_component` (lossy)."""
+    return "".join(ch if ch.isalnum() or ch in "-_.@+" else "_" for ch in s) or "_"
+
+
+def _text(value: str | None) -> str | None:
+    """A string SQLite can store: itself when it is valid Unicode, else backslash-escaped."""
+    if value is None:
+        return None
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return value.encode("utf-8", "backslashreplace").decode("utf-8")
+    return value
+
+
+def _int64(value: int | None) -> int | None:
+    """An integer column value: None when it does not fit SQLite's 64 bits (the JSON keeps it)."""
+    if value is None or not -(2**63) <= value < 2**63:
+        return None
+    return value
+
+
+def _dumps(obj: Any) -> str:
+    r"""JSON text: readable UTF-8 when possible, ``\uXXXX`` escapes for lone surrogates."""
+    text = json.dumps(obj, ensure_ascii=False)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return json.dumps(obj, ensure_ascii=True)
+    return text
+
+
+def is_run_directory(path: str | Path) -> bool:
+    """Whether ``path`` is a run directory (holds the store); never a traceback.
+
+    Raises:
+        OutputError: ``path`` is a directory this user cannot look into (permissions): said
+            in one line instead of being mistaken for "not a run".
+    """
+    try:
+        os.stat(Path(path) / RunStore.FILENAME)
+    except (FileNotFoundError, NotADirectoryError):
+        return False
+    except PermissionError as exc:
+        if os.path.isdir(path):
+            raise OutputError(f"{path}: cannot read the run directory ({exc.strerror})") from None
+        return False
+    except (OSError, ValueError):
+        return False
+    return True
 
 
 def read_records(run_dir: str | Path) -> list[Rollout]:
-    """Every rollout record of a run directory."""
-    with RunStore.open_existing(run_dir) as store:
+    """Every rollout record of a run directory (opened read-only)."""
+    with RunStore.open_existing(run_dir, readonly=True) as store:
         return store.rollouts()

@@ -13,13 +13,20 @@ How a run works (:func:`run_hidden_tests`):
    ``sitecustomize`` never runs), with ``PYTEST_DISABLE_PLUGIN_AUTOLOAD=1`` and
    ``-p no:cacheprovider``; the plugin :mod:`reliabench._outcome_plugin` appends the
    workspace to ``sys.path`` (after the standard library and pytest, which it cannot shadow);
-4. the plugin writes one HMAC-signed line per test *as it finishes* to an inherited file
-   descriptor (not a path inside the sandbox), keyed with a per-run secret read from a pipe
-   that is closed before any test module is imported;
+4. the plugin writes one HMAC-signed line per test *as it finishes* to the write end of a
+   pipe that the parent drains itself (:mod:`reliabench.outcome_pipe`: nothing in the
+   sandbox can truncate or rewrite what was written), keyed with a per-run secret read from
+   another pipe that is closed before any test module is imported;
 5. the parent trusts only lines with a valid MAC and sequence number, for expected test
    names, once each, and consistent with the plugin's end-of-session line. An expected test
    without a trusted outcome did not run: it counts as ``failed``. The exit code is never
-   trusted.
+   trusted. The parser never raises: a line it cannot check is a forged line;
+6. no start line: a control run on the starter workspace decides whether the harness is
+   broken (``test_error``, the runner's ``infra_error``) or this workspace stopped it (a
+   failed rollout); see :func:`_harness_starts_on`.
+
+Every read of the workspace by this module (the tamper scan) is an ``lstat`` walk with
+bounded ``O_NOFOLLOW | O_NONBLOCK`` reads (:mod:`reliabench.untrusted_files`).
 
 Isolation of the hidden tests: in the AGENT phase the agent runs with only its workspace and
 never sees the tests. In the TEST phase the tests must be readable by pytest, and pytest runs
@@ -31,7 +38,6 @@ from __future__ import annotations
 
 import configparser
 import contextlib
-import filecmp
 import hashlib
 import hmac
 import json
@@ -47,6 +53,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Final
 
 from reliabench.errors import SandboxError, SuiteError
+from reliabench.outcome_pipe import OutcomePipe
 from reliabench.records import OUTCOMES, TestOutcome
 from reliabench.sandbox import (
     DEFAULT_PATH,
@@ -56,6 +63,7 @@ from reliabench.sandbox import (
     get_backend,
     slot_uid,
 )
+from reliabench.untrusted_files import file_kind, read_bounded, remove_tree, walk_tree
 
 if TYPE_CHECKING:
     from reliabench.warm.hidden import WarmTests
@@ -138,36 +146,52 @@ class HiddenTestRun:
 # --------------------------------------------------------------------------------------------
 
 
+_CONFIG_READ_BYTES: Final = 1 << 20
+
+
 def _is_pytest_config(path: Path) -> bool:
     name = path.name
-    try:
-        text = path.read_text(encoding="utf-8", errors="replace")
-    except OSError:
+    data = read_bounded(path, _CONFIG_READ_BYTES)  # never through a link, never a FIFO
+    if data is None:
         return False
+    text = data.decode("utf-8", errors="replace")
     if name == "pyproject.toml":
         return "[tool.pytest" in text
     parser = configparser.ConfigParser(interpolation=None, strict=False)
     try:
         parser.read_string(text)
-    except configparser.Error:
+    except (configparser.Error, RecursionError, ValueError):
         return "pytest" in text
     wanted = "tool:pytest" if name == "setup.cfg" else "pytest"
     return parser.has_section(wanted) or parser.has_section("tool:pytest")
 
 
-def _is_suspect(path: Path) -> bool:
+def _is_suspect(path: Path, kind: str | None = None) -> bool:
     name = path.name
     if name in TAMPER_NAMES or name.endswith(".pth"):
         return True
     if name.startswith("conftest.") and name.endswith(".pyc"):
         return True
-    if name in ("tox.ini", "setup.cfg", "pyproject.toml") and path.is_file():
+    if name in ("tox.ini", "setup.cfg", "pyproject.toml"):
+        if (kind or file_kind(path)) != "file":
+            return False  # a link or special file is never opened; pytest reads none here
         return _is_pytest_config(path)
     return False
 
 
+def _same_file(original: Path, path: Path) -> bool:
+    """Both are regular files (by lstat) with equal content, compared in bounded reads."""
+    a = read_bounded(original, _CONFIG_READ_BYTES * 4)
+    b = read_bounded(path, _CONFIG_READ_BYTES * 4)
+    return a is not None and a == b and len(a) <= _CONFIG_READ_BYTES * 4
+
+
 def find_tamper_files(workspace: Path, *, starter: Path | None = None) -> tuple[str, ...]:
     """Files in ``workspace`` that try to change how pytest or Python start.
+
+    The workspace is untrusted: entries are examined with ``lstat`` and read only through
+    bounded ``O_NOFOLLOW | O_NONBLOCK`` reads (:mod:`reliabench.untrusted_files`), so a link
+    planted by the agent is never followed and a FIFO never blocks the runner.
 
     Args:
         workspace: The rollout's workspace.
@@ -178,24 +202,22 @@ def find_tamper_files(workspace: Path, *, starter: Path | None = None) -> tuple[
         Sorted paths relative to ``workspace`` (a flagged directory is not descended into).
     """
     found: list[str] = []
-    for dirpath, dirnames, filenames in os.walk(workspace, followlinks=False):
-        base = Path(dirpath)
-        for name in list(dirnames):
-            path = base / name
-            if _is_suspect(path):
-                found.append(path.relative_to(workspace).as_posix())
-                dirnames.remove(name)
-        for name in filenames:
-            path = base / name
-            if not _is_suspect(path):
-                continue
-            rel = path.relative_to(workspace)
-            if starter is not None:
-                original = starter / rel
-                with contextlib.suppress(OSError):
-                    if original.is_file() and filecmp.cmp(original, path, shallow=False):
-                        continue
-            found.append(rel.as_posix())
+    flagged_dirs: set[str] = set()
+
+    def skip(rel: str) -> bool:
+        return rel in flagged_dirs
+
+    for entry in walk_tree(Path(workspace), skip_dir=skip):
+        path = Path(workspace) / entry.rel
+        if entry.kind == "error" or not _is_suspect(path, entry.kind):
+            continue
+        if entry.kind == "dir":
+            flagged_dirs.add(entry.rel)
+            found.append(entry.rel)
+            continue
+        if starter is not None and entry.kind == "file" and _same_file(Path(starter) / entry.rel, path):
+            continue
+        found.append(entry.rel)
     return tuple(sorted(found))
 
 
@@ -209,13 +231,7 @@ def _staged(tests_dir: Path, slot: int, parent: Path | None = None) -> Iterator[
     """Copy the hidden tests and the plugin to a private directory; remove it afterwards."""
     if not tests_dir.is_dir():
         raise SandboxError(f"hidden tests directory not found: {tests_dir}")
-    # a root-owned 0711 parent: the slot-owned staging directory is not a top-level entry of
-    # /tmp, which the namespaces backend's clean-up of ANOTHER run on the same slot (another
-    # process on this host) would otherwise delete while this run still needs it
-    outer = Path(tempfile.mkdtemp(prefix="rb-hidden-", dir=parent))
-    os.chmod(outer, 0o711)
-    staging = outer / "staging"
-    staging.mkdir()
+    staging = Path(tempfile.mkdtemp(prefix="rb-hidden-", dir=parent))
     try:
         shutil.copytree(
             tests_dir,
@@ -233,13 +249,17 @@ def _staged(tests_dir: Path, slot: int, parent: Path | None = None) -> Iterator[
             for f in filenames:
                 os.chmod(os.path.join(dirpath, f), 0o644)
         if os.geteuid() == 0:
-            # only this slot's uid may enter (other slots' agents must not read the tests)
-            uid = slot_uid(slot)
-            os.chown(staging, uid, uid)
-        os.chmod(staging, 0o700)
+            # only this slot's group may enter (other slots' agents must not read the tests).
+            # Owned by root, not by the slot uid: the namespaces backend removes the slot
+            # uid's files from /tmp after each run, and a run of the same slot in another
+            # process may end while this directory waits for the slot lock.
+            os.chown(staging, 0, slot_uid(slot))
+            os.chmod(staging, 0o750)
+        else:
+            os.chmod(staging, 0o700)
         yield staging
     finally:
-        shutil.rmtree(outer, ignore_errors=True)
+        remove_tree(staging)
 
 
 @dataclass
@@ -255,6 +275,7 @@ class _Channel:
     poisoned: set[str] = field(default_factory=set)
     problems: list[str] = field(default_factory=list)
     end_tests: list[tuple[str, str]] | None = None
+    next_seq: int = 1
 
     def forge(self, problem: str, name: str | None = None) -> None:
         if len(self.problems) < 20:
@@ -264,77 +285,128 @@ class _Channel:
 
 
 def _parse_channel(data: bytes, key: bytes, expected: set[str] | None) -> _Channel:
-    """Check every line of the outcome stream; see the module docstring for the rules."""
+    """Check every line of the outcome stream; see the module docstring for the rules.
+
+    Never raises: the stream comes from a process that ran the agent's code, so a line that
+    cannot even be checked (deep nesting, huge numbers, odd types) is a forged line like any
+    other, and the rollout goes on with it poisoned.
+    """
     ch = _Channel()
-    next_seq = 1
-    for raw in data.splitlines():
+    try:
+        lines = data.splitlines()
+    except Exception:  # pragma: no cover - bytes.splitlines does not fail
+        ch.forge("unreadable outcome stream")
+        return ch
+    for raw in lines:
         if not raw.strip():
             continue
         try:
-            obj = json.loads(raw)
-            if not isinstance(obj, dict):
-                raise ValueError("not an object")
-            mac = obj.pop("mac")
-            text = json.dumps(obj, sort_keys=True, separators=(",", ":"))
-        except (ValueError, KeyError, TypeError):
-            ch.forge(f"unreadable outcome line: {raw[:80]!r}")
-            continue
-        good = hmac.new(key, text.encode("utf-8"), hashlib.sha256).hexdigest()
-        if not isinstance(mac, str) or not hmac.compare_digest(mac, good):
-            name = obj.get("name") if isinstance(obj.get("name"), str) else None
-            ch.forge(f"outcome line with a bad signature (for {name or 'no test'})")
-            continue
-        seq = obj.get("seq")
-        event = obj.get("event")
-        name = obj.get("name") if isinstance(obj.get("name"), str) else None
-        if seq != next_seq:
-            ch.forge(f"outcome line out of sequence (seq {seq}, expected {next_seq})", name)
-        next_seq = (seq + 1) if isinstance(seq, int) else next_seq + 1
-        if ch.ended:
-            ch.forge(f"outcome line after the end of the session ({event})", name)
-            continue
-        if event == "start":
-            if ch.started:
-                ch.forge("second start line")
-            ch.started = True
-        elif not ch.started:
-            ch.forge(f"outcome line before the start line ({event})", name)
-        elif event == "collected":
-            tests = obj.get("tests")
-            if ch.collected is not None or not isinstance(tests, list):
-                ch.forge("second or malformed collection line")
-            else:
-                ch.collected = [(str(t[0]), bool(t[1])) for t in tests]
-        elif event == "collect_error":
-            ch.collect_errors.append(str(name))
-        elif event == "test":
-            outcome = obj.get("outcome")
-            if name is None or outcome not in OUTCOMES:
-                ch.forge(f"malformed test line for {name!r}", name)
-            elif expected is not None and name not in expected:
-                ch.forge(f"outcome for a test that is not expected: {name}")
-            elif name in ch.tests:
-                ch.forge(f"two outcome lines for one test: {name}", name)
-            else:
-                ch.tests[name] = (str(outcome), bool(obj.get("security")))
-                ch.order.append(name)
-        elif event == "end":
-            ch.ended = True
-            tests = obj.get("tests")
-            if isinstance(tests, list):
-                ch.end_tests = [(str(t[0]), str(t[1])) for t in tests]
+            _take_line(ch, raw, key, expected)
+        except Exception as exc:
+            ch.forge(f"outcome line that could not be checked ({type(exc).__name__}): {raw[:80]!r}")
+    try:
+        _check_end(ch, expected)
+    except Exception as exc:
+        ch.forge(f"end-of-session line that could not be checked ({type(exc).__name__})")
+        ch.poisoned.update(ch.tests)
+    return ch
+
+
+def _decode_line(raw: bytes) -> tuple[dict[str, object], object, str] | None:
+    """``(object without mac, mac, canonical text)``, or None for a line that is not one."""
+    try:
+        obj = json.loads(raw)
+    except (ValueError, RecursionError, TypeError):  # JSONDecodeError, int digits, depth
+        return None
+    if not isinstance(obj, dict) or "mac" not in obj:
+        return None
+    mac = obj.pop("mac")
+    try:
+        text = json.dumps(obj, sort_keys=True, separators=(",", ":"))
+    except (ValueError, RecursionError, TypeError):
+        return None
+    return obj, mac, text
+
+
+def _take_line(ch: _Channel, raw: bytes, key: bytes, expected: set[str] | None) -> None:
+    decoded = _decode_line(raw)
+    if decoded is None:
+        ch.forge(f"unreadable outcome line: {raw[:80]!r}")
+        return
+    obj, mac, text = decoded
+    good = hmac.new(key, text.encode("utf-8", "surrogatepass"), hashlib.sha256).hexdigest()
+    # compare_digest raises TypeError on a non-ASCII str: check the type and alphabet first
+    if not (isinstance(mac, str) and mac.isascii() and hmac.compare_digest(mac, good)):
+        who = obj.get("name")
+        label = who[:200] if isinstance(who, str) else "no test"
+        ch.forge(f"outcome line with a bad signature (for {label})")
+        return
+    seq = obj.get("seq")
+    event = obj.get("event")
+    raw_name = obj.get("name")
+    name = raw_name if isinstance(raw_name, str) else None
+    if seq != ch.next_seq or isinstance(seq, bool):
+        ch.forge(f"outcome line out of sequence (seq {seq!r:.40}, expected {ch.next_seq})", name)
+    ch.next_seq = (seq + 1) if isinstance(seq, int) and not isinstance(seq, bool) else ch.next_seq + 1
+    if ch.ended:
+        ch.forge(f"outcome line after the end of the session ({event!r:.40})", name)
+        return
+    if event == "start":
+        if ch.started:
+            ch.forge("second start line")
+        ch.started = True
+    elif not ch.started:
+        ch.forge(f"outcome line before the start line ({event!r:.40})", name)
+    elif event == "collected":
+        tests = _pairs(obj.get("tests"))
+        if ch.collected is not None or tests is None:
+            ch.forge("second or malformed collection line")
         else:
-            ch.forge(f"outcome line with an unknown event {event!r}")
+            ch.collected = [(a, bool(b)) for a, b in tests]
+    elif event == "collect_error":
+        ch.collect_errors.append(str(name))
+    elif event == "test":
+        outcome = obj.get("outcome")
+        if name is None or outcome not in OUTCOMES:
+            ch.forge(f"malformed test line for {name!r:.200}", name)
+        elif expected is not None and name not in expected:
+            ch.forge(f"outcome for a test that is not expected: {name:.200}")
+        elif name in ch.tests:
+            ch.forge(f"two outcome lines for one test: {name:.200}", name)
+        else:
+            ch.tests[name] = (str(outcome), obj.get("security") is True)
+            ch.order.append(name)
+    elif event == "end":
+        ch.ended = True
+        tests = _pairs(obj.get("tests"))
+        if tests is not None:
+            ch.end_tests = [(a, str(b)) for a, b in tests]
+    else:
+        ch.forge(f"outcome line with an unknown event {event!r:.40}")
+
+
+def _pairs(value: object) -> list[tuple[str, object]] | None:
+    """A JSON list of ``[str, x]`` pairs, or None when it is anything else."""
+    if not isinstance(value, list):
+        return None
+    out: list[tuple[str, object]] = []
+    for item in value:
+        if not isinstance(item, list) or len(item) != 2 or not isinstance(item[0], str):
+            return None
+        out.append((item[0], item[1]))
+    return out
+
+
+def _check_end(ch: _Channel, expected: set[str] | None) -> None:
     if ch.ended and ch.end_tests is not None:
         # the plugin's own list of what it wrote must match what was read, line for line
         claimed = dict(ch.end_tests)
         for name, (outcome, _sec) in ch.tests.items():
             if claimed.get(name) != outcome:
-                ch.forge(f"outcome line the plugin did not write: {name}", name)
+                ch.forge(f"outcome line the plugin did not write: {name:.200}", name)
         for name in claimed:
             if name not in ch.tests and (expected is None or name in expected):
-                ch.forge(f"the plugin wrote an outcome that was not read: {name}", name)
-    return ch
+                ch.forge(f"the plugin wrote an outcome that was not read: {name:.200}", name)
 
 
 def _pytest_command(python: str, staging: Path, extra: Sequence[str]) -> list[str]:
@@ -394,13 +466,9 @@ def _run_pytest(
     if not workspace.is_dir():
         raise SandboxError(f"workspace is not a directory: {workspace}")
     key = secrets.token_hex(32).encode("ascii")
-    with (
-        _staged(Path(tests_dir), slot) as staging,
-        tempfile.TemporaryDirectory(prefix="rb-chan-") as chan_dir,
-    ):
-        chan_path = Path(chan_dir) / "outcomes.jsonl"
-        chan_fd = os.open(chan_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_EXCL, 0o600)
+    with _staged(Path(tests_dir), slot) as staging:
         key_r, key_w = os.pipe()
+        pipe = OutcomePipe()
         try:
             os.write(key_w, key)
             os.close(key_w)
@@ -412,7 +480,7 @@ def _run_pytest(
                 "LANG": "C.UTF-8",
                 "USER": "rollout",
                 "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1",
-                "RELIABENCH_OUTCOME_FD": str(chan_fd),
+                "RELIABENCH_OUTCOME_FD": str(pipe.write_fd),
                 "RELIABENCH_OUTCOME_KEY_FD": str(key_r),
                 "RELIABENCH_WORKSPACE": str(workspace),
             }
@@ -425,15 +493,18 @@ def _run_pytest(
                 env=env,
                 limits=limits,
                 slot=slot,
-                pass_fds=(chan_fd, key_r),
+                pass_fds=(pipe.write_fd, key_r),
             )
         finally:
-            os.close(chan_fd)
+            pipe.close()
             os.close(key_r)
             if key_w >= 0:
                 os.close(key_w)
-        data = chan_path.read_bytes()
-    return _RawRun(result, _parse_channel(data, key, expected))
+    channel = _parse_channel(pipe.data, key, expected)
+    if pipe.overflow:
+        channel.forge(f"the outcome stream exceeded {pipe.cap} bytes ({pipe.overflow} more were "
+                      "dropped): junk written to the channel by the tested code")
+    return _RawRun(result, channel)
 
 
 def _log_of(result: SandboxResult) -> str:
@@ -507,6 +578,31 @@ def collect_hidden_tests(
     if not ch.collected:
         raise SuiteError([f"{tests_dir}: no tests collected"])
     return tuple(TestOutcome(name, "skipped", sec) for name, sec in ch.collected)
+
+
+def _harness_starts_on(starter: Path, tests_dir: Path, *, backend: SandboxBackend, limits: Limits,
+                       slot: int, python: str, worker: WarmTests | None = None) -> bool:
+    """Whether the harness writes its start line on a fresh copy of the starter workspace.
+
+    The control run that decides who is to blame for a missing start line: the plugin writes
+    it before any module of the workspace is imported, so only two things can stop it -- the
+    harness itself (the sandbox, the interpreter, pytest: ``infra``) or what the workspace
+    holds or did to the channel (the rollout's own failure). Same path (fresh process or
+    warm worker), backend, slot, interpreter and limits, on the trusted starter files.
+    """
+    base = Path(tempfile.mkdtemp(prefix="rb-control-"))
+    try:
+        os.chmod(base, 0o711)
+        ws = base / "workspace"
+        shutil.copytree(starter, ws, symlinks=True)
+        os.chmod(ws, 0o755)
+        raw = _run_pytest(ws, tests_dir, backend=backend, limits=limits, slot=slot, python=python,
+                          extra=["--collect-only"], expected=None, worker=worker)
+        return raw.channel.started
+    except (OSError, SandboxError):
+        return False
+    finally:
+        remove_tree(base)
 
 
 def run_hidden_tests(
@@ -599,11 +695,18 @@ def run_hidden_tests(
         status = "timeout"
         reasons.append(f"wall time limit of {(limits or Limits()).wall_s:g} s reached")
     elif not ch.started:
-        status = "test_error"
-        reasons.append(
-            f"the test harness did not start (exit status {result.returncode}): "
-            f"{_tail(result.stderr or result.stdout)}"
-        )
+        why = f"(exit status {result.returncode}): {_tail(result.stderr or result.stdout)}"
+        if starter is not None and _harness_starts_on(
+            Path(starter), Path(tests_dir), backend=backend, limits=limits or Limits(),
+            slot=slot, python=python or sys.executable, worker=worker,
+        ):
+            # the same harness starts on the untouched starter: this workspace stopped it
+            status = "completed"
+            reasons.append(f"the test harness did not start on this workspace {why}, but it "
+                           "starts on the starter workspace: the rollout's files stopped it")
+        else:
+            status = "test_error"
+            reasons.append(f"the test harness did not start {why}")
     else:
         status = "completed"
     if result.killed_reason and not result.timed_out:

@@ -127,8 +127,9 @@ def _parse_line(path: Path, lineno: int, obj: Any) -> tuple[str | None, Recorded
         _check_rel(path, lineno, "delete", rel)
     tokens = obj.get("tokens")
     if tokens is not None and (isinstance(tokens, bool) or not isinstance(tokens, int)
-                               or tokens < 0):
-        raise bad("tokens", f"expected an integer >= 0, got {tokens!r}")
+                               or not 0 <= tokens < 2**63):
+        shown = repr(tokens) if len(repr(tokens)) < 60 else repr(tokens)[:57] + "..."
+        raise bad("tokens", f"expected an integer from 0 to 2**63-1, got {shown}")
     usd = obj.get("usd")
     if usd is not None and (isinstance(usd, bool) or not isinstance(usd, (int, float))
                             or not math.isfinite(usd) or usd < 0):

@@ -125,7 +125,7 @@ def resolve_security(
     elif source is not None and source != "-" and Path(source).is_dir():
         from reliabench.store import RunStore
 
-        with RunStore.open_existing(source) as store:
+        with RunStore.open_existing(source, readonly=True) as store:
             stored = store.run_info()["config"].get("security_policy")
         if stored:
             policy = security_config_from_dict(stored, f"{source} (stored security policy)")

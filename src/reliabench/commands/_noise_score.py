@@ -60,7 +60,7 @@ def noise_for_score(source: str, records: Sequence[Rollout], *, exclude_flaky_te
     if source != "-" and path.is_dir():
         from reliabench.store import RunStore
 
-        with RunStore.open_existing(path) as store:
+        with RunStore.open_existing(path, readonly=True) as store:
             rows = store.retest_rows()
     if not rows:
         if asked:

@@ -49,7 +49,7 @@ def command(out: Path, n: int, workers: int, seed: int, tasks: tuple[str, ...], 
                   f"Agents file: {DEMO_AGENTS}\n")
     execute_run("py30", DEMO_AGENTS, n, out, workers=workers, seed=seed, sandbox=sandbox,
                 scanners=("bandit",), tasks=tasks, test_timeout=test_timeout, test_workers=test_workers)
-    with RunStore.open_existing(out) as store:
+    with RunStore.open_existing(out, readonly=True) as store:
         records = store.rollouts()
     ks = tuple(k for k in (1, 5, 10) if k <= n) or (1,)
     report = score(records, ks, seed=seed)

@@ -14,7 +14,7 @@ __all__ = ["command"]
 
 
 @click.command("export")
-@click.argument("run_dir", metavar="RUN", type=click.Path(path_type=Path, file_okay=False))
+@click.argument("run_dir", metavar="RUN", type=click.Path(path_type=Path, file_okay=False, readable=False))
 @click.option("--format", "fmt", type=click.Choice(["jsonl", "inspect"]), default="jsonl", show_default=True,
               help="jsonl: rollout records; inspect: Inspect AI eval log(s) for `inspect view`.")
 @click.option("-o", "--output", type=click.Path(path_type=Path), default=None,
@@ -34,7 +34,7 @@ def command(run_dir: Path, fmt: str, output: Path | None, agent: str | None) -> 
         return
     if agent is not None:
         raise click.BadParameter("--agent applies to --format inspect", param_hint="--agent")
-    with RunStore.open_existing(run_dir) as store:
+    with RunStore.open_existing(run_dir, readonly=True) as store:
         records = store.rollouts()
     if output is None:
         write_jsonl(records, sys.stdout)

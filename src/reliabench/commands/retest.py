@@ -73,7 +73,7 @@ def command(run_dir: Path, times: int, workers: int, sandbox: str | None, order:
         extra = (f"; {len(skipped)} skipped (files not kept): " + ", ".join(skipped[:5])) if skipped else ""
         click.echo(f"retest: {summary.executed} re-run(s) executed; {summary.rollouts} rollout(s) "
                    f"re-tested{extra}", err=True)
-    with RunStore.open_existing(run_dir) as store:
+    with RunStore.open_existing(run_dir, readonly=True) as store:
         records = store.rollouts()
         rows = store.retest_rows()
     report = harness_noise(records, rows, confidence=confidence)

@@ -9,8 +9,10 @@ in the store (``--dry-run`` only prints).
 from __future__ import annotations
 
 import math
+import os
 import shutil
 import tempfile
+from contextlib import suppress
 from dataclasses import replace
 from pathlib import Path
 
@@ -27,14 +29,60 @@ from reliabench.commands._common import (
     threshold_option,
 )
 from reliabench.errors import UsageError
-from reliabench.records import Rollout
+from reliabench.records import Rollout, ScanError
 from reliabench.runner import scan_workspace
 from reliabench.scanners import get_scanner
+from reliabench.scanners.changes import quote_path
 from reliabench.security import FindingFilter, SecurityThreshold
 from reliabench.store import RunStore
 from reliabench.tasks.suite import load_suite, materialize
 
-__all__ = ["command", "security_table"]
+__all__ = ["command", "rebuild_deletions", "security_table"]
+
+
+def rebuild_deletions(r: Rollout, adir: Path, starter: Path, ws: Path) -> tuple[ScanError, ...]:
+    """Delete from ``ws`` what the agent deleted; return scan errors for files not kept.
+
+    A changed file without a kept copy is either deleted by the agent or left out of the
+    artifacts (over the per-rollout budget, or a name the run directory refused). Runs made
+    since the artifact budget record both (``meta["deleted_files"]``,
+    ``meta["artifacts_omitted"]``); for older runs, the diff tells: a file whose ``b/`` side
+    or "Large file" line is in ``diff.patch`` was changed, not deleted. Either way a file that
+    cannot be re-scanned is a scan error, never a clean file.
+    """
+    meta = r.meta
+    changed = [c for c in meta.get("changed_files", []) if isinstance(c, str)]
+    deleted = meta.get("deleted_files")
+    omitted = {c for c in meta.get("artifacts_omitted", []) if isinstance(c, str)}
+    diff_text: str | None = None
+    errors: list[ScanError] = []
+    for rel in changed:
+        if os.path.lexists(adir / "files" / rel):  # False, not an error, for a too-long path
+            continue
+        if isinstance(deleted, list):
+            gone = rel not in omitted  # deleted, or no longer a regular file (a link...)
+        else:  # a run from before the artifact budget: read the diff
+            if diff_text is None:
+                try:
+                    diff_text = (adir / "diff.patch").read_text(encoding="utf-8", errors="replace")
+                except OSError:
+                    diff_text = ""
+            name = quote_path(f"b/{rel}")
+            kept_side = (f"+++ {name}\n" in diff_text or f"Large file {quote_path(rel)} differs" in diff_text
+                         or f"+++ b/{rel}\n" in diff_text or f"Large file {rel} differs" in diff_text)
+            gone = os.path.lexists(starter / rel) and not kept_side
+        if gone:
+            with suppress(OSError):
+                if not (ws / rel).is_dir():
+                    (ws / rel).unlink()
+        else:
+            errors.append(ScanError("reliabench", rel, "changed by the agent but not kept with the "
+                                    "run's artifacts (over the per-rollout budget): not re-scanned"))
+    total = meta.get("changed_files_total")
+    if isinstance(total, int) and total > len(changed):
+        errors.append(ScanError("reliabench", "", f"{total - len(changed)} more changed file(s) are not "
+                                "listed in the record (over the per-rollout budget): not re-scanned"))
+    return tuple(errors)
 
 
 def security_table(records: list[Rollout], ks: tuple[int, ...], threshold: SecurityThreshold,
@@ -84,7 +132,7 @@ def security_table(records: list[Rollout], ks: tuple[int, ...], threshold: Secur
 
 
 @click.command("scan")
-@click.argument("run_dir", metavar="RUN", type=click.Path(path_type=Path, file_okay=False))
+@click.argument("run_dir", metavar="RUN", type=click.Path(path_type=Path, file_okay=False, readable=False))
 @click.option("--scanner", "scanners", multiple=True, default=("bandit",), show_default=True,
               help="Scanner(s) to run (repeatable): bandit, semgrep, or a plugin.")
 @threshold_option()
@@ -103,7 +151,7 @@ def command(ctx: click.Context, run_dir: Path, scanners: tuple[str, ...], thresh
     threshold, finding_filter = resolve_security(ctx, threshold, security_config, str(run_dir))
     scanner_objs = [get_scanner(name) for name in scanners]
     console = make_console()
-    with RunStore.open_existing(run_dir) as store:
+    with RunStore.open_existing(run_dir, readonly=dry_run) as store:
         info = store.run_info()
         suite_path = info["config"].get("suite_path")
         if not suite_path:
@@ -117,7 +165,7 @@ def command(ctx: click.Context, run_dir: Path, scanners: tuple[str, ...], thresh
         scratch = Path(tempfile.mkdtemp(prefix="reliabench-scan-"))
         try:
             for r in records:
-                adir = store.artifact_dir(r.task_id, r.agent, r.rollout)
+                adir = store.existing_artifact_dir(r.task_id, r.agent, r.rollout)
                 if r.status == "infra_error" or not (adir / "diff.patch").exists():
                     updated.append(r)
                     continue
@@ -125,10 +173,9 @@ def command(ctx: click.Context, run_dir: Path, scanners: tuple[str, ...], thresh
                 ws = scratch / f"{len(updated)}"
                 layers = [task.workspace_dir] + ([adir / "files"] if (adir / "files").is_dir() else [])
                 materialize(ws, layers)
-                for rel in r.meta.get("changed_files", []):
-                    if not (adir / "files" / rel).exists() and (ws / rel).is_file():
-                        (ws / rel).unlink()  # deleted by the agent (or too large to keep)
+                missing = rebuild_deletions(r, adir, task.workspace_dir, ws)
                 findings, errors, _ = scan_workspace(scanner_objs, task.workspace_dir, ws)
+                errors = errors + missing
                 meta = {**r.meta, "scanned": [s.name for s in scanner_objs]}
                 new = (store.replace_security(r, findings, errors, meta) if not dry_run
                        else replace(r, findings=findings, scan_errors=errors, meta=meta))

@@ -15,7 +15,7 @@ __all__ = ["command"]
 
 
 @click.command("view")
-@click.argument("run_dir", metavar="RUN", type=click.Path(path_type=Path, file_okay=False))
+@click.argument("run_dir", metavar="RUN", type=click.Path(path_type=Path, file_okay=False, readable=False))
 @click.option("--host", default="127.0.0.1", show_default=True,
               help="Loopback address to bind (anything else is refused).")
 @click.option("--port", type=click.IntRange(min=0, max=65535), default=8765, show_default=True,

@@ -133,7 +133,7 @@ def export_inspect(run_dir: str | Path, output: str | Path, *, agent: str | None
 
     ilog = _inspect()
     root = Path(run_dir)
-    with RunStore.open_existing(root) as store:
+    with RunStore.open_existing(root, readonly=True) as store:
         records = store.rollouts()
         info = store.run_info()
     agents = sorted({r.agent for r in records})

@@ -30,6 +30,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Final
 
+from reliabench import json_input
 from reliabench.errors import InputError, InvalidArgumentError, UsageError
 from reliabench.importers import evalplus, humaneval, inspect_log, swebench, tau_bench, terminal_bench
 from reliabench.importers._common import ImportResult, ReportedFigure, StatedTotal, read_json
@@ -81,7 +82,7 @@ def _first_line(path: Path) -> Any:
         for lineno, text in enumerate(fh, start=1):
             if text.strip():
                 try:
-                    return json.loads(text)
+                    return json_input.loads(text)
                 except json.JSONDecodeError as exc:
                     raise InputError(path, f"neither JSON nor JSONL ({exc.msg} at column {exc.colno})",
                                      line=lineno) from None
@@ -156,8 +157,9 @@ def load_foreign(path: str | Path, *, format: str = "auto", agent: str | None = 
     """
     p = Path(path)
     data: Any = None
-    if format == "auto" and p.is_dir() and (p / "reliabench.sqlite").is_file():
-        from reliabench.store import read_records  # a run directory of `reliabench run`
+    from reliabench.store import is_run_directory, read_records
+
+    if format == "auto" and is_run_directory(p):  # a run directory of `reliabench run`
 
         records = read_records(p)
         if not records:
@@ -206,7 +208,9 @@ def load_source(source: str | Path, input_format: str = "auto", **options: Any) 
             records = [dataclasses.replace(r, agent=options["agent"]) for r in records]
         return ImportResult(tuple(records), "jsonl")
     p = Path(source)
-    if input_format == "auto" and p.is_dir() and not (p / "reliabench.sqlite").is_file():
+    from reliabench.store import is_run_directory
+
+    if input_format == "auto" and p.is_dir() and not is_run_directory(p):
         try:
             detect_format(p)
         except InputError:

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from reliabench import json_input
 from reliabench.errors import InputError
 from reliabench.records import Rollout
 
@@ -123,7 +124,7 @@ def read_json(path: Path) -> Any:
     except UnicodeDecodeError as exc:
         raise InputError(path, f"not UTF-8 text ({exc.reason} at byte {exc.start})") from None
     try:
-        return json.loads(text)
+        return json_input.loads(text)
     except json.JSONDecodeError as exc:
         raise InputError(path, f"malformed JSON ({exc.msg} at column {exc.colno})",
                          line=exc.lineno) from None
@@ -141,7 +142,7 @@ def iter_jsonl(path: Path) -> Iterator[tuple[int, Any]]:
                 if not text.strip():
                     continue
                 try:
-                    yield lineno, json.loads(text)
+                    yield lineno, json_input.loads(text)
                 except json.JSONDecodeError as exc:
                     raise InputError(path, f"malformed JSON ({exc.msg} at column {exc.colno})",
                                      line=lineno) from None

@@ -36,6 +36,7 @@ import zipfile
 from pathlib import Path
 from typing import Any
 
+from reliabench import json_input
 from reliabench.errors import InputError
 from reliabench.importers._common import (
     FigureKind,
@@ -96,7 +97,7 @@ def _read_member(zf: zipfile.ZipFile, path: Path, member: str) -> Any:
         except (NotImplementedError, zipfile.BadZipFile, OSError) as exc:
             raise InputError(path, f"cannot read this entry: {exc}", field=member) from None
     try:
-        return json.loads(data)
+        return json_input.loads(data)
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise InputError(path, f"malformed JSON: {exc}", field=member) from None
 

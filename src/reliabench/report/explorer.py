@@ -89,7 +89,7 @@ def load_source(source: str) -> LoadedSource:
     result = load_records_source(source)
     if result.format == "run":
         path = Path(source)
-        with RunStore.open_existing(path) as store:
+        with RunStore.open_existing(path, readonly=True) as store:
             info = store.run_info()
         return LoadedSource(result.records, "run", path, run_info=info, notes=result.notes)
     return LoadedSource(result.records, result.format, None, result.notes)
@@ -315,21 +315,16 @@ def render_report_page(
 
 
 def write_report_page(path: str | Path, text: str) -> Path:
-    """Write a page atomically and return its path."""
-    import os
-    import tempfile
+    """Write a page atomically and return its path.
+
+    A device such as ``/dev/null`` is written to, never replaced (see
+    :mod:`reliabench.output_files`).
+    """
+    from reliabench.output_files import open_output
 
     dest = Path(path)
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{dest.name}.", dir=dest.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, dest)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    with open_output(dest) as fh:
+        fh.write(text)
     return dest
 
 
@@ -346,7 +341,7 @@ def write_source_page(source: str, records: Sequence[Rollout], report: ScoreRepo
         from reliabench.store import RunStore
 
         run_dir = Path(source)
-        with RunStore.open_existing(run_dir) as store:
+        with RunStore.open_existing(run_dir, readonly=True) as store:
             run_info = store.run_info()
     page = render_report_page(records, report, source=source,
                               source_format="run" if run_dir else "jsonl", run_dir=run_dir,

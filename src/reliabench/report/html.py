@@ -12,14 +12,13 @@ from __future__ import annotations
 import html
 import json
 import math
-import os
-import tempfile
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from reliabench.analysis import Estimate, ScoreReport
+from reliabench.output_files import open_output
 from reliabench.report.score_render import SIM_MARK, _r3, score_to_json
 
 __all__ = ["figure_block", "render_html", "sweep_figures", "write_html_report"]
@@ -392,13 +391,6 @@ def write_html_report(report: ScoreReport, path: str | Path, *, title: str = "re
                       extra_sections: Sequence[str] = ()) -> Path:
     """Write the report atomically (no half-written file) and return its path."""
     dest = Path(path)
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{dest.name}.", dir=dest.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(render_html(report, title=title, extra_sections=extra_sections))
-        os.replace(tmp, dest)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    with open_output(dest) as fh:  # atomic; never replaces a device such as /dev/null
+        fh.write(render_html(report, title=title, extra_sections=extra_sections))
     return dest

@@ -31,7 +31,6 @@ from __future__ import annotations
 import difflib
 import fnmatch
 import os
-import stat
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
@@ -40,6 +39,7 @@ from typing import Final, Literal
 
 from reliabench.errors import InvalidArgumentError
 from reliabench.records import Finding
+from reliabench.untrusted_files import read_bounded, walk_tree
 
 __all__ = [
     "CACHE_DIRS",
@@ -51,6 +51,7 @@ __all__ = [
     "changed_files",
     "filter_to_changes",
     "is_ignored",
+    "quote_path",
     "workspace_diff",
 ]
 
@@ -63,7 +64,7 @@ TEST_DIRS: Final = frozenset({"tests", "test"})
 TEST_FILE_PATTERNS: Final = ("test_*.py", "*_test.py", "conftest.py")
 DEFAULT_MAX_FILE_BYTES: Final = 4 * 1024 * 1024
 
-_Kind = Literal["file", "link", "other"]
+_Kind = Literal["file", "link", "other", "error"]
 
 
 def is_ignored(rel: str, *, include_tests: bool = False) -> bool:
@@ -105,6 +106,9 @@ class ChangeSet:
         changed_lines: For every added or modified *regular file*: the 1-based lines the
             agent added or changed (all lines of a new file; empty when it could not be
             read, so a scanner reports it as an error instead).
+        unreadable: Workspace paths that could not be examined (a directory nested deeper
+            than ``untrusted_files.MAX_DEPTH``, a path longer than ``PATH_MAX``, no
+            permission): their content was not compared or scanned, and callers must say so.
     """
 
     added: tuple[str, ...] = ()
@@ -113,6 +117,7 @@ class ChangeSet:
     changed_lines: Mapping[str, frozenset[int]] = field(
         default_factory=lambda: MappingProxyType({}), hash=False
     )
+    unreadable: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if not isinstance(self.changed_lines, MappingProxyType):
@@ -146,62 +151,35 @@ def _check_max(value: object) -> int:
 
 
 def _walk(root: Path, include_tests: bool) -> dict[str, _Entry]:
+    def skip(rel: str) -> bool:
+        return is_ignored(rel + "/x", include_tests=include_tests)
+
     entries: dict[str, _Entry] = {}
-    for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
-        base = Path(dirpath)
-        rel_dir = base.relative_to(root).as_posix()
-        prefix = "" if rel_dir == "." else rel_dir + "/"
-        keep_dirs = []
-        for d in sorted(dirnames):
-            rel = prefix + d
-            if is_ignored(rel + "/x", include_tests=include_tests):
-                continue
-            if (base / d).is_symlink():
-                entries[rel] = _Entry("link", link=os.readlink(base / d))
-            else:
-                keep_dirs.append(d)
-        dirnames[:] = keep_dirs
-        for name in filenames:
-            rel = prefix + name
-            if is_ignored(rel, include_tests=include_tests):
-                continue
+    for e in walk_tree(root, skip_dir=skip):
+        if e.kind == "dir":
+            continue
+        if e.kind == "error":
+            if not skip(e.rel):
+                entries[e.rel] = _Entry("error", link=e.error)
+            continue
+        if is_ignored(e.rel, include_tests=include_tests):
+            continue
+        if e.kind == "link":
             try:
-                st = os.lstat(base / name)
-            except OSError:
-                entries[rel] = _Entry("other")
-                continue
-            if stat.S_ISLNK(st.st_mode):
-                entries[rel] = _Entry("link", link=os.readlink(base / name))
-            elif stat.S_ISREG(st.st_mode):
-                entries[rel] = _Entry("file", size=st.st_size)
-            else:
-                entries[rel] = _Entry("other")
+                target = os.readlink(root / e.rel)
+            except (OSError, ValueError):
+                target = "(unreadable link)"
+            entries[e.rel] = _Entry("link", link=target)
+        elif e.kind == "file":
+            entries[e.rel] = _Entry("file", size=e.size)
+        else:
+            entries[e.rel] = _Entry("other")
     return entries
 
 
 def _read(path: Path, limit: int) -> bytes | None:
     """Up to ``limit + 1`` bytes of a regular file, without following links; None if unreadable."""
-    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
-    try:
-        fd = os.open(path, flags)
-    except OSError:
-        return None
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            return None
-        chunks = []
-        remaining = limit + 1
-        while remaining > 0:
-            chunk = os.read(fd, min(remaining, 1 << 20))
-            if not chunk:
-                break
-            chunks.append(chunk)
-            remaining -= len(chunk)
-        return b"".join(chunks)
-    except OSError:
-        return None
-    finally:
-        os.close(fd)
+    return read_bounded(path, limit)
 
 
 def _same(old_path: Path, new_path: Path, old: bytes, new: bytes, limit: int) -> bool:
@@ -333,7 +311,8 @@ def changed_files(
         else:
             lines[rel] = _changed(old_data, new_data)
     deleted = sorted(rel for rel in before if rel not in after)
-    return ChangeSet(tuple(added), tuple(modified), tuple(deleted), lines)
+    unreadable = tuple(sorted(rel for rel, e in after.items() if e.kind == "error"))
+    return ChangeSet(tuple(added), tuple(modified), tuple(deleted), lines, unreadable)
 
 
 def filter_to_changes(findings: Iterable[Finding], changeset: ChangeSet) -> tuple[Finding, ...]:
@@ -371,9 +350,40 @@ def _text_lines(data: bytes) -> list[str] | None:
     return [line.decode("utf-8") for line in data.splitlines(keepends=True)]
 
 
+_C_ESCAPES: Final = {7: "\\a", 8: "\\b", 9: "\\t", 10: "\\n", 11: "\\v", 12: "\\f", 13: "\\r",
+                     34: '\\"', 92: "\\\\"}
+
+
+def quote_path(name: str) -> str:
+    r"""A path as git prints it in a diff header: C-quoted when it holds special bytes.
+
+    Like git with ``core.quotePath`` on (its default): a name with a double quote, a
+    backslash, a control character or a non-ASCII byte is put in double quotes with C
+    escapes (``\n``, ``\t``, ``\"``, ``\\``) and octal ``\ooo`` for other bytes, so a newline
+    in a file name cannot start a forged line of the diff. Non-UTF-8 names (lone
+    surrogates from ``os.fsdecode``) are quoted byte for byte.
+
+    Example:
+        >>> quote_path("a/x.py"), quote_path("a/x\n+++ b/evil"), quote_path("a/caf\u00e9")
+        ('a/x.py', '"a/x\\n+++ b/evil"', '"a/caf\\303\\251"')
+    """
+    raw = os.fsencode(name)
+    if all(0x20 <= b < 0x7F and b not in (34, 92) for b in raw):
+        return name
+    out = []
+    for b in raw:
+        if b in _C_ESCAPES:
+            out.append(_C_ESCAPES[b])
+        elif 0x20 <= b < 0x7F:
+            out.append(chr(b))
+        else:
+            out.append(f"\\{b:03o}")
+    return '"' + "".join(out) + '"'
+
+
 def _hunks(rel: str, old: list[str] | None, new: list[str] | None, context: int) -> list[str]:
-    a_name = "/dev/null" if old is None else f"a/{rel}"
-    b_name = "/dev/null" if new is None else f"b/{rel}"
+    a_name = "/dev/null" if old is None else quote_path(f"a/{rel}")
+    b_name = "/dev/null" if new is None else quote_path(f"b/{rel}")
     out: list[str] = []
     for line in difflib.unified_diff(old or [], new or [], a_name, b_name, n=context):
         if line.endswith("\n"):
@@ -390,6 +400,7 @@ def workspace_diff(
     include_tests: bool = True,
     context: int = 3,
     max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
+    max_bytes: int | None = None,
 ) -> str:
     """A unified diff (``a/`` = starter, ``b/`` = workspace) of everything the agent changed.
 
@@ -403,6 +414,9 @@ def workspace_diff(
         include_tests: Include test code.
         context: Lines of context around each change.
         max_file_bytes: Larger files are named, not diffed.
+        max_bytes: Stop after about this many characters of diff and end it with a line
+            saying how many paths were left out (None: no limit). An agent that writes
+            20,000 files gets a bounded diff, computed in bounded time.
 
     Raises:
         InvalidArgumentError: a directory does not exist, ``context`` < 0 or
@@ -415,11 +429,20 @@ def workspace_diff(
         raise InvalidArgumentError(f"context: expected an integer >= 0, got {context!r}")
     before, after = _walk(start, include_tests), _walk(work, include_tests)
     out: list[str] = []
+    size = skipped = 0
     for rel in sorted(set(before) | set(after)):
         old, new = before.get(rel), after.get(rel)
         if old == new and old is not None and old.kind != "file":
             continue
-        out.extend(_diff_one(rel, start, work, old, new, limit, context))
+        if max_bytes is not None and size > max_bytes:
+            skipped += 1
+            continue
+        part = _diff_one(rel, start, work, old, new, limit, context)
+        out.extend(part)
+        size += sum(len(p) for p in part)
+    if skipped:
+        out.append(f"[... diff cut by reliabench at {max_bytes} characters: {skipped} more "
+                   "path(s) not compared ...]\n")
     return "".join(out)
 
 
@@ -436,25 +459,27 @@ def _diff_one(
         def show(e: _Entry | None) -> str:
             if e is None:
                 return "(absent)"
+            if e.kind == "error":
+                return f"not examined ({e.link})"
             return {"link": f"symbolic link -> {e.link!r}", "file": "regular file"}.get(
                 e.kind, "special file"
             )
 
-        return [f"Changed {rel}: {show(old)} => {show(new)}\n"]
+        return [f"Changed {quote_path(rel)}: {show(old)} => {show(new)}\n"]
     old_data = None if old is None else _read(start / rel, limit)
     new_data = None if new is None else _read(work / rel, limit)
     if old_data is not None and new_data is not None and old_data == new_data:
         return []
     if (old is not None and old_data is None) or (new is not None and new_data is None):
-        return [f"Cannot read {rel}\n"]
+        return [f"Cannot read {quote_path(rel)}\n"]
     if (old_data is not None and len(old_data) > limit) or (
         new_data is not None and len(new_data) > limit
     ):
-        return [f"Large file {rel} differs (over {limit} bytes, not diffed)\n"]
+        return [f"Large file {quote_path(rel)} differs (over {limit} bytes, not diffed)\n"]
     old_lines = None if old_data is None else _text_lines(old_data)
     new_lines = None if new_data is None else _text_lines(new_data)
     if (old_data is not None and old_lines is None) or (new_data is not None and new_lines is None):
-        a_name = "/dev/null" if old is None else f"a/{rel}"
-        b_name = "/dev/null" if new is None else f"b/{rel}"
+        a_name = "/dev/null" if old is None else quote_path(f"a/{rel}")
+        b_name = "/dev/null" if new is None else quote_path(f"b/{rel}")
         return [f"Binary files {a_name} and {b_name} differ\n"]
     return _hunks(rel, old_lines, new_lines, context)

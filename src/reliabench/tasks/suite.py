@@ -18,6 +18,7 @@
 from __future__ import annotations
 
 import hashlib
+import math
 import shutil
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -25,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from reliabench.errors import SuiteError, UsageError
+from reliabench.sandbox import MAX_SECONDS
 from reliabench.stdio_config import StdioConfig, parse_stdio_config
 from reliabench.tomlfile import tomllib
 
@@ -178,8 +180,10 @@ def _load_task(tdir: Path, problems: list[str]) -> Task | None:
     if language != "python":
         problems.append(f"{tdir / 'task.toml'}: language: only 'python' is supported, got {language!r}")
     timeout = meta.get("timeout_s", 60)
-    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout <= 0:
-        problems.append(f"{tdir / 'task.toml'}: timeout_s: expected a positive number, got {timeout!r}")
+    if (isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not math.isfinite(timeout)
+            or not 0 < timeout <= MAX_SECONDS):
+        problems.append(f"{tdir / 'task.toml'}: timeout_s: expected a number of seconds in (0, "
+                        f"{MAX_SECONDS:g}], got {timeout!r}")
     tags = meta.get("tags", [])
     if not isinstance(tags, list) or not all(isinstance(t, str) for t in tags):
         problems.append(f"{tdir / 'task.toml'}: tags: expected a list of strings")

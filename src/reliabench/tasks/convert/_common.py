@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
+from reliabench import json_input
 from reliabench.errors import InputError, UsageError
 
 __all__ = [
@@ -82,7 +83,7 @@ def read_jsonl_records(path: Path, error: type[InputError] = InputError) -> Iter
                 if not text.strip():
                     continue
                 try:
-                    obj = json.loads(text)
+                    obj = json_input.loads(text)
                 except json.JSONDecodeError as exc:
                     raise error(path, f"invalid JSON ({exc.msg} at column {exc.colno})",
                                      line=lineno) from None
