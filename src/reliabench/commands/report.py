@@ -40,7 +40,8 @@ __all__ = ["command"]
 @click.pass_context
 def command(ctx: click.Context, source: str, input_format: str, leaderboard: str | None,
             output: Path | None, fmt: str, ks: str, threshold: SecurityThreshold,
-            security_config: Path | None, confidence: float, resamples: int, seed: int, max_bytes: int | None, title: str | None) -> None:
+            security_config: Path | None, confidence: float, resamples: int,
+            seed: int, max_bytes: int | None, title: str | None) -> None:
     """Report on SOURCE: a run directory, rollout JSONL (- for stdin), or any file `import` reads.
 
     The HTML page is one self-contained file (no network): heatmap, figures, provenance and,
