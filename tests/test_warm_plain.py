@@ -198,6 +198,9 @@ def _suite(base: Path, runner: str | None) -> Path:
     (task / "tests" / "test_t.py").write_text("def test_x():\n    pass\n", encoding="utf-8")
     (task / "prompt.md").write_text("do it\n", encoding="utf-8")
     extra = "" if runner is None else f"test_runner = {runner}\n"
+    if runner == '"stdio"':  # a stdio task's tests are NAME.in / NAME.out case pairs
+        (task / "tests" / "a.in").write_text("1\n", encoding="utf-8")
+        (task / "tests" / "a.out").write_text("1\n", encoding="utf-8")
     (task / "task.toml").write_text(f'id = "t1"\n{extra}', encoding="utf-8")
     (root / "suite.toml").write_text('name = "s"\nversion = "1"\n', encoding="utf-8")
     return root

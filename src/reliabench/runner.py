@@ -51,6 +51,7 @@ from reliabench.errors import (
 from reliabench.records import Cost, Finding, Rollout, ScanError, TestOutcome
 from reliabench.sandbox import MAX_SECONDS, Limits, SandboxBackend, get_backend
 from reliabench.scanners import ChangeSet, Scanner, changed_files, get_scanner, workspace_diff
+from reliabench.stdio_tests import expected_stdio_tests, run_stdio_tests
 from reliabench.store import RunStore
 from reliabench.tasks.suite import Suite, Task, materialize
 from reliabench.testing import HiddenTestRun, collect_hidden_tests, run_hidden_tests
@@ -351,10 +352,16 @@ class _Executor:
             meta["test_path"] = "fresh" if self.warm is None else "warm"
             meta["test_runner"] = job.task.test_runner if self.warm is not None else "pytest"
             try:
-                hidden = run_hidden_tests(workspace, job.task.tests_dir, expected=self.expected[job.task.id],
-                                          backend=self.backend, limits=limits, slot=slot,
-                                          starter=job.task.workspace_dir, worker=self.warm,
-                                          test_runner=job.task.test_runner)
+                if job.task.stdio is not None:  # stdin/stdout cases, judged outside the sandbox
+                    meta["test_path"] = meta["test_runner"] = "stdio"
+                    hidden = run_stdio_tests(workspace, job.task.stdio, timeout_s=wall, backend=self.backend,
+                                             limits=limits, slot=slot)
+                else:
+                    hidden = run_hidden_tests(workspace, job.task.tests_dir,
+                                              expected=self.expected[job.task.id],
+                                              backend=self.backend, limits=limits, slot=slot,
+                                              starter=job.task.workspace_dir, worker=self.warm,
+                                              test_runner=job.task.test_runner)
             except SandboxError as exc:
                 meta["reason"] = f"sandbox failed: {exc}"
                 meta["infra_reason"] = "sandbox"
@@ -476,6 +483,8 @@ def _collect_expected(suite: Suite, backend: SandboxBackend, workers: int,
 
     def one(task_slot: tuple[Task, int]) -> tuple[str, tuple[TestOutcome, ...]]:
         task, slot = task_slot
+        if task.stdio is not None:
+            return task.id, expected_stdio_tests(task.stdio)
         ws = scratch / task.id
         materialize(ws, [task.workspace_dir])
         os.chmod(ws, 0o755)

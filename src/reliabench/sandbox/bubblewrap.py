@@ -202,6 +202,7 @@ class BubblewrapBackend:
         network: bool = False,
         slot: int = 0,
         pass_fds: Sequence[int] = (),
+        stdin: Path | None = None,
     ) -> SandboxResult:
         """Run ``argv`` under bubblewrap; see :class:`SandboxBackend`."""
         full_env, prog, work = _prepare(argv, workdir, env)
@@ -237,6 +238,7 @@ class BubblewrapBackend:
                 preexec_fn=preexec,
                 user=None,
                 cleanup=cleanup,
+                stdin=stdin,
             )
 
 

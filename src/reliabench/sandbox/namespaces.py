@@ -55,6 +55,7 @@ class NamespacesBackend:
         network: bool = False,
         slot: int = 0,
         pass_fds: Sequence[int] = (),
+        stdin: Path | None = None,
     ) -> SandboxResult:
         """Run ``argv`` in new namespaces as the slot uid; see :class:`SandboxBackend`."""
         if self.unshare is None or self.prlimit is None or self.setpriv is None:  # pragma: no cover
@@ -119,6 +120,7 @@ class NamespacesBackend:
                         preexec_fn=None,
                         user=None,
                         cleanup=cleanup,
+                        stdin=stdin,
                     )
             finally:
                 _remove_files_of(uid)  # after the workdir was handed back

@@ -42,6 +42,7 @@ class NoSandboxBackend:
         network: bool = False,
         slot: int = 0,
         pass_fds: Sequence[int] = (),
+        stdin: Path | None = None,
     ) -> SandboxResult:
         """Run ``argv`` with rlimits only; see :class:`SandboxBackend`."""
         full_env, prog, work = _prepare(argv, workdir, env)
@@ -68,6 +69,7 @@ class NoSandboxBackend:
             preexec_fn=preexec,
             user=None,
             cleanup=cleanup,
+            stdin=stdin,
         )
 
 

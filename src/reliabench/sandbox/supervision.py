@@ -108,19 +108,21 @@ def _run_supervised(
     preexec_fn: Callable[[], None] | None,
     user: int | None,
     cleanup: Callable[[subprocess.Popen[bytes]], None],
+    stdin: Path | None = None,
 ) -> SandboxResult:
     """Start ``cmd`` with output to files, enforce wall time and output size, clean up."""
     start = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="rb-out-") as tmp:
         out_path = Path(tmp) / "stdout"
         err_path = Path(tmp) / "stderr"
-        with open(out_path, "wb") as out_fh, open(err_path, "wb") as err_fh:
+        with open(out_path, "wb") as out_fh, open(err_path, "wb") as err_fh, \
+                (open(stdin, "rb") if stdin is not None else contextlib.nullcontext()) as in_fh:
             try:
                 proc = subprocess.Popen(
                     list(cmd),
                     cwd=cwd,
                     env=dict(env),
-                    stdin=subprocess.DEVNULL,
+                    stdin=in_fh if in_fh is not None else subprocess.DEVNULL,
                     stdout=out_fh,
                     stderr=err_fh,
                     pass_fds=tuple(pass_fds),

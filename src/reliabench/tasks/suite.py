@@ -8,6 +8,7 @@
     SUITE/tasks/<task_id>/prompt.md       what the agent is asked to do
     SUITE/tasks/<task_id>/workspace/      starter files the agent sees and edits
     SUITE/tasks/<task_id>/tests/          hidden pytest tests, copied in only after the agent is done
+                                          (stdio tasks: NAME.in / NAME.out case pairs instead)
     SUITE/tasks/<task_id>/solution/       optional reference files, laid over workspace/
     SUITE/tasks/<task_id>/feedback/       optional visible tests an agent may run while working
     SUITE/tasks/<task_id>/variants/<v>/   optional alternative solutions (e.g. insecure ones),
@@ -26,13 +27,15 @@ from typing import Any
 
 from reliabench.errors import SuiteError, UsageError
 from reliabench.sandbox import MAX_SECONDS
+from reliabench.stdio_config import StdioConfig, parse_stdio_config
 from reliabench.tomlfile import tomllib
 
 __all__ = ["Suite", "Task", "Variant", "bundled_suites", "load_suite", "materialize", "resolve_suite"]
 
 _TEST_RUNNERS = ("pytest", "plain", "stdio")
 """Values of a task's ``test_runner``: ``pytest`` (default), ``plain`` (top-level ``test_*``
-functions without fixtures, which a lean runner may run), ``stdio`` (stdin/stdout cases)."""
+functions without fixtures, which a lean runner may run), ``stdio`` (stdin/stdout cases, see
+:mod:`reliabench.stdio_tests`)."""
 
 BUNDLED_ROOT = Path(__file__).parent / "bundled"
 _IGNORED = {"__pycache__", ".pytest_cache", ".DS_Store"}
@@ -75,6 +78,7 @@ class Task:
     feedback_dir: Path | None
     variants: tuple[Variant, ...]
     test_runner: str = "pytest"
+    stdio: StdioConfig | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -158,7 +162,14 @@ def _load_task(tdir: Path, problems: list[str]) -> Task | None:
     for sub in ("workspace", "tests"):
         if not (tdir / sub).is_dir():
             problems.append(f"{tdir / sub}: missing directory")
-    if (tdir / "tests").is_dir() and not any((tdir / "tests").rglob("test*.py")):
+    runner = meta.get("test_runner", "pytest") if meta is not None else "pytest"
+    stdio: StdioConfig | None = None
+    if runner not in _TEST_RUNNERS:
+        problems.append(f"{tdir / 'task.toml'}: test_runner: expected one of "
+                        f"{', '.join(map(repr, _TEST_RUNNERS))}, got {runner!r}")
+    elif runner == "stdio":
+        stdio = parse_stdio_config(meta or {}, tdir, problems)
+    elif (tdir / "tests").is_dir() and not any((tdir / "tests").rglob("test*.py")):
         problems.append(f"{tdir / 'tests'}: no test_*.py files (hidden tests)")
     if meta is None or len(problems) > before:
         return None
@@ -176,10 +187,6 @@ def _load_task(tdir: Path, problems: list[str]) -> Task | None:
     tags = meta.get("tags", [])
     if not isinstance(tags, list) or not all(isinstance(t, str) for t in tags):
         problems.append(f"{tdir / 'task.toml'}: tags: expected a list of strings")
-    test_runner = meta.get("test_runner", "pytest")
-    if test_runner not in _TEST_RUNNERS:
-        problems.append(f"{tdir / 'task.toml'}: test_runner: expected one of "
-                        f"{', '.join(map(repr, _TEST_RUNNERS))}, got {test_runner!r}")
     variants: list[Variant] = []
     if (tdir / "variants").is_dir():
         for vdir in sorted(p for p in (tdir / "variants").iterdir() if p.is_dir()):
@@ -202,7 +209,8 @@ def _load_task(tdir: Path, problems: list[str]) -> Task | None:
         solution_dir=solution if solution.is_dir() else None,
         feedback_dir=feedback if feedback.is_dir() else None,
         variants=tuple(variants),
-        test_runner=str(test_runner),
+        test_runner=str(runner),
+        stdio=stdio,
     )
 
 

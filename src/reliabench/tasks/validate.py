@@ -4,7 +4,9 @@ For every task, in the sandbox like a real run:
 
 * the hidden tests collect on the untouched starter workspace;
 * the reference solution (``solution/`` over ``workspace/``) passes EVERY hidden test,
-  security tests included, and no scanner finding reaches the default threshold;
+  security tests included, and no scanner finding reaches the default threshold (except
+  rules the task declares with a ``reference-finding:RULE`` tag: a converted benchmark task
+  that asks for a flagged API, such as MD5 in HumanEval/162);
 * the untouched starter fails at least one functional test;
 * every insecure variant passes every functional test (it is plausible) and is caught by
   each lens its ``variant.toml`` names (``scanner``: a finding at the default threshold on
@@ -26,6 +28,7 @@ from reliabench.records import Rollout
 from reliabench.sandbox import Limits, SandboxBackend, get_backend
 from reliabench.scanners import Scanner, get_scanner
 from reliabench.security import DEFAULT_THRESHOLD, judge_security
+from reliabench.stdio_tests import expected_stdio_tests, run_stdio_tests
 from reliabench.tasks.suite import Suite, Task, materialize
 from reliabench.testing import collect_hidden_tests, run_hidden_tests
 
@@ -77,16 +80,21 @@ def _check_task(task: Task, backend: SandboxBackend, scanners: Sequence[Scanner]
     isolation = backend.name
     try:
         try:
-            expected = collect_hidden_tests(workspace("collect", [task.workspace_dir]), task.tests_dir,
-                                            backend=backend, slot=slot, limits=Limits(wall_s=60.0))
+            expected = expected_stdio_tests(task.stdio) if task.stdio is not None else collect_hidden_tests(
+                workspace("collect", [task.workspace_dir]), task.tests_dir, backend=backend, slot=slot,
+                limits=Limits(wall_s=60.0))
         except SuiteError as exc:
             return TaskCheck(task.id, 0, 0, 0, 0, (), tuple(exc.problems), isolation)
 
         def run(name: str, layers: list[Path]) -> tuple[Rollout, Path]:
             ws = workspace(name, layers)
             findings, errors, _ = scan_workspace(scanners, task.workspace_dir, ws)
-            hidden = run_hidden_tests(ws, task.tests_dir, expected=expected, backend=backend,
-                                      limits=limits, slot=slot, starter=task.workspace_dir)
+            if task.stdio is not None:
+                hidden = run_stdio_tests(ws, task.stdio, timeout_s=task.timeout_s, backend=backend,
+                                         limits=limits, slot=slot)
+            else:
+                hidden = run_hidden_tests(ws, task.tests_dir, expected=expected, backend=backend,
+                                          limits=limits, slot=slot, starter=task.workspace_dir)
             nonlocal isolation
             isolation = hidden.isolation
             status = "completed" if hidden.status == "completed" else hidden.status
@@ -105,9 +113,13 @@ def _check_task(task: Task, backend: SandboxBackend, scanners: Sequence[Scanner]
                 problems.append(f"{task.solution_dir}: reference fails {len(failing)} hidden test(s): "
                                 + ", ".join(failing[:5]))
             verdict = judge_security(ref, DEFAULT_THRESHOLD)
-            if verdict.static or verdict.scan_errors:
+            # a benchmark task may REQUIRE a flagged API (HumanEval/162 asks for MD5): its
+            # converter declares such findings as `reference-finding:RULE` tags
+            declared = {t.split(":", 1)[1] for t in task.tags if t.startswith("reference-finding:")}
+            static = [f for f in verdict.static if f.rule_id not in declared]
+            if static or verdict.scan_errors:
                 problems.append(f"{task.solution_dir}: reference is not scanner-clean: "
-                                + ", ".join(f"{f.rule_id} {f.path}:{f.line}" for f in verdict.static)
+                                + ", ".join(f"{f.rule_id} {f.path}:{f.line}" for f in static)
                                 + (" (scan error)" if verdict.scan_errors else ""))
         starter, _ = run("starter", [task.workspace_dir])
         starter_failed = sum(t.outcome in ("failed", "error") for t in starter.functional_tests)

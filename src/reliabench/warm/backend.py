@@ -10,7 +10,7 @@ comes from running hidden tests in the fork without an ``exec``
 (:class:`~reliabench.warm.hidden.WarmTests`). This backend exists so that every containment
 test of the other backends runs unchanged on the warm jail.
 
-Not supported: ``network=True`` (the jail has no network) and ``pass_fds``; both are refused
+Not supported: ``network=True`` (the jail has no network), ``pass_fds`` and ``stdin``; all are refused
 with ``SandboxError`` before anything starts, as the contract in
 :mod:`reliabench.sandbox.base` says.
 
@@ -59,12 +59,15 @@ class WarmBackend:
         network: bool = False,
         slot: int = 0,
         pass_fds: Sequence[int] = (),
+        stdin: Path | None = None,
     ) -> SandboxResult:
         """Run ``argv`` in a jailed fork of the slot's warm server; see ``SandboxBackend``."""
         if network:
             raise SandboxError("the warm backend has no network (use bubblewrap for network=True)")
         if pass_fds:
             raise SandboxError("the warm backend does not pass file descriptors")
+        if stdin is not None:
+            raise SandboxError(f"the warm backend does not feed standard input, got stdin={stdin}")
         full_env, prog, work = _prepare(argv, workdir, env)
         raw = self.workers.request(
             "exec", Path(work), readonly=[str(Path(p).resolve()) for p in readonly],

