@@ -60,6 +60,19 @@ def source_options() -> Callable[[F], F]:
     return decorate
 
 
+def bootstrap_options(resamples: int = 10_000) -> Callable[[F], F]:
+    """``--confidence``, ``--resamples`` and ``--seed``: the bootstrap intervals over tasks."""
+    level = click.option("--confidence", type=float, default=0.95, show_default=True, help="CI level.")
+    count = click.option("--resamples", type=int, default=resamples, show_default=True,
+                         help="Bootstrap resamples over tasks (0: no intervals).")
+    seed = click.option("--seed", type=int, default=0, show_default=True, help="Bootstrap seed.")
+
+    def decorate(f: F) -> F:
+        return level(count(seed(f)))
+
+    return decorate
+
+
 def _parse_threshold_cb(ctx: click.Context, param: click.Parameter, value: str) -> SecurityThreshold:
     try:
         return parse_threshold(value)

@@ -9,10 +9,12 @@ import click
 
 from reliabench.analysis import parse_ks, score
 from reliabench.commands._common import (
+    bootstrap_options,
     emit,
     k_option,
     resolve_security,
     security_config_option,
+    source_options,
     threshold_option,
 )
 from reliabench.errors import InvalidArgumentError, UsageError
@@ -23,6 +25,7 @@ __all__ = ["command"]
 
 @click.command("report")
 @click.argument("source", metavar="SOURCE")
+@source_options()
 @click.option("-o", "--output", type=click.Path(path_type=Path, dir_okay=False), default=None,
               help="Write here (atomically); required for html, default standard output otherwise.")
 @click.option("--format", "fmt", type=click.Choice(["html", "markdown", "latex", "csv"]), default="html",
@@ -30,17 +33,15 @@ __all__ = ["command"]
 @k_option()
 @threshold_option()
 @security_config_option()
-@click.option("--confidence", type=float, default=0.95, show_default=True, help="CI level.")
-@click.option("--resamples", type=int, default=10_000, show_default=True,
-              help="Bootstrap resamples over tasks (0: no intervals).")
-@click.option("--seed", type=int, default=0, show_default=True, help="Bootstrap seed.")
+@bootstrap_options()
 @click.option("--max-bytes", type=click.IntRange(min=1), default=None,
               help="Bound on the rollout details embedded in the page (default 20 MB).")
 @click.option("--title", default=None, help="Page or table title.")
 @click.pass_context
-def command(ctx: click.Context, source: str, output: Path | None, fmt: str, ks: str,
-            threshold: SecurityThreshold, security_config: Path | None, confidence: float,
-            resamples: int, seed: int, max_bytes: int | None, title: str | None) -> None:
+def command(ctx: click.Context, source: str, input_format: str, leaderboard: str | None,
+            output: Path | None, fmt: str, ks: str, threshold: SecurityThreshold,
+            security_config: Path | None, confidence: float, resamples: int,
+            seed: int, max_bytes: int | None, title: str | None) -> None:
     """Report on SOURCE: a run directory, rollout JSONL (- for stdin), or any file `import` reads.
 
     The HTML page is one self-contained file (no network): heatmap, figures, provenance and,
@@ -59,7 +60,7 @@ def command(ctx: click.Context, source: str, output: Path | None, fmt: str, ks: 
         raise click.BadParameter(str(exc), param_hint="-k") from None
     if fmt == "html" and output is None:
         raise UsageError("report --format html needs -o/--output FILE (the page is one file)")
-    loaded = load_source(source)
+    loaded = load_source(source, input_format, leaderboard)
     run_source = source if loaded.run_dir is not None else None
     threshold, finding_filter = resolve_security(ctx, threshold, security_config, run_source)
     rep = score(loaded.records, k_values, threshold=threshold, finding_filter=finding_filter,

@@ -9,6 +9,7 @@ import click
 
 from reliabench.analysis import parse_ks, score
 from reliabench.commands._common import (
+    bootstrap_options,
     emit,
     format_option,
     k_option,
@@ -32,10 +33,7 @@ __all__ = ["command"]
 @format_option()
 @threshold_option()
 @security_config_option()
-@click.option("--confidence", type=float, default=0.95, show_default=True, help="CI level.")
-@click.option("--resamples", type=int, default=10_000, show_default=True,
-              help="Bootstrap resamples over tasks (0: no intervals).")
-@click.option("--seed", type=int, default=0, show_default=True, help="Bootstrap seed.")
+@bootstrap_options()
 @click.option("--html", "html_path", type=click.Path(path_type=Path, dir_okay=False), default=None,
               help="Also write the HTML report of `reliabench report` (figures, heatmap, explorer).")
 @click.option("--exclude-flaky-tests", is_flag=True,

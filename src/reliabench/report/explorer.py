@@ -77,16 +77,17 @@ def _static(name: str) -> str:
     return text.replace("</", "<\\/") if name.endswith(".js") else text
 
 
-def load_source(source: str) -> LoadedSource:
+def load_source(source: str, input_format: str = "auto", leaderboard: str | None = None) -> LoadedSource:
     """Read a run directory, a JSONL file (``-``: stdin) or any file ``reliabench import`` reads.
 
-    The records come from ``importers.load_source`` (the one loader of every command); a run
-    directory adds its path and stored run information for the explorer.
+    The records come from ``importers.load_source`` (the one loader of every command; it takes
+    ``input_format`` and ``leaderboard``); a run directory adds its path and stored run
+    information for the explorer.
     """
     from reliabench.importers import load_source as load_records_source
     from reliabench.store import RunStore
 
-    result = load_records_source(source)
+    result = load_records_source(source, input_format, leaderboard=leaderboard)
     if result.format == "run":
         path = Path(source)
         with RunStore.open_existing(path, readonly=True) as store:
