@@ -56,7 +56,7 @@ def _warm_or_skip() -> None:
     why = warm_unavailable_reason()
     if why is None:
         return
-    if os.environ.get("CI"):
+    if os.environ.get("CI", "").lower() not in ("", "0", "false"):
         pytest.fail(f"CI is set but warm test workers are unavailable: {why}")
     pytest.skip(f"warm test workers unavailable here: {why}")
 
