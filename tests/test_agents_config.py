@@ -303,3 +303,16 @@ def test_command_sandbox_accepts_a_plugin_backend(tmp_path: Path, monkeypatch: p
     assert agent.sandbox == "podman"  # type: ignore[attr-defined]
     msg = error_of(write(tmp_path, text.replace("podman", "docker")))
     assert "unknown sandbox 'docker' (choose one of: auto, bubblewrap, namespaces, none, podman)" in msg
+
+
+def test_broken_agent_kind_plugin_is_one_usage_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    from entry_point_helpers import fake_entry_points
+
+    from reliabench.agents import config
+    from reliabench.errors import UsageError
+
+    fake_entry_points(monkeypatch, "reliabench.agents", mykind="no_such_module_for_reliabench:register")
+    monkeypatch.setattr(config, "_loaded", False)
+    with pytest.raises(UsageError, match=r"agent kind plugin mykind \(no_such_module_for_reliabench:register\) "
+                                         r"failed to load: ModuleNotFoundError"):
+        config.load_builtin_kinds()

@@ -1,4 +1,4 @@
-"""Plugins published by other packages through entry points (scanners, sandbox backends).
+"""Plugins published by other packages through entry points (scanners, sandbox backends, agent kinds).
 
 One mechanism for every registry that accepts third-party entries: an entry-point group maps
 names to ``module:attribute`` targets; the first entry of a name wins, and loading a broken

@@ -25,12 +25,12 @@ import importlib
 import math
 import shlex
 from collections.abc import Iterable, Mapping
-from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Any
 
 from reliabench.agents.base import AGENT_KINDS, Agent, AgentContext
 from reliabench.errors import ConfigError
+from reliabench.plugins import entry_points, load_entry_point
 from reliabench.tomlfile import read_toml
 
 __all__ = ["COMMON_KEYS", "FieldReader", "load_agents", "load_builtin_kinds"]
@@ -67,8 +67,8 @@ def load_builtin_kinds() -> None:
         except ModuleNotFoundError as exc:
             if exc.name != mod:
                 raise
-    for ep in entry_points(group=_ENTRY_POINT_GROUP):
-        ep.load()
+    for ep in entry_points(_ENTRY_POINT_GROUP).values():
+        load_entry_point(ep, "agent kind plugin")  # the module registers its kinds on import
     _loaded = True
 
 
