@@ -16,10 +16,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from reliabench.errors import InvalidArgumentError, SuiteError, UsageError
 from reliabench.tasks.suite import Suite
+
+if TYPE_CHECKING:
+    from reliabench.tasks.convert._common import JsonRecord, TaskFiles
 
 __all__ = [
     "CONVERTERS",
@@ -30,6 +33,7 @@ __all__ = [
     "get_converter",
     "import_suite",
     "register_converter",
+    "write_converted_suite",
 ]
 
 
@@ -202,3 +206,23 @@ def declare_reference_findings(suite: Suite) -> dict[str, tuple[str, ...]]:
             lines = [f"tags = {toml_value(tags)}" if ln.startswith("tags = ") else ln for ln in lines]
             toml_path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     return declared
+
+
+def write_converted_suite(source: Path, out: Path, options: ConvertOptions,
+                          build: Callable[[JsonRecord], tuple[TaskFiles, int] | str], *,
+                          name: str, description: str) -> ConversionResult:
+    """What every converter's ``convert`` does: one task per line of ``source``, then ``suite.toml``.
+
+    Args:
+        source: The JSONL problem file.
+        out: The suite directory.
+        options: The conversion options (``limit`` is applied here).
+        build: Line -> ``(task, number of tests)``, or a note saying why the line is skipped.
+        name: The suite's name.
+        description: The suite's description.
+    """
+    from reliabench.tasks.convert._common import write_suite, write_tasks
+
+    done = write_tasks(source, out, build, options.limit)
+    write_suite(out, name=name, version="1", description=description)
+    return ConversionResult(out, name, done.tasks, source, done.tests, done.notes)

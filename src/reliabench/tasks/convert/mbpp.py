@@ -21,14 +21,17 @@ import ast
 import builtins
 from pathlib import Path
 
-from reliabench.tasks.convert import ConversionResult, ConvertOptions, register_converter
+from reliabench.tasks.convert import (
+    ConversionResult,
+    ConvertOptions,
+    register_converter,
+    write_converted_suite,
+)
 from reliabench.tasks.convert._common import (
     JsonRecord,
     TaskFiles,
     field_str,
     task_id_for,
-    write_suite,
-    write_tasks,
 )
 from reliabench.tasks.convert.checksplit import render_test_module, split_check
 from reliabench.tasks.convert.humaneval import SOLUTION_FILE, task_timeout_s
@@ -110,9 +113,8 @@ class MbppConverter:
 
     def convert(self, source: Path, out: Path, options: ConvertOptions) -> ConversionResult:
         """Write one task per line of ``source`` into ``out``."""
-        done = write_tasks(source, out, lambda rec: mbpp_task(rec, options), options.limit)
         name = options.name or task_id_for(source.name.split(".")[0]).lower()
-        write_suite(out, name=name, version="1", description=(
-            f"MBPP-shaped problems converted from {source.name} by `reliabench suites import mbpp`; "
-            "one plain test per assert of test_list, verdict identical to the MBPP harness's."))
-        return ConversionResult(out, name, done.tasks, source, done.tests, done.notes)
+        return write_converted_suite(
+            source, out, options, lambda rec: mbpp_task(rec, options), name=name, description=(
+                f"MBPP-shaped problems converted from {source.name} by `reliabench suites import mbpp`; "
+                "one plain test per assert of test_list, verdict identical to the MBPP harness's."))

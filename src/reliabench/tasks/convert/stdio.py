@@ -29,14 +29,17 @@ from pathlib import Path
 from typing import Any
 
 from reliabench.stdio_config import COMPARE_MODES
-from reliabench.tasks.convert import ConversionResult, ConvertOptions, register_converter
+from reliabench.tasks.convert import (
+    ConversionResult,
+    ConvertOptions,
+    register_converter,
+    write_converted_suite,
+)
 from reliabench.tasks.convert._common import (
     JsonRecord,
     TaskFiles,
     field_str,
     task_id_for,
-    write_suite,
-    write_tasks,
 )
 
 __all__ = ["StdioConverter", "stdio_task"]
@@ -189,8 +192,8 @@ class StdioConverter:
 
     def convert(self, source: Path, out: Path, options: ConvertOptions) -> ConversionResult:
         """Write one stdio task per convertible line of ``source`` into ``out``."""
-        done = write_tasks(source, out, lambda rec: stdio_task(rec, options), options.limit)
         name = options.name or task_id_for(source.name.split(".")[0]).lower()
-        write_suite(out, name=name, version="1", description=f"stdin/stdout problems converted from "
-                    f"{source.name} by `reliabench suites import stdio`.")
-        return ConversionResult(out, name, done.tasks, source, done.tests, done.notes)
+        return write_converted_suite(
+            source, out, options, lambda rec: stdio_task(rec, options), name=name,
+            description=(f"stdin/stdout problems converted from {source.name} by "
+                         "`reliabench suites import stdio`."))
