@@ -21,8 +21,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from reliabench.outcome_pipe import OutcomePipe
-from reliabench.testing import _parse_channel
+from reliabench.hidden_tests.fresh import _parse_channel
+from reliabench.hidden_tests.outcome_pipe import OutcomePipe
 
 KEY = b"k" * 64
 NAMES = ["t.py::a", "t.py::b", "t.py::c"]

@@ -16,14 +16,14 @@ from pathlib import Path
 import pytest
 
 from reliabench.errors import SandboxError, SuiteError
-from reliabench.records import TestOutcome
-from reliabench.sandbox import Limits, SandboxBackend, get_backend, slot_uid, slots
-from reliabench.testing import (
+from reliabench.hidden_tests.fresh import (
     _parse_channel,
     collect_hidden_tests,
     find_tamper_files,
     run_hidden_tests,
 )
+from reliabench.records import TestOutcome
+from reliabench.sandbox import Limits, SandboxBackend, get_backend, slot_uid, slots
 
 LIMITS = Limits(wall_s=20.0, cpu_s=20.0, memory_bytes=2 * 1024**3)
 SLOT = 7

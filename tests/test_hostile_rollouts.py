@@ -31,20 +31,20 @@ from sandbox_helpers import (
     python_for,
 )
 
-from reliabench import artifacts, runner
 from reliabench.agents.base import AgentRequest, AgentResult
 from reliabench.agents.command import CommandAgent
-from reliabench.artifacts import ArtifactBudget
 from reliabench.cli import main
 from reliabench.commands.scan import rebuild_deletions
 from reliabench.errors import InvalidArgumentError, OutputError, SuiteError
+from reliabench.files.untrusted import remove_tree
+from reliabench.hidden_tests.fresh import find_tamper_files, run_hidden_tests
 from reliabench.records import Rollout, TestOutcome
-from reliabench.runner import RunSettings, run_suite
+from reliabench.run import artifacts, runner
+from reliabench.run.artifacts import ArtifactBudget
+from reliabench.run.runner import RunSettings, run_suite
 from reliabench.sandbox import Limits
 from reliabench.store import RunStore
 from reliabench.tasks.suite import load_suite
-from reliabench.testing import find_tamper_files, run_hidden_tests
-from reliabench.untrusted_files import remove_tree
 
 SLOT = 9
 LIMITS = Limits(wall_s=30.0, cpu_s=30.0)

@@ -30,8 +30,8 @@ from typing import Any
 
 from reliabench.agents.base import AGENT_KINDS, Agent, AgentContext
 from reliabench.errors import ConfigError
+from reliabench.files.toml import read_toml
 from reliabench.plugins import entry_points, load_entry_point
-from reliabench.tomlfile import read_toml
 
 __all__ = ["COMMON_KEYS", "FieldReader", "load_agents", "load_builtin_kinds"]
 
@@ -45,7 +45,7 @@ _BUILTIN_KIND_MODULES = (
     "reliabench.agents.python_agent",
 )
 # Modules of other parts of reliabench that register kinds when they exist (``simulated``).
-_OPTIONAL_KIND_MODULES = ("reliabench.simulate", "reliabench.agents.simulated")
+_OPTIONAL_KIND_MODULES = ("reliabench.studies.synthetic", "reliabench.agents.simulated")
 _ENTRY_POINT_GROUP = "reliabench.agents"
 _loaded = False
 

@@ -20,7 +20,6 @@ import click
 from rich.console import Console
 from rich.table import Table
 
-from reliabench.analysis import parse_ks, ranking_change, score
 from reliabench.commands._common import console as make_console
 from reliabench.commands._common import (
     k_option,
@@ -29,11 +28,12 @@ from reliabench.commands._common import (
     threshold_option,
 )
 from reliabench.errors import UsageError
+from reliabench.metrics.analysis import parse_ks, ranking_change, score
+from reliabench.metrics.security import FindingFilter, SecurityThreshold
 from reliabench.records import Rollout, ScanError
-from reliabench.runner import scan_workspace
+from reliabench.run.runner import scan_workspace
 from reliabench.scanners import get_scanner
 from reliabench.scanners.changes import quote_path
-from reliabench.security import FindingFilter, SecurityThreshold
 from reliabench.store import RunStore
 from reliabench.tasks.suite import load_suite, materialize
 

@@ -30,8 +30,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Final
 
-from reliabench import json_input
 from reliabench.errors import InputError, InvalidArgumentError, UsageError
+from reliabench.files import json_input
 from reliabench.importers import evalplus, humaneval, inspect_log, swebench, tau_bench, terminal_bench
 from reliabench.importers._common import ImportResult, ReportedFigure, StatedTotal, read_json
 from reliabench.records import read_jsonl

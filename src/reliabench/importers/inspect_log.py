@@ -36,8 +36,8 @@ import zipfile
 from pathlib import Path
 from typing import Any
 
-from reliabench import json_input
 from reliabench.errors import InputError
+from reliabench.files import json_input
 from reliabench.importers._common import (
     FigureKind,
     ImportResult,

@@ -1,7 +1,7 @@
-"""Hidden tests on a warm worker: the glue between :mod:`reliabench.testing` and the servers.
+"""Hidden tests on a warm worker: the glue between :mod:`reliabench.hidden_tests.fresh` and the servers.
 
-:class:`WarmTests` is what :func:`reliabench.testing.run_hidden_tests` and
-:func:`~reliabench.testing.collect_hidden_tests` take as ``worker``: the same staging, the same
+:class:`WarmTests` is what :func:`reliabench.hidden_tests.fresh.run_hidden_tests` and
+:func:`~reliabench.hidden_tests.fresh.collect_hidden_tests` take as ``worker``: the same staging, the same
 signed channel and the same parsing as the fresh-process path, only the process that runs the
 tests differs (a jailed fork of a warm server instead of a new sandboxed interpreter).
 """
@@ -19,8 +19,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from reliabench.errors import InvalidArgumentError, SandboxError
+from reliabench.hidden_tests.fresh import _parse_channel, _pytest_command, _RawRun, _staged
 from reliabench.sandbox import Limits
-from reliabench.testing import _parse_channel, _pytest_command, _RawRun, _staged
 from reliabench.warm.client import TEST_PATHS, WarmWorkers, new_key, warm_unavailable_reason
 
 __all__ = ["WarmTests", "open_test_workers", "probe_round_trip"]

@@ -11,10 +11,10 @@ How a run works (:func:`run_hidden_tests`):
 3. a FRESH interpreter runs ``python -I -B`` (no ``PYTHON*`` variables, no user site, no
    script directory on ``sys.path``: the workspace is not importable at start-up, so its
    ``sitecustomize`` never runs), with ``PYTEST_DISABLE_PLUGIN_AUTOLOAD=1`` and
-   ``-p no:cacheprovider``; the plugin :mod:`reliabench._outcome_plugin` appends the
+   ``-p no:cacheprovider``; the plugin :mod:`reliabench.hidden_tests._outcome_plugin` appends the
    workspace to ``sys.path`` (after the standard library and pytest, which it cannot shadow);
 4. the plugin writes one HMAC-signed line per test *as it finishes* to the write end of a
-   pipe that the parent drains itself (:mod:`reliabench.outcome_pipe`: nothing in the
+   pipe that the parent drains itself (:mod:`reliabench.hidden_tests.outcome_pipe`: nothing in the
    sandbox can truncate or rewrite what was written), keyed with a per-run secret read from
    another pipe that is closed before any test module is imported;
 5. the parent trusts only lines with a valid MAC and sequence number, for expected test
@@ -26,7 +26,7 @@ How a run works (:func:`run_hidden_tests`):
    failed rollout); see :func:`_harness_starts_on`.
 
 Every read of the workspace by this module (the tamper scan) is an ``lstat`` walk with
-bounded ``O_NOFOLLOW | O_NONBLOCK`` reads (:mod:`reliabench.untrusted_files`).
+bounded ``O_NOFOLLOW | O_NONBLOCK`` reads (:mod:`reliabench.files.untrusted`).
 
 Isolation of the hidden tests: in the AGENT phase the agent runs with only its workspace and
 never sees the tests. In the TEST phase the tests must be readable by pytest, and pytest runs
@@ -53,7 +53,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Final
 
 from reliabench.errors import SandboxError, SuiteError
-from reliabench.outcome_pipe import OutcomePipe
+from reliabench.files.untrusted import file_kind, read_bounded, remove_tree, walk_tree
+from reliabench.hidden_tests.outcome_pipe import OutcomePipe
 from reliabench.records import OUTCOMES, TestOutcome
 from reliabench.sandbox import (
     DEFAULT_PATH,
@@ -63,7 +64,6 @@ from reliabench.sandbox import (
     get_backend,
     slot_uid,
 )
-from reliabench.untrusted_files import file_kind, read_bounded, remove_tree, walk_tree
 
 if TYPE_CHECKING:
     from reliabench.warm.hidden import WarmTests
@@ -190,7 +190,7 @@ def find_tamper_files(workspace: Path, *, starter: Path | None = None) -> tuple[
     """Files in ``workspace`` that try to change how pytest or Python start.
 
     The workspace is untrusted: entries are examined with ``lstat`` and read only through
-    bounded ``O_NOFOLLOW | O_NONBLOCK`` reads (:mod:`reliabench.untrusted_files`), so a link
+    bounded ``O_NOFOLLOW | O_NONBLOCK`` reads (:mod:`reliabench.files.untrusted`), so a link
     planted by the agent is never followed and a FIFO never blocks the runner.
 
     Args:

@@ -29,17 +29,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from reliabench import artifacts as _artifacts
 from reliabench.agents.base import Agent, AgentRequest, AgentResult
 from reliabench.agents.infra import InfraStopWatch, backoff_delay, backoff_scale, is_transient
-from reliabench.artifacts import (
-    DEFAULT_BUDGET,
-    RolloutArtifacts,
-    cap_record,
-    cap_text,
-    take_snapshot,
-    write_artifacts,
-)
 from reliabench.errors import (
     InfraStopError,
     InvalidArgumentError,
@@ -48,14 +39,23 @@ from reliabench.errors import (
     SandboxError,
     StoreError,
 )
+from reliabench.files.untrusted import remove_tree
+from reliabench.hidden_tests.fresh import HiddenTestRun, collect_hidden_tests, run_hidden_tests
+from reliabench.hidden_tests.stdio import expected_stdio_tests, run_stdio_tests
 from reliabench.records import Cost, Finding, Rollout, ScanError, TestOutcome
+from reliabench.run import artifacts as _artifacts
+from reliabench.run.artifacts import (
+    DEFAULT_BUDGET,
+    RolloutArtifacts,
+    cap_record,
+    cap_text,
+    take_snapshot,
+    write_artifacts,
+)
 from reliabench.sandbox import MAX_SECONDS, Limits, SandboxBackend, get_backend
 from reliabench.scanners import ChangeSet, Scanner, changed_files, get_scanner, workspace_diff
-from reliabench.stdio_tests import expected_stdio_tests, run_stdio_tests
 from reliabench.store import RunStore
 from reliabench.tasks.suite import Suite, Task, materialize
-from reliabench.testing import HiddenTestRun, collect_hidden_tests, run_hidden_tests
-from reliabench.untrusted_files import remove_tree
 from reliabench.warm.hidden import WarmTests, open_test_workers
 from reliabench.warm.plain_tests import collect_plain_tests
 
@@ -106,7 +106,7 @@ class RunSettings:
             worker slot, on a local or remote cluster); not part of the run's identity.
         ray_address: Address of an existing Ray cluster (None: start a local one).
         retest: Re-run each rollout's hidden tests this many times on its unchanged files
-            (``reliabench.retest``; harness noise); not part of the run's identity.
+            (``reliabench.run.retest``; harness noise); not part of the run's identity.
         test_workers: ``auto`` (warm test workers where they work, else fresh sandboxed
             processes), ``warm`` or ``fresh``; not part of the run's identity (verdicts are
             the same), each rollout records the path in ``meta["test_path"]``.
@@ -224,7 +224,7 @@ MAX_SNAPSHOT_BYTES = DEFAULT_BUDGET.max_bytes  # all agent files kept under arti
 def snapshot_files(workspace: Path, rels: Sequence[str]) -> dict[str, bytes]:
     """The agent-written regular files to keep for re-scanning, within the per-rollout budget.
 
-    See :func:`reliabench.artifacts.take_snapshot`, which also says what it left out.
+    See :func:`reliabench.run.artifacts.take_snapshot`, which also says what it left out.
     """
     return take_snapshot(workspace, rels).files
 
@@ -384,7 +384,7 @@ class _Executor:
             outcome = self._record(job, status, hidden.outcomes, meta, result, agent_seconds, hidden,
                                    findings, scan_errors, diff, snap.files, snap.omitted)
             if self.settings.retest:
-                from reliabench.retest import retest_during_run
+                from reliabench.run.retest import retest_during_run
 
                 stage = "re-testing the rollout"
                 outcome = retest_during_run(outcome, job.task, self.expected[job.task.id],
