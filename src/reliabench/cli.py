@@ -35,6 +35,7 @@ COMMANDS: dict[str, str] = {
     "report": "report",
     "view": "view",
     "retest": "retest",
+    "sandbox": "sandbox",
 }
 
 
