@@ -227,3 +227,27 @@ def test_pipe_read_end_is_not_inherited() -> None:
         assert not os.get_inheritable(pipe._read_fd)
     finally:
         pipe.close()
+
+
+def test_pipe_cap_is_exact_and_validated() -> None:
+    with pytest.raises(ValueError, match="cap must be >= 1, got 0"):
+        OutcomePipe(cap=0)
+    with OutcomePipe(cap=10) as pipe:
+        os.write(pipe.write_fd, b"0123456789")  # exactly the cap: all kept, nothing over
+    assert (pipe.data, pipe.overflow) == (b"0123456789", 0)
+    with OutcomePipe(cap=10) as pipe:
+        os.write(pipe.write_fd, b"01234")
+        os.write(pipe.write_fd, b"56789AB")
+        os.write(pipe.write_fd, b"CD")
+    assert (pipe.data, pipe.overflow) == (b"0123456789", 4)
+
+
+def test_pipe_close_is_idempotent_and_closes_both_ends() -> None:
+    pipe = OutcomePipe()
+    write_fd, read_fd = pipe.write_fd, pipe._read_fd
+    pipe.close()
+    pipe.close()
+    assert pipe.write_fd == -1
+    for fd in (write_fd, read_fd):
+        with pytest.raises(OSError, match="Bad file descriptor"):
+            os.fstat(fd)

@@ -7,8 +7,8 @@
      |    +-- InvalidArgumentError                 a bad argument to a public function (also ValueError)
      |    +-- InputError                           a bad input file: names file, line and field
      |    |    +-- RecordError                     a rollout record that breaks the schema
-     |    |    +-- SuiteError                      a task suite with problems (lists them all)
      |    |    +-- ConfigError                     an agents / run / simulation config file
+     |    +-- SuiteError                           a task suite with problems (lists them all)
      |    +-- RunMismatchError                     resuming a run with a different configuration
      |    +-- OutputError                          the run directory cannot be written or read
      |                                             (disk full, read-only, no permission)
