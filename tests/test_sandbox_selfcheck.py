@@ -9,14 +9,12 @@ cannot contain -- the self-check must say so, never pass it.
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 
 import pytest
 from sandbox_helpers import backend_or_skip, python_for
 
-from reliabench.cli import main
 from reliabench.errors import SandboxError, UsageError
 from reliabench.sandbox import Limits, SandboxResult
 from reliabench.sandbox.selfcheck import (
@@ -97,7 +95,8 @@ def test_the_checks_are_the_documented_ones() -> None:
 
 
 # --------------------------------------------------------------------------------------------
-# the self-check itself: broken backends fail, never pass; the report; the CLI
+# the self-check itself: broken backends fail, never pass; the report
+# (the CLI, `reliabench sandbox check`, is tested in tests/test_commands_sandbox.py)
 # --------------------------------------------------------------------------------------------
 
 
@@ -191,50 +190,6 @@ def test_run_selfcheck_by_name() -> None:
     assert report.backend == "bubblewrap"
     assert report.passed, report.results
     assert [r.status for r in report.results] == ["passed", "passed"]
-
-
-def test_cli_check_passes_exit_0(capsys: pytest.CaptureFixture[str]) -> None:
-    backend_or_skip("bubblewrap")
-    code = main(["sandbox", "check", "--backend", "bubblewrap", "--slot", str(SLOT), "--check", "file_100mb",
-                 "--format", "json"])
-    out = json.loads(capsys.readouterr().out)
-    assert code == 0
-    assert out["backend"] == "bubblewrap" and out["passed"] is True
-    assert out["checks"] == [{"check": "file_100mb", "status": "passed", "detail": "stopped at 10485760 bytes"}]
-
-
-def test_cli_none_fails_exit_1(capsys: pytest.CaptureFixture[str]) -> None:
-    code = main(["sandbox", "check", "--backend", "none", "--slot", str(SLOT), "--check", "network",
-                 "--check", "memory_10gb"])
-    captured = capsys.readouterr()
-    assert code == 1
-    assert "none: 1/2 check(s) passed: does NOT pass the containment self-check" in captured.err
-    assert "network" in captured.out and "failed" in captured.out
-
-
-@pytest.mark.parametrize(
-    ("args", "message"),
-    [
-        (["--backend", "bogus"], "--backend: unknown sandbox backend 'bogus'; choose one of: auto, bubblewrap"),
-        (["--check", "nope"], "unknown containment check 'nope'"),
-        (["--slot", "-3"], "Invalid value for '--slot'"),
-    ],
-)
-def test_cli_usage_errors_exit_2(args: list[str], message: str, capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["sandbox", "check", *args]) == 2
-    assert message in capsys.readouterr().err
-
-
-def test_cli_unavailable_backend_exit_3(monkeypatch: pytest.MonkeyPatch,
-                                        capsys: pytest.CaptureFixture[str]) -> None:
-    from reliabench.sandbox import selfcheck
-
-    def unavailable(name: str = "auto", **kw: object) -> SelfCheckReport:
-        raise SandboxError(f"sandbox backend {name!r} is not available: not on this host")
-
-    monkeypatch.setattr(selfcheck, "run_selfcheck", unavailable)
-    assert main(["sandbox", "check", "--backend", "namespaces"]) == 3
-    assert "sandbox backend 'namespaces' is not available" in capsys.readouterr().err
 
 
 def test_limits_of_the_attacks_are_what_the_docs_say() -> None:

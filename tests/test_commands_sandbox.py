@@ -1,0 +1,71 @@
+"""``reliabench sandbox check`` (reliabench.commands.sandbox): the self-check's verdict as an exit code.
+
+0 every check passed, 1 one failed, 2 usage, 3 the backend does not work here. The checks
+themselves are tested on every backend in tests/test_sandbox_selfcheck.py.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from sandbox_helpers import backend_or_skip
+
+from reliabench.cli import main
+from reliabench.errors import SandboxError
+from reliabench.sandbox.selfcheck import SelfCheckReport
+
+SLOT = 5
+
+
+def test_cli_check_passes_exit_0(capsys: pytest.CaptureFixture[str]) -> None:
+    backend_or_skip("bubblewrap")
+    code = main(["sandbox", "check", "--backend", "bubblewrap", "--slot", str(SLOT), "--check", "file_100mb",
+                 "--format", "json"])
+    out = json.loads(capsys.readouterr().out)
+    assert code == 0
+    assert out["backend"] == "bubblewrap" and out["passed"] is True
+    assert out["checks"] == [{"check": "file_100mb", "status": "passed", "detail": "stopped at 10485760 bytes"}]
+
+
+def test_cli_none_fails_exit_1(capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(["sandbox", "check", "--backend", "none", "--slot", str(SLOT), "--check", "network",
+                 "--check", "memory_10gb"])
+    captured = capsys.readouterr()
+    assert code == 1
+    assert "none: 1/2 check(s) passed: does NOT pass the containment self-check" in captured.err
+    assert "network" in captured.out and "failed" in captured.out
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--backend", "bogus"], "--backend: unknown sandbox backend 'bogus'; choose one of: auto, bubblewrap"),
+        (["--check", "nope"], "unknown containment check 'nope'"),
+        (["--slot", "-3"], "Invalid value for '--slot'"),
+    ],
+)
+def test_cli_usage_errors_exit_2(args: list[str], message: str, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["sandbox", "check", *args]) == 2
+    assert message in capsys.readouterr().err
+
+
+def test_cli_unavailable_backend_exit_3(monkeypatch: pytest.MonkeyPatch,
+                                        capsys: pytest.CaptureFixture[str]) -> None:
+    from reliabench.sandbox import selfcheck
+
+    def unavailable(name: str = "auto", **kw: object) -> SelfCheckReport:
+        raise SandboxError(f"sandbox backend {name!r} is not available: not on this host")
+
+    monkeypatch.setattr(selfcheck, "run_selfcheck", unavailable)
+    assert main(["sandbox", "check", "--backend", "namespaces"]) == 3
+    assert "sandbox backend 'namespaces' is not available" in capsys.readouterr().err
+
+
+def test_help_lists_every_check_and_the_exit_codes(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["sandbox", "check", "--help"]) == 0
+    out = capsys.readouterr().out
+    assert "--backend NAME" in out and "--check NAME" in out and "--slot" in out
+    assert "exit 1 if one gets through" in out
+    assert main(["sandbox", "--help"]) == 0
+    assert "check" in capsys.readouterr().out

