@@ -73,7 +73,7 @@ def test_bootstrap_point_estimate_skips_undefined_entries() -> None:
     assert ci.value.tolist() == pytest.approx([2 / 3, 2 / 3])
     assert ci.tasks.tolist() == [3, 3]
     assert (ci.low <= ci.value).all() and (ci.value <= ci.high).all()
-    assert (0.0 <= ci.low).all() and (ci.high <= 1.0).all()
+    assert (ci.low >= 0.0).all() and (ci.high <= 1.0).all()
 
 
 def test_bootstrap_interval_of_a_constant_is_a_point_and_seeded() -> None:

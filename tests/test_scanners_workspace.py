@@ -14,8 +14,8 @@ from pathlib import Path
 
 from reliabench.files.untrusted import MAX_DEPTH
 from reliabench.records import Finding, ScanError
-from reliabench.scanners.base import ScanResult
 from reliabench.scanners.bandit_scanner import BanditScanner
+from reliabench.scanners.base import ScanResult
 from reliabench.scanners.workspace import scan_changes, scan_workspace
 
 

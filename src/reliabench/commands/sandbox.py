@@ -43,6 +43,9 @@ def check_command(backend: str, slot: int, checks: tuple[str, ...], fmt: str) ->
     Every third-party backend must pass all of them. The built-in `none` backend fails by design
     (it does not isolate), and `namespaces` fails read_world_readable_dirs (no private file system
     view); see docs/threat-model.md.
+
+    Exit status: 0 every check passed; 1 a check failed or could not run; 2 usage error; 3 the
+    backend does not work on this host.
     """
     from reliabench.errors import UsageError
     from reliabench.sandbox.selfcheck import CHECKS, run_selfcheck
