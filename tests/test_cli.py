@@ -1,0 +1,94 @@
+"""The command line (reliabench.cli): lazy sub-commands, and how an escaped error ends.
+
+Each command's behaviour is tested with what it runs (tests/test_layout.py lists where); the
+mapping of every error class to its exit code is in tests/test_errors.py.
+"""
+
+from __future__ import annotations
+
+import importlib
+import subprocess
+import sys
+import types
+
+import click
+import pytest
+
+from reliabench.cli import COMMANDS, cli, main
+
+
+def test_every_command_module_exposes_a_click_command() -> None:
+    for name, module in COMMANDS.items():
+        mod = importlib.import_module(f"reliabench.commands.{module}")
+        assert isinstance(mod.command, click.Command), name
+        assert mod.command.name == name
+        assert "command" in mod.__all__
+
+
+def test_help_lists_every_command(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["--help"]) == 0
+    out = capsys.readouterr().out
+    listed = {line.split()[0] for line in out.split("Commands:")[1].splitlines() if line.strip()}
+    assert listed == set(COMMANDS)
+
+
+def test_sub_commands_are_imported_only_when_used() -> None:
+    code = ("import sys; from reliabench.cli import main; main(['--version']); "
+            "print(sorted(m for m in sys.modules if m.startswith('reliabench.commands.')))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.splitlines()[-1] == "['reliabench.commands._common']"
+
+
+def test_version(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["--version"]) == 0
+    assert capsys.readouterr().out.startswith("reliabench, version ")
+
+
+def test_an_unknown_command_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["frobnicate"]) == 2
+    assert "No such command 'frobnicate'" in capsys.readouterr().err
+
+
+def _fake(monkeypatch: pytest.MonkeyPatch, exc: BaseException) -> None:
+    @click.command("boom")
+    def boom() -> None:
+        raise exc
+
+    module = types.ModuleType("reliabench.commands._boom_for_cli_tests")
+    module.command = boom  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, module.__name__, module)
+    monkeypatch.setitem(COMMANDS, "boom", "_boom_for_cli_tests")
+
+
+@pytest.mark.parametrize(
+    ("exc", "code", "err"),
+    [
+        (KeyboardInterrupt(), 130, "\nreliabench: aborted\n"),  # click turns Ctrl-C into Abort
+        (click.exceptions.Abort(), 130, "reliabench: aborted\n"),
+        (BrokenPipeError(), 0, ""),
+        (SystemExit(4), 4, ""),
+        (SystemExit(None), 0, ""),
+        (SystemExit("bye"), 1, ""),
+    ],
+    ids=["ctrl-c", "abort", "broken-pipe", "exit-4", "exit-none", "exit-str"],
+)
+def test_how_a_command_ends(exc: BaseException, code: int, err: str, monkeypatch: pytest.MonkeyPatch,
+                            capsys: pytest.CaptureFixture[str]) -> None:
+    _fake(monkeypatch, exc)
+    assert main(["boom"]) == code
+    assert capsys.readouterr().err == err
+
+
+def test_a_bug_is_not_swallowed(monkeypatch: pytest.MonkeyPatch) -> None:
+    _fake(monkeypatch, RuntimeError("a real bug"))
+    with pytest.raises(RuntimeError, match="a real bug"):
+        main(["boom"])
+
+
+def test_a_module_that_fails_to_import_is_not_hidden(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(COMMANDS, "ghost", "_no_such_module_for_tests")
+    assert cli.get_command(click.Context(cli), "ghost") is None  # a missing module: no such command
+    broken = types.ModuleType("reliabench.commands._broken_for_tests")
+    monkeypatch.setitem(COMMANDS, "broken", "_broken_for_tests")
+    monkeypatch.setitem(sys.modules, broken.__name__, broken)  # imports, but has no command
+    assert cli.get_command(click.Context(cli), "broken") is None
