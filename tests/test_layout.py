@@ -114,7 +114,6 @@ COVERED_ELSEWHERE: dict[str, tuple[str, str, str]] = {
     "warm/hidden.py": ("test_warm_server.py", "WarmTests", "hidden tests on the warm path"),
     "warm/jail.py": ("test_warm_server.py", "only_the_workspace_is_writable", "what a rollout can reach"),
     "warm/plain_runner.py": ("test_warm_plain_tests.py", "plain", "the lean runner's verdicts"),
-    "warm/protocol.py": ("test_warm_server.py", "WarmWorkers", "the frames between client and server"),
 }
 
 # test modules that check several modules (or a whole package) together, and what they check
