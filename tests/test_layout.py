@@ -88,7 +88,6 @@ COVERED_ELSEWHERE: dict[str, tuple[str, str, str]] = {
     "sandbox/namespaces.py": ("test_sandbox.py", "namespaces", "each backend's API, limits and capture"),
     "sandbox/none.py": ("test_sandbox.py", "none", "each backend's API, limits and capture"),
     "sandbox/registry.py": ("test_sandbox.py", "get_backend", "the registry, probing and plugins"),
-    "sandbox/supervision.py": ("test_sandbox.py", "output", "limits, wall time and output capture"),
     # ---- scanners: the protocol and the built-in scanners, tested as a package
     "scanners/bandit_scanner.py": ("test_scanners.py", "reliabench.scanners.bandit_scanner", "with the protocol"),
     "scanners/base.py": ("test_scanners.py", "Scanner", "the protocol"),
