@@ -51,7 +51,7 @@ def _escaped_processes() -> list[int]:
                 cmdline = Path(f"/proc/{entry.name}/cmdline").read_bytes()
             except OSError:
                 continue
-            if b"rb-selfcheck-" in cmdline:
+            if f"rb-selfcheck-{os.getpid()}-".encode() in cmdline:  # this process's attacks only
                 pids.append(int(entry.name))
     return pids
 
@@ -70,7 +70,7 @@ def test_containment_check(name: str, check: str) -> None:
     assert result.detail
     # whatever got through was removed: no escaped process, no file in /usr
     assert _escaped_processes() == []
-    assert not list(Path("/usr").glob("rb-escaped-*"))
+    assert not list(Path("/usr").glob(f"rb-escaped-{os.getpid()}-*"))
 
 
 @pytest.mark.skipif(not IS_ROOT, reason="as a normal user RLIMIT_NPROC holds for none")
@@ -79,6 +79,13 @@ def test_none_fork_bomb_is_reported_without_being_run() -> None:
     assert result.status == "failed"
     assert "not run" in result.detail
     assert "RLIMIT_NPROC" in result.detail
+
+
+def test_auto_is_the_backend_a_run_would_use() -> None:
+    backend_or_skip("bubblewrap")
+    report = run_selfcheck("auto", slot=SLOT, checks=["memory_10gb"])
+    assert report.backend == "bubblewrap"  # auto picks the strongest that works here
+    assert report.results == (CheckResult("memory_10gb", "passed", "MemoryError"),)
 
 
 def test_the_checks_are_the_documented_ones() -> None:

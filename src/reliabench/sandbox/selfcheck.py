@@ -394,7 +394,7 @@ _ESCAPE = (
 
 
 def _child_gone(ctx: _Context, setsid: bool) -> str:
-    token = f"rb-selfcheck-{secrets.token_hex(8)}"
+    token = f"rb-selfcheck-{os.getpid()}-{secrets.token_hex(8)}"
     try:
         result = ctx.py(_ESCAPE.format(token=token, setsid=setsid))
         _expect(result.returncode == 0, f"the attack did not run: returncode {result.returncode}, "
