@@ -1,7 +1,7 @@
 """The command line (reliabench.cli): lazy sub-commands, and how an escaped error ends.
 
-Each command's behaviour is tested with what it runs (tests/test_layout.py lists where); the
-mapping of every error class to its exit code is in tests/test_errors.py.
+Each command's behaviour is tested with what it runs (tests/test_layout.py lists where); every
+error class's exit code is pinned in tests/test_errors.py.
 """
 
 from __future__ import annotations
@@ -15,6 +15,15 @@ import click
 import pytest
 
 from reliabench.cli import COMMANDS, cli, main
+from reliabench.errors import (
+    AgentError,
+    InfraStopError,
+    InputError,
+    ReliabenchError,
+    SandboxError,
+    StoreError,
+    UsageError,
+)
 
 
 def test_every_command_module_exposes_a_click_command() -> None:
@@ -92,3 +101,24 @@ def test_a_module_that_fails_to_import_is_not_hidden(monkeypatch: pytest.MonkeyP
     monkeypatch.setitem(COMMANDS, "broken", "_broken_for_tests")
     monkeypatch.setitem(sys.modules, broken.__name__, broken)  # imports, but has no command
     assert cli.get_command(click.Context(cli), "broken") is None
+
+
+@pytest.mark.parametrize(
+    ("exc", "code"),
+    [
+        (UsageError("bad --k"), 2),
+        (InputError("f.jsonl", "expected an object", line=3), 2),
+        (SandboxError("bwrap failed"), 3),
+        (InfraStopError("agents stopped"), 3),
+        (StoreError("unreadable"), 1),
+        (AgentError("adapter broke"), 1),
+    ],
+)
+def test_the_cli_maps_each_error_to_one_line_and_its_code(exc: ReliabenchError, code: int,
+                                                          monkeypatch: pytest.MonkeyPatch,
+                                                          capsys: pytest.CaptureFixture[str]) -> None:
+    _fake(monkeypatch, exc)
+    assert main(["boom"]) == code
+    err = capsys.readouterr().err
+    assert err == f"reliabench: error: {exc}\n"
+    assert "Traceback" not in err

@@ -1,16 +1,15 @@
-"""The exception tree (reliabench.errors): the drawing in its docstring, exit codes, the CLI mapping."""
+"""The exception tree (reliabench.errors): the drawing in its docstring, exit codes, messages.
+
+How the CLI turns an escaped error into one line and its exit code: tests/test_cli.py.
+"""
 
 from __future__ import annotations
 
 import re
-import sys
-import types
 
-import click
 import pytest
 
 from reliabench import errors
-from reliabench.cli import COMMANDS, main
 from reliabench.errors import (
     ConfigError,
     InfraStopError,
@@ -95,31 +94,3 @@ def test_infra_stop_keeps_the_summary() -> None:
     summary = object()
     assert InfraStopError("stopped", summary=summary).summary is summary
     assert InfraStopError("stopped").summary is None
-
-
-@pytest.mark.parametrize(
-    ("exc", "code"),
-    [
-        (UsageError("bad --k"), 2),
-        (InputError("f.jsonl", "expected an object", line=3), 2),
-        (SandboxError("bwrap failed"), 3),
-        (InfraStopError("agents stopped"), 3),
-        (errors.StoreError("unreadable"), 1),
-        (errors.AgentError("adapter broke"), 1),
-    ],
-)
-def test_the_cli_maps_each_error_to_one_line_and_its_code(exc: ReliabenchError, code: int,
-                                                          monkeypatch: pytest.MonkeyPatch,
-                                                          capsys: pytest.CaptureFixture[str]) -> None:
-    @click.command("boom")
-    def boom() -> None:
-        raise exc
-
-    module = types.ModuleType("reliabench.commands._boom_for_tests")
-    module.command = boom  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, module.__name__, module)
-    monkeypatch.setitem(COMMANDS, "boom", "_boom_for_tests")
-    assert main(["boom"]) == code
-    err = capsys.readouterr().err
-    assert err == f"reliabench: error: {exc}\n"
-    assert "Traceback" not in err
