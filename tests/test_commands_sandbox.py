@@ -7,6 +7,9 @@ themselves are tested on every backend in tests/test_sandbox_selfcheck.py.
 from __future__ import annotations
 
 import json
+import sys
+import types
+from collections.abc import Iterator
 
 import pytest
 from sandbox_helpers import backend_or_skip
@@ -70,3 +73,70 @@ def test_help_lists_every_check_and_the_exit_codes(capsys: pytest.CaptureFixture
                                       "2 usage error; 3 the backend does not work on this host.") == 1
     assert main(["sandbox", "--help"]) == 0
     assert "check" in capsys.readouterr().out
+
+
+# a third-party backend, registered through the reliabench.sandboxes entry points
+
+
+class _LeakyPlugin:
+    """A plugin that isolates nothing (it runs commands as ``none`` does)."""
+
+    name = "leaky-plugin"
+
+    def run(self, argv: object, **kw: object) -> object:
+        from dataclasses import replace
+
+        from reliabench.sandbox import NoSandboxBackend
+
+        return replace(NoSandboxBackend().run(argv, **kw), isolation=self.name)  # type: ignore[arg-type]
+
+
+class _WrappingPlugin:
+    """A plugin that delegates to bubblewrap."""
+
+    name = "wrapping-plugin"
+
+    def run(self, argv: object, **kw: object) -> object:
+        from dataclasses import replace
+
+        from reliabench.sandbox import BubblewrapBackend
+
+        return replace(BubblewrapBackend().run(argv, **kw), isolation=self.name)  # type: ignore[arg-type]
+
+
+@pytest.fixture
+def plugins(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    from entry_point_helpers import fake_entry_points
+
+    from reliabench.sandbox import ENTRY_POINT_GROUP, registry
+
+    fake_entry_points(monkeypatch, ENTRY_POINT_GROUP, **{"leaky-plugin": "rb_selfcheck_plugins:Leaky",
+                                                         "wrapping-plugin": "rb_selfcheck_plugins:Wrapping"})
+    module = types.ModuleType("rb_selfcheck_plugins")
+    module.Leaky = _LeakyPlugin  # type: ignore[attr-defined]
+    module.Wrapping = _WrappingPlugin  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, module.__name__, module)
+    registry._probe.cache_clear()
+    yield
+    registry._probe.cache_clear()
+
+
+@pytest.mark.usefixtures("plugins")
+def test_a_plugin_backend_that_leaks_fails_by_name(capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(["sandbox", "check", "--backend", "leaky-plugin", "--slot", str(SLOT), "--check", "network",
+                 "--check", "read_private_dirs", "--format", "json"])
+    out = json.loads(capsys.readouterr().out)
+    assert code == 1
+    assert out["backend"] == "leaky-plugin" and out["passed"] is False
+    assert [c["status"] for c in out["checks"]] == ["failed", "failed"]
+
+
+@pytest.mark.usefixtures("plugins")
+def test_a_plugin_backend_that_contains_passes_by_name(capsys: pytest.CaptureFixture[str]) -> None:
+    backend_or_skip("bubblewrap")
+    code = main(["sandbox", "check", "--backend", "wrapping-plugin", "--slot", str(SLOT), "--check", "network",
+                 "--check", "read_world_readable_dirs", "--format", "json"])
+    out = json.loads(capsys.readouterr().out)
+    assert code == 0, out
+    assert out["backend"] == "wrapping-plugin"
+    assert [c["status"] for c in out["checks"]] == ["passed", "passed"]
