@@ -6,8 +6,7 @@ The rule (docs/guide.md, "Where the tests are"): ``src/reliabench/PKG/SUB/MOD.py
 ``__init__.py`` that defines functions or classes is tested in ``tests/test_PKG.py``, one that
 only re-exports needs nothing. Exceptions are listed below with the test module that covers the
 module instead, a string that test module must contain (so an entry cannot outlive its reason),
-and why. Every test module is either a mirror or a cross-module test listed in
-:data:`CROSS_MODULE`.
+and why. Every test module is either a mirror or listed in :data:`OTHER_TESTS` with what it checks.
 """
 
 from __future__ import annotations
@@ -113,8 +112,9 @@ COVERED_ELSEWHERE: dict[str, tuple[str, str, str]] = {
     "warm/plain_runner.py": ("test_warm_plain_tests.py", "plain", "the lean runner's verdicts"),
 }
 
-# test modules that check several modules (or a whole package) together, and what they check
-CROSS_MODULE: dict[str, str] = {
+# test modules that are not the mirror of one module, and what they check: several modules or a whole
+# package together, or one aspect of a module that has its own mirror as well
+OTHER_TESTS: dict[str, str] = {
     "test_agent_clis_e2e.py": "real agent CLIs end to end through the runner and the sandbox",
     "test_bundled_suite.py": "the bundled py30 suite, validated in the sandbox",
     "test_hidden_tests_containment.py": "sandbox attacks from inside hidden tests, on every test path",
@@ -196,12 +196,12 @@ def test_covered_elsewhere_entries_hold() -> None:
 
 def test_every_test_module_mirrors_a_module_or_says_what_it_checks() -> None:
     mirrors = set(_modules().values())
-    orphans = sorted(p.name for p in TESTS.glob("test_*.py") if p.name not in mirrors and p.name not in CROSS_MODULE)
+    orphans = sorted(p.name for p in TESTS.glob("test_*.py") if p.name not in mirrors and p.name not in OTHER_TESTS)
     assert not orphans, (
         "test modules that mirror no module (renamed or removed?); rename them after the module they "
-        "test, or list them in CROSS_MODULE with what they check:\n  " + "\n  ".join(orphans))
-    gone = sorted(n for n in CROSS_MODULE if not (TESTS / n).exists())
-    assert not gone, f"CROSS_MODULE lists test modules that do not exist: {gone}"
+        "test, or list them in OTHER_TESTS with what they check:\n  " + "\n  ".join(orphans))
+    gone = sorted(n for n in OTHER_TESTS if not (TESTS / n).exists())
+    assert not gone, f"OTHER_TESTS lists test modules that do not exist: {gone}"
 
 
 def test_the_mirror_rule() -> None:
