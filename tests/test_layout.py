@@ -105,7 +105,6 @@ COVERED_ELSEWHERE: dict[str, tuple[str, str, str]] = {
     "tasks/validate.py": ("test_bundled_suite.py", "validate_suite", "validate on every bundled task"),
     # ---- warm test workers: the server, jail and protocol, through the workers
     "warm/_linux.py": ("test_warm_server.py", "WarmWorkers", "syscalls of the jail, in every warm rollout"),
-    "warm/backend.py": ("test_sandbox_selfcheck.py", '"warm"', "the warm jail's backend, by the self-check"),
     "warm/client.py": ("test_warm_server.py", "WarmWorkers", "the servers and their clients"),
     "warm/hidden.py": ("test_warm_server.py", "WarmTests", "hidden tests on the warm path"),
     "warm/jail.py": ("test_warm_server.py", "only_the_workspace_is_writable", "what a rollout can reach"),

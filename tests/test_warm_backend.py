@@ -1,0 +1,75 @@
+"""The warm jail as a sandbox backend (reliabench.warm.backend): what it runs, and what it refuses.
+
+Its containment is the self-check's (tests/test_sandbox_selfcheck.py runs every check on it).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from sandbox_helpers import warm_or_skip
+
+from reliabench.errors import SandboxError
+from reliabench.sandbox import Limits, SandboxBackend
+
+SLOT = 6
+
+
+@pytest.fixture
+def backend() -> SandboxBackend:
+    warm: SandboxBackend = warm_or_skip("backend")
+    return warm
+
+
+@pytest.fixture
+def ws() -> Iterator[Path]:
+    base = Path(tempfile.mkdtemp(prefix="rb-warm-backend-"))
+    os.chmod(base, 0o711)
+    work = base / "ws"
+    work.mkdir()
+    yield work
+    shutil.rmtree(base, ignore_errors=True)
+
+
+def test_runs_a_command_in_the_workdir(backend: SandboxBackend, ws: Path) -> None:
+    result = backend.run([sys.executable, "-c", "import os; print(os.getcwd()); open('out.txt', 'w').write('x')"],
+                         workdir=ws, limits=Limits(wall_s=20.0), slot=SLOT)
+    assert (result.returncode, result.stdout, result.isolation) == (0, f"{ws}\n", "warm")
+    assert (ws / "out.txt").read_text() == "x"
+
+
+def test_readonly_paths_are_visible_and_read_only(backend: SandboxBackend, ws: Path) -> None:
+    data = ws.parent / "data"
+    data.mkdir()
+    (data / "f.txt").write_text("shared")
+    os.chmod(data, 0o755)
+    code = (f"print(open({str(data / 'f.txt')!r}).read())\n"
+            f"try:\n    open({str(data / 'g.txt')!r}, 'w')\nexcept OSError as e:\n    print('denied', e.errno)\n")
+    result = backend.run([sys.executable, "-c", code], workdir=ws, readonly=[data], limits=Limits(wall_s=20.0),
+                         slot=SLOT)
+    assert result.stdout.splitlines()[0] == "shared"
+    assert result.stdout.splitlines()[1].startswith("denied")
+    assert not (data / "g.txt").exists()
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"network": True}, r"the warm backend has no network \(use bubblewrap for network=True\)"),
+        ({"pass_fds": (0,)}, "the warm backend does not pass file descriptors"),
+        ({"stdin": Path("/dev/null")}, "the warm backend does not feed standard input, got stdin=/dev/null"),
+    ],
+    ids=["network", "pass_fds", "stdin"],
+)
+def test_refuses_what_it_cannot_give_before_starting(backend: SandboxBackend, ws: Path,
+                                                     kwargs: dict[str, object], message: str) -> None:
+    with pytest.raises(SandboxError, match=message):
+        backend.run([sys.executable, "-c", "open('started', 'w')"], workdir=ws, slot=SLOT,
+                    **kwargs)  # type: ignore[arg-type]
+    assert not (ws / "started").exists()  # nothing ran
