@@ -75,7 +75,6 @@ COVERED_ELSEWHERE: dict[str, tuple[str, str, str]] = {
     "run/adaptive.py": ("test_studies_adaptive.py", "reliabench.run.adaptive", "adaptive runs with their design"),
     "run/artifacts.py": ("test_files_untrusted.py", "reliabench.run.artifacts", "artifact budgets"),
     "run/executors/local.py": ("test_run_e2e.py", "run_suite", "the default executor of every run"),
-    "run/expected.py": ("test_run_e2e.py", "run_suite", "expected tests are collected by every run"),
     "run/plan.py": ("test_run_e2e.py", "--seed", "jobs and seeds of every run"),
     "run/recording.py": ("test_hostile_rollouts.py", "run_suite", "artifacts and records of hostile rollouts"),
     "run/retest.py": ("test_studies_noise.py", "reliabench.run.retest", "re-tests feed the noise study"),
