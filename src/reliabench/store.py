@@ -45,7 +45,15 @@ from types import TracebackType
 from typing import Any, Final
 
 from reliabench.errors import OutputError, RunMismatchError, StoreError, UsageError
-from reliabench.records import Finding, Rollout, ScanError, rollout_from_dict, rollout_to_dict
+from reliabench.records import (
+    Finding,
+    Isolation,
+    Rollout,
+    RolloutStatus,
+    ScanError,
+    rollout_from_dict,
+    rollout_to_dict,
+)
 
 __all__ = [
     "STORE_SCHEMA_VERSION",
@@ -192,7 +200,7 @@ class RunStore:
         config_hash: str,
         suite: Mapping[str, str],
         packages: Mapping[str, str],
-        isolation: str,
+        isolation: Isolation,
     ) -> tuple[RunStore, bool]:
         """Open ``root`` for a run with this configuration, creating it if needed.
 
@@ -295,7 +303,7 @@ class RunStore:
         """The key columns as stored (what :meth:`done_keys` returns for this rollout)."""
         return (_text(task_id) or "", _text(agent) or "", rollout)
 
-    def add(self, r: Rollout, *, replace_status: str | None = None) -> None:
+    def add(self, r: Rollout, *, replace_status: RolloutStatus | None = None) -> None:
         """Record one rollout with its tests and findings, atomically.
 
         Args:
@@ -389,7 +397,7 @@ class RunStore:
 
     # ------------------------------------------------------------------ reading
 
-    def done_keys(self, *, except_status: str | None = None) -> set[tuple[str, str, int]]:
+    def done_keys(self, *, except_status: RolloutStatus | None = None) -> set[tuple[str, str, int]]:
         """Keys of the recorded rollouts (without those of status ``except_status``)."""
         return {(t, a, int(i)) for t, a, i, st in
                 self._conn.execute("SELECT task_id, agent, rollout, status FROM rollouts")

@@ -74,6 +74,7 @@ from reliabench.agents.base import (
     AgentContext,
     AgentRequest,
     AgentResult,
+    AgentStatus,
     WorkspacePathError,
     register_agent_kind,
     write_workspace_files,
@@ -285,7 +286,7 @@ def run_feedback_tests(request: AgentRequest, *, sandbox: str = "auto",
         backend=sandbox_backend(sandbox), limits=Limits(wall_s=timeout_s, cpu_s=timeout_s),
         slot=request.slot,
     )
-    bad = [o for o in run.outcomes if o.outcome in ("failed", "error")]
+    bad = [o for o in run.outcomes if o.failing]
     passed = run.status == "completed" and bool(run.outcomes) and not bad
     lines = [f"{o.outcome.upper()} {o.name}" for o in bad]
     if not run.outcomes:
@@ -384,6 +385,7 @@ class OpenAIAgent:
         transcript: list[dict[str, Any]] = []
         usage = _Usage()
         meta: dict[str, Any] = {"model": self.settings.model, "turns": 0}
+        status: AgentStatus
         try:
             status = self._run(request, log, transcript, usage, meta)
         except Exception:  # pragma: no cover - defensive: run() must never raise
@@ -411,7 +413,7 @@ class OpenAIAgent:
         )
 
     def _run(self, request: AgentRequest, log: list[str], transcript: list[dict[str, Any]],
-             usage: _Usage, meta: dict[str, Any]) -> str:
+             usage: _Usage, meta: dict[str, Any]) -> AgentStatus:
         s = self.settings
         budget = s.timeout_s if s.timeout_s is not None else request.timeout_s
         deadline = time.monotonic() + budget

@@ -83,7 +83,7 @@ def _prompt(suite_path: str | None, task_id: str) -> str:
 def _sample(ilog: Any, r: Rollout, adir: Path | None, prompt: str) -> Any:
     from inspect_ai.scorer import Score
 
-    failed = [t.name for t in r.functional_tests if t.outcome in ("failed", "error")]
+    failed = [t.name for t in r.functional_tests if t.failing]
     total, passed = r.n_tests, r.n_tests_passed
     explanation = f"status {r.status}; " + (f"{passed}/{total} functional tests passed" if total is not None
                                             else "no per-test outcomes")

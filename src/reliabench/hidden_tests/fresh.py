@@ -50,12 +50,12 @@ import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Final, Literal, TypeAlias
 
 from reliabench.errors import SandboxError, SuiteError
 from reliabench.files.untrusted import file_kind, read_bounded, remove_tree, walk_tree
 from reliabench.hidden_tests.outcome_pipe import OutcomePipe
-from reliabench.records import OUTCOMES, TestOutcome
+from reliabench.records import TEST_OUTCOMES, Isolation, TestOutcome, TestOutcomeStatus
 from reliabench.sandbox import (
     DEFAULT_PATH,
     Limits,
@@ -72,10 +72,15 @@ __all__ = [
     "PLUGIN_MODULE",
     "TAMPER_NAMES",
     "HiddenTestRun",
+    "HiddenTestStatus",
     "collect_hidden_tests",
     "find_tamper_files",
     "run_hidden_tests",
 ]
+
+HiddenTestStatus: TypeAlias = Literal["completed", "timeout", "test_error"]
+"""How a run of hidden tests ended (``HiddenTestRun.status``); the same words as the rollout
+statuses (:data:`reliabench.records.RolloutStatus`) they become."""
 
 PLUGIN_MODULE: Final = "_reliabench_outcome_plugin"
 """The module name under which the outcome plugin is loaded inside the sandbox."""
@@ -131,12 +136,12 @@ class HiddenTestRun:
     """
 
     outcomes: tuple[TestOutcome, ...]
-    status: str
+    status: HiddenTestStatus
     reason: str | None
     tamper_suspected: bool
     tamper_files: tuple[str, ...]
     forged: bool
-    isolation: str
+    isolation: Isolation
     seconds: float
     log: str
 
@@ -270,7 +275,7 @@ class _Channel:
     ended: bool = False
     collected: list[tuple[str, bool]] | None = None
     collect_errors: list[str] = field(default_factory=list)
-    tests: dict[str, tuple[str, bool]] = field(default_factory=dict)
+    tests: dict[str, tuple[TestOutcomeStatus, bool]] = field(default_factory=dict)
     order: list[str] = field(default_factory=list)
     poisoned: set[str] = field(default_factory=set)
     problems: list[str] = field(default_factory=list)
@@ -367,14 +372,14 @@ def _take_line(ch: _Channel, raw: bytes, key: bytes, expected: set[str] | None) 
         ch.collect_errors.append(str(name))
     elif event == "test":
         outcome = obj.get("outcome")
-        if name is None or outcome not in OUTCOMES:
+        if name is None or not isinstance(outcome, str) or outcome not in TEST_OUTCOMES:
             ch.forge(f"malformed test line for {name!r:.200}", name)
         elif expected is not None and name not in expected:
             ch.forge(f"outcome for a test that is not expected: {name:.200}")
         elif name in ch.tests:
             ch.forge(f"two outcome lines for one test: {name:.200}", name)
         else:
-            ch.tests[name] = (str(outcome), obj.get("security") is True)
+            ch.tests[name] = (outcome, obj.get("security") is True)
             ch.order.append(name)
     elif event == "end":
         ch.ended = True
@@ -690,7 +695,8 @@ def run_hidden_tests(
         if line is None or name in ch.poisoned:
             outcomes.append(TestOutcome(name, "failed", security))
         else:
-            outcomes.append(TestOutcome(name, line[0], security))  # type: ignore[arg-type]
+            outcomes.append(TestOutcome(name, line[0], security))
+    status: HiddenTestStatus
     if result.timed_out:
         status = "timeout"
         reasons.append(f"wall time limit of {(limits or Limits()).wall_s:g} s reached")
@@ -718,7 +724,7 @@ def run_hidden_tests(
         )
     if ch.collect_errors:
         reasons.append("collection errors: " + ", ".join(ch.collect_errors[:5]))
-    failing = [o.name for o in outcomes if o.outcome in ("failed", "error")]
+    failing = [o.name for o in outcomes if o.failing]
     if failing and ch.started:
         reasons.append(f"{len(failing)} of {len(outcomes)} test(s) did not pass: {failing[:3]}")
     not_run = [name for name, _ in exp_list if name not in ch.tests]

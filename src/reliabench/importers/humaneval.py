@@ -17,7 +17,7 @@ from typing import Any
 
 from reliabench.errors import InputError
 from reliabench.importers._common import ImportResult, expect_dict, iter_jsonl
-from reliabench.records import Rollout
+from reliabench.records import Rollout, RolloutStatus
 
 __all__ = ["FORMAT", "detect_line", "load"]
 
@@ -68,7 +68,7 @@ def load(path: Path, data: Any = None, *, agent: str | None = None) -> ImportRes
         if not isinstance(passed, bool):
             raise InputError(path, f"expected true or false, got {passed!r}", line=lineno, field="passed")
         result = obj.get("result")
-        status = "timeout" if result == "timed out" else "completed"
+        status: RolloutStatus = "timeout" if result == "timed out" else "completed"
         records.append(Rollout(task_id=task, agent=name, rollout=counter[task], verdict=passed,
                                status=status,
                                meta={"source": FORMAT, "result": str(result)[:200]}))

@@ -33,8 +33,8 @@ __all__ = [
     "parse_threshold",
 ]
 
-_SEV = {s: i for i, s in enumerate(SEVERITY_LEVELS)}
-_CONF = {c: i for i, c in enumerate(CONFIDENCE_LEVELS)}
+_SEV: dict[str, int] = {s: i for i, s in enumerate(SEVERITY_LEVELS)}
+_CONF: dict[str, int] = {c: i for i, c in enumerate(CONFIDENCE_LEVELS)}
 
 
 @dataclass(frozen=True, slots=True)
@@ -144,7 +144,7 @@ def judge_security(
     """Apply both lenses to one rollout (functional success is judged elsewhere)."""
     flt = finding_filter or FindingFilter()
     static = tuple(f for f in rollout.findings if flt.counts(f, threshold))
-    dynamic = tuple(t.name for t in rollout.security_tests if t.outcome in ("failed", "error"))
+    dynamic = tuple(t.name for t in rollout.security_tests if t.failing)
     scan_err = bool(rollout.scan_errors)
     return SecurityVerdict(not (static or dynamic or scan_err), static, scan_err, dynamic)
 

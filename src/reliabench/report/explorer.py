@@ -29,7 +29,7 @@ from typing import Any, Final
 
 from reliabench.errors import InvalidArgumentError
 from reliabench.metrics.analysis import ScoreReport
-from reliabench.records import Rollout
+from reliabench.records import Rollout, RolloutStatus, TestOutcomeStatus
 from reliabench.report.figures import cost_figures, proxy_scatter, reliability_curve
 from reliabench.report.heatmap import heatmap_html
 from reliabench.report.html import render_html
@@ -108,7 +108,10 @@ def embed_json(data: Any) -> str:
             .replace("\u2028", "\\u2028").replace("\u2029", "\\u2029"))
 
 
-_OUTCOME_CODE: Final = {"passed": "P", "failed": "F", "error": "E", "skipped": "S"}
+_OUTCOME_CODE: Final[dict[TestOutcomeStatus, str]] = {"passed": "P", "failed": "F", "error": "E",
+                                                      "skipped": "S"}
+_CODE_STATUSES: Final[frozenset[RolloutStatus]] = frozenset({"completed", "no_change"})
+"""Statuses whose workspace diff is the agent's finished code (grouped by identical code)."""
 
 
 def _diff_hash(run_dir: Path | None, r: Rollout) -> str | None:
@@ -149,7 +152,7 @@ def _task_views(records: Sequence[Rollout], run_dir: Path | None) -> tuple[dict[
             for t in r.tests or ():
                 codes[col[t.name]] = _OUTCOME_CODE[t.outcome]
             dh = _diff_hash(run_dir, r)
-            if dh is not None and r.status in ("completed", "no_change"):
+            if dh is not None and r.status in _CODE_STATUSES:
                 same_code.setdefault(dh, []).append(r)
             summaries[rid] = {
                 "task": r.task_id, "agent": r.agent, "rollout": r.rollout, "status": r.status,

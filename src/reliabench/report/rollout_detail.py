@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from reliabench.errors import InvalidArgumentError
-from reliabench.records import Finding, Rollout
+from reliabench.records import Finding, Isolation, Rollout, RolloutStatus, TestOutcomeStatus
 
 __all__ = [
     "DetailLimits",
@@ -92,7 +92,7 @@ class TestRow:
     __test__ = False
 
     name: str
-    outcome: str
+    outcome: TestOutcomeStatus
     security: bool = False
     message: str = ""
     message_source: str = "none"
@@ -131,9 +131,9 @@ class RolloutDetail:
     task_id: str
     agent: str
     rollout: int
-    status: str
+    status: RolloutStatus
     passes: bool
-    isolation: str | None
+    isolation: Isolation | None
     seconds: float | None
     tokens: int | None
     usd: float | None
@@ -352,7 +352,7 @@ def build_detail(r: Rollout, artifact_dir: Path | None,
     cuts: list[str] = []
     has_art = artifact_dir is not None and artifact_dir.is_dir()
     tests_log = _read(artifact_dir / "tests.log") if has_art and artifact_dir else None
-    failed = [t.name for t in r.tests or () if t.outcome in ("failed", "error")]
+    failed = [t.name for t in r.tests or () if t.failing]
     msgs = failure_messages(tests_log, failed) if tests_log else {}
     rows = []
     kept = 0

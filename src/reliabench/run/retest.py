@@ -30,7 +30,7 @@ from typing import Any
 
 from reliabench.errors import InvalidArgumentError, SandboxError, UsageError
 from reliabench.files.untrusted import remove_tree
-from reliabench.hidden_tests.fresh import collect_hidden_tests, run_hidden_tests
+from reliabench.hidden_tests.fresh import HiddenTestStatus, collect_hidden_tests, run_hidden_tests
 from reliabench.records import Rollout, TestOutcome
 from reliabench.sandbox import Limits, SandboxBackend, get_backend
 from reliabench.store import RunStore
@@ -73,7 +73,7 @@ class RetestRun:
     agent: str
     rollout: int
     rep: int
-    status: str
+    status: HiddenTestStatus
     tests: tuple[TestOutcome, ...]
     order_seed: int | None
     seconds: float

@@ -22,7 +22,7 @@ from reliabench.errors import SandboxError
 from reliabench.files.untrusted import remove_tree
 from reliabench.hidden_tests.fresh import HiddenTestRun, run_hidden_tests
 from reliabench.hidden_tests.stdio import run_stdio_tests
-from reliabench.records import Cost, Finding, Rollout, ScanError, TestOutcome
+from reliabench.records import Cost, Finding, Rollout, RolloutStatus, ScanError, TestOutcome
 from reliabench.run import artifacts as _artifacts
 from reliabench.run.artifacts import RolloutArtifacts, cap_record, cap_text, take_snapshot
 from reliabench.run.plan import Job
@@ -150,7 +150,7 @@ class RolloutRunner:
             stage = "diffing the workspace"
             diff = workspace_diff(job.task.workspace_dir, workspace,
                                   max_bytes=_artifacts.DEFAULT_BUDGET.max_diff_bytes)
-            status = result.status
+            status: RolloutStatus = result.status
             if status == "completed" and not changed:
                 status = "no_change"
             wall = job.task.timeout_s
@@ -211,8 +211,8 @@ class RolloutRunner:
         finally:
             remove_tree(tmp)
 
-    def _record(self, job: Job, status: str, outcomes: tuple[TestOutcome, ...], meta: dict[str, Any],
-                result: AgentResult, agent_seconds: float, hidden: HiddenTestRun | None,
+    def _record(self, job: Job, status: RolloutStatus, outcomes: tuple[TestOutcome, ...],
+                meta: dict[str, Any], result: AgentResult, agent_seconds: float, hidden: HiddenTestRun | None,
                 findings: tuple[Finding, ...], scan_errors: tuple[ScanError, ...], diff: str,
                 files: dict[str, bytes] | None = None,
                 omitted: tuple[tuple[str, str], ...] = ()) -> Outcome:

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from reliabench.errors import InvalidArgumentError
-from reliabench.records import Rollout
+from reliabench.records import Isolation, Rollout
 from reliabench.sandbox import MAX_SECONDS, Limits
 
 __all__ = ["ProgressEvent", "RunSettings", "RunSummary"]
@@ -88,6 +88,6 @@ class RunSummary:
     executed: int
     passed: int
     infra_errors: int
-    isolation: str
+    isolation: Isolation
     seconds: float
     test_path: str = ""

@@ -39,7 +39,7 @@ import numpy as np
 from scipy import stats
 
 from reliabench.errors import InvalidArgumentError
-from reliabench.records import Rollout, TestOutcome
+from reliabench.records import Rollout, RolloutStatus, TestOutcome, TestOutcomeStatus
 
 __all__ = [
     "FLAKY_VERDICT_POLICIES",
@@ -165,11 +165,11 @@ def clopper_pearson(x: int, n: int, confidence: float = 0.95) -> tuple[float, fl
     return low, high
 
 
-def _passed(outcome: str) -> bool:
+def _passed(outcome: TestOutcomeStatus) -> bool:
     return outcome == "passed"
 
 
-def _verdict(r: Rollout, tests: Sequence[TestOutcome], status: str, excluded: set[str]) -> bool:
+def _verdict(r: Rollout, tests: Sequence[TestOutcome], status: RolloutStatus, excluded: set[str]) -> bool:
     """The verdict of one run of a rollout's code (same rule as ``Rollout.passes``)."""
     if status != "completed":
         return False
@@ -178,7 +178,7 @@ def _verdict(r: Rollout, tests: Sequence[TestOutcome], status: str, excluded: se
     return bool(functional) and all(t.outcome == "passed" for t in functional)
 
 
-def _base_status(r: Rollout) -> str | None:
+def _base_status(r: Rollout) -> RolloutStatus | None:
     """Whether a run of this rollout's code can pass at all (agent-side status)."""
     if r.status == "completed":
         return "completed"
@@ -187,7 +187,8 @@ def _base_status(r: Rollout) -> str | None:
     return None
 
 
-def _runs(r: Rollout, rows: Sequence[Mapping[str, Any]]) -> list[tuple[str, tuple[TestOutcome, ...]]]:
+def _runs(r: Rollout, rows: Sequence[Mapping[str, Any]]
+          ) -> list[tuple[RolloutStatus, tuple[TestOutcome, ...]]]:
     """The (status, tests) of the original run and every usable re-run of a rollout."""
     base = _base_status(r)
     first_status = r.status if base is None else ("completed" if r.status == "completed" else "timeout")

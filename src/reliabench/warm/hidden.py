@@ -160,12 +160,12 @@ def probe_round_trip() -> str | None:
         with WarmTests(workers, own=False) as warm:
             raw = warm.run_tests(ws, tests, limits=Limits(wall_s=30.0), slot=0, extra=[],
                                  expected={"test_probe.py::test_probe"}, test_runner="plain")
-        if raw.channel.tests.get("test_probe.py::test_probe", ("", False))[0] == "passed":
+        if raw.channel.tests.get("test_probe.py::test_probe", ("failed", False))[0] == "passed":
             with _spare_lock:
                 _spare.append(workers)
         else:
             workers.close()
-        if raw.channel.tests.get("test_probe.py::test_probe", ("", False))[0] != "passed":
+        if raw.channel.tests.get("test_probe.py::test_probe", ("failed", False))[0] != "passed":
             detail = (raw.result.stderr or raw.result.stdout).strip().splitlines()[-3:]
             return f"warm test worker probe failed: {' | '.join(detail) or raw.result.returncode}"
         return None
