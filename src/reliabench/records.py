@@ -39,6 +39,7 @@ from typing import IO, Any, Final, Literal, TypeAlias, cast, get_args
 
 from reliabench.errors import RecordError
 from reliabench.files import json_input
+from reliabench.files.jsonl import read_jsonl_lines
 from reliabench.files.output import open_output
 
 __all__ = [
@@ -529,21 +530,15 @@ def rollout_to_dict(r: Rollout) -> dict[str, Any]:
     return out
 
 
-def _iter_lines(stream: IO[str], name: str) -> Iterator[Rollout]:
+def _iter_records(source: str | Path | IO[str]) -> Iterator[Rollout]:
     seen: dict[tuple[str, str, int], int] = {}
-    for lineno, text in enumerate(stream, start=1):
-        if not text.strip():
-            continue
-        try:
-            obj = json_input.loads(text)
-        except json.JSONDecodeError as exc:
-            raise RecordError(name, f"malformed JSON ({exc.msg} at column {exc.colno})",
-                              line=lineno) from None
-        record = rollout_from_dict(obj, path=name, line=lineno)
+    for item in read_jsonl_lines(source, error=RecordError):
+        lineno = item.line
+        record = rollout_from_dict(item.value, path=item.path, line=lineno)
         first = seen.setdefault(record.key, lineno)
         if first != lineno:
             raise RecordError(
-                name,
+                item.path,
                 f"duplicate (task_id, agent, rollout) = {record.key!r}, first seen on line {first}",
                 line=lineno, field="rollout",
             )
@@ -551,28 +546,16 @@ def _iter_lines(stream: IO[str], name: str) -> Iterator[Rollout]:
 
 
 def read_jsonl(source: str | Path | IO[str]) -> list[Rollout]:
-    """Read and validate a JSONL file of rollout records (``-`` reads standard input).
+    r"""Read and validate a JSONL file of rollout records (``-`` reads standard input).
+
+    Lines are read by :func:`reliabench.files.jsonl.read_jsonl_lines` (blank lines skipped,
+    ``\r\n`` endings and a byte order mark accepted, a ``.gz`` file decompressed).
 
     Raises:
         RecordError: on the first bad line, naming file, line and field; also for a
             duplicate ``(task_id, agent, rollout)``.
     """
-    if not isinstance(source, (str, Path)):
-        return list(_iter_lines(source, getattr(source, "name", "<stream>")))
-    if str(source) == "-":
-        import sys
-
-        return list(_iter_lines(sys.stdin, "<stdin>"))
-    path = Path(source)
-    try:
-        with path.open(encoding="utf-8") as fh:
-            return list(_iter_lines(fh, str(path)))
-    except FileNotFoundError:
-        raise RecordError(path, "no such file") from None
-    except UnicodeDecodeError as exc:
-        raise RecordError(path, f"not UTF-8 text ({exc.reason} at byte {exc.start})") from None
-    except IsADirectoryError:
-        raise RecordError(path, "is a directory, expected a JSONL file") from None
+    return list(_iter_records(source))
 
 
 def _json_line(obj: dict[str, Any]) -> str:

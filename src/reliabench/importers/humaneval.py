@@ -16,7 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from reliabench.errors import InputError
-from reliabench.importers._common import ImportResult, expect_dict, iter_jsonl
+from reliabench.files.jsonl import read_jsonl_lines
+from reliabench.importers._common import ImportResult
 from reliabench.records import Rollout, RolloutStatus
 
 __all__ = ["FORMAT", "detect_line", "load"]
@@ -54,8 +55,8 @@ def load(path: Path, data: Any = None, *, agent: str | None = None) -> ImportRes
     name = agent or stem
     counter: dict[str, int] = defaultdict(int)
     records: list[Rollout] = []
-    for lineno, raw in iter_jsonl(path):
-        obj = expect_dict(raw, path, "line", line=lineno)
+    for item in read_jsonl_lines(path, objects=True):
+        obj, lineno = item.value, item.line
         task = obj.get("task_id")
         if not isinstance(task, str) or not task:
             raise InputError(path, f"expected a non-empty string, got {task!r}", line=lineno,
