@@ -153,11 +153,11 @@ def command(ctx: click.Context, run_dir: Path, scanners: tuple[str, ...], thresh
     console = make_console()
     with RunStore.open_existing(run_dir, readonly=dry_run) as store:
         info = store.run_info()
-        suite_path = info["config"].get("suite_path")
+        suite_path = info.suite_path
         if not suite_path:
             raise UsageError(f"{run_dir}: the run does not record its suite path; it cannot be re-scanned")
         suite = load_suite(suite_path)
-        if suite.content_hash != info["suite"]["hash"]:
+        if suite.content_hash != info.suite.hash:
             raise UsageError(f"{run_dir}: the suite at {suite_path} changed since the run (content hash "
                              "differs); re-scanning would compare against other starters")
         records = store.rollouts()

@@ -150,14 +150,14 @@ def export_inspect(run_dir: str | Path, output: str | Path, *, agent: str | None
     else:
         out.mkdir(parents=True, exist_ok=True)
         targets = {a: out / (_safe(a) + ".eval") for a in agents}
-    suite = info.get("suite") or {}
-    suite_path = (info.get("config") or {}).get("suite_path")
-    created = _dt.datetime.fromtimestamp(float(info.get("created_at") or 0), tz=_dt.timezone.utc).isoformat()
+    suite = info.suite.as_dict()
+    suite_path = info.suite_path
+    created = _dt.datetime.fromtimestamp(info.created_at, tz=_dt.timezone.utc).isoformat()
     written = []
     for name, path in targets.items():
         recs = [r for r in records if r.agent == name]
         written.append(_write_one(ilog, root, recs, name, path, suite, suite_path, created,
-                                  info.get("packages") or {}, artifact_path))
+                                  dict(info.packages), artifact_path))
     return written
 
 

@@ -22,10 +22,10 @@ from __future__ import annotations
 import hashlib
 import html
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from reliabench.errors import InvalidArgumentError
 from reliabench.metrics.analysis import ScoreReport
@@ -35,6 +35,9 @@ from reliabench.report.heatmap import heatmap_html
 from reliabench.report.html import render_html
 from reliabench.report.provenance import Provenance, collect_provenance
 from reliabench.report.rollout_detail import DetailLimits, build_detail, rollout_id
+
+if TYPE_CHECKING:
+    from reliabench.store import RunInfo
 
 __all__ = [
     "DEFAULT_MAX_BYTES",
@@ -66,7 +69,7 @@ class LoadedSource:
     format: str
     run_dir: Path | None
     notes: tuple[str, ...] = ()
-    run_info: Mapping[str, Any] | None = None
+    run_info: RunInfo | None = None
 
 
 def _static(name: str) -> str:
@@ -226,7 +229,7 @@ def render_report_page(
     source: str,
     source_format: str = "jsonl",
     run_dir: Path | None = None,
-    run_info: Mapping[str, Any] | None = None,
+    run_info: RunInfo | None = None,
     title: str | None = None,
     limits: DetailLimits | None = None,
     max_bytes: int = DEFAULT_MAX_BYTES,

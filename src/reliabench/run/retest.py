@@ -33,7 +33,7 @@ from reliabench.files.untrusted import remove_tree
 from reliabench.hidden_tests.fresh import HiddenTestStatus, collect_hidden_tests, run_hidden_tests
 from reliabench.records import Rollout, TestOutcome
 from reliabench.sandbox import Limits, SandboxBackend, get_backend
-from reliabench.store import RunStore
+from reliabench.store import RunInfo, RunStore
 from reliabench.tasks.suite import Task, load_suite, materialize
 
 __all__ = [
@@ -202,14 +202,14 @@ def _kept_files(adir: Path) -> dict[str, bytes]:
     return out
 
 
-def run_limits(config: Mapping[str, Any], task: Task) -> Limits:
+def run_limits(info: RunInfo, task: Task) -> Limits:
     """The hidden-test limits the run used for ``task`` (from its stored configuration)."""
-    stored = config.get("limits") or {}
-    base = Limits(**{k: v for k, v in stored.items() if k in
-                     ("cpu_s", "memory_bytes", "max_procs", "file_size_bytes", "output_bytes")})
+    stored: dict[str, Any] = {k: v for k, v in info.limits.items() if k in
+                              ("cpu_s", "memory_bytes", "max_procs", "file_size_bytes", "output_bytes")}
+    base = Limits(**stored)
     wall = task.timeout_s
-    if config.get("test_timeout_s") is not None:
-        wall = min(wall, float(config["test_timeout_s"]))
+    if info.test_timeout_s is not None:
+        wall = min(wall, info.test_timeout_s)
     return replace(base, wall_s=wall, cpu_s=wall)
 
 
@@ -243,16 +243,15 @@ def retest_run(run_dir: str | Path, times: int = 5, *, workers: int = 1, sandbox
         raise InvalidArgumentError(f"workers must be >= 1, got {workers!r}")
     with RunStore.open_existing(run_dir) as store:
         info = store.run_info()
-        config = info["config"]
-        suite_path = config.get("suite_path")
+        suite_path = info.suite_path
         if not suite_path or not Path(suite_path).is_dir():
             raise UsageError(f"{run_dir}: the run's suite is not at {suite_path!r} any more; "
                              "re-tests need the task starters and hidden tests")
         suite = load_suite(suite_path)
-        if suite.content_hash != config.get("suite_hash"):
+        if suite.content_hash != info.config.get("suite_hash"):
             raise UsageError(f"{suite_path}: the suite changed since the run (content hash); "
                              "re-testing on other tests would not measure harness noise")
-        backend = get_backend(sandbox or config.get("sandbox", "auto"))
+        backend = get_backend(sandbox or info.sandbox or "auto")
         done: dict[tuple[str, str, int], int] = {}
         for row in store.retest_rows():
             key = (row["task_id"], row["agent"], row["rollout"])
@@ -296,7 +295,7 @@ def retest_run(run_dir: str | Path, times: int = 5, *, workers: int = 1, sandbox
                 slot = slots.get()
                 try:
                     return retest_files(task, r, files, reps=reps, expected=expected[r.task_id],
-                                        backend=backend, limits=run_limits(config, task), slot=slot,
+                                        backend=backend, limits=run_limits(info, task), slot=slot,
                                         scratch=scratch, shuffle=shuffle)
                 finally:
                     slots.put(slot)
