@@ -83,6 +83,7 @@ from reliabench.agents.command import sandbox_name
 from reliabench.agents.config import FieldReader
 from reliabench.agents.infra import OPENAI_BASE_URL, Endpoint, infra_reason_for_status, parse_endpoint
 from reliabench.errors import InvalidArgumentError, MissingExtraError, SandboxError
+from reliabench.meta_keys import INFRA_REASON, REASON
 
 __all__ = [
     "DEFAULT_SYSTEM_PROMPT",
@@ -391,8 +392,8 @@ class OpenAIAgent:
         except Exception:  # pragma: no cover - defensive: run() must never raise
             status = "agent_error"
             log.append("unexpected error in the openai adapter:\n" + traceback.format_exc())
-        if status == "infra_error" and "reason" not in meta:
-            meta["reason"] = log[-1] if log else "infrastructure failure"
+        if status == "infra_error" and REASON not in meta:
+            meta[REASON] = log[-1] if log else "infrastructure failure"
         s = self.settings
         usd: float | None = None
         if usage.known and s.usd_per_1k_input is not None and s.usd_per_1k_output is not None:
@@ -421,7 +422,7 @@ class OpenAIAgent:
         if not api_key:
             log.append(f"environment variable {s.api_key_env} is not set: the API key of agent "
                        f"{self.name!r} is read from it (api_key_env)")
-            meta["infra_reason"] = "missing_api_key"
+            meta[INFRA_REASON] = "missing_api_key"
             return "infra_error"
         try:
             import openai
@@ -462,7 +463,7 @@ class OpenAIAgent:
                     log.append(f"turn {turn}: request timed out ({exc})")
                     if time.monotonic() >= deadline - 0.05:
                         return "timeout"
-                    meta["infra_reason"] = "endpoint_timeout"
+                    meta[INFRA_REASON] = "endpoint_timeout"
                     log.append(f"turn {turn}: {s.base_url or 'OpenAI'} did not answer within "
                                f"{call_timeout:.3g} s (after {s.max_retries} retries)")
                     return "infra_error"
@@ -472,12 +473,12 @@ class OpenAIAgent:
                     reason = infra_reason_for_status(exc.status_code)
                     if reason is None:
                         return "agent_error"  # the request itself was refused (e.g. 400)
-                    meta["infra_reason"] = reason
+                    meta[INFRA_REASON] = reason
                     return "infra_error"
                 except openai.APIConnectionError as exc:
                     log.append(f"turn {turn}: {type(exc).__name__} talking to "
                                f"{s.base_url or 'OpenAI'} (after {s.max_retries} retries): {exc}")
-                    meta["infra_reason"] = "unreachable"
+                    meta[INFRA_REASON] = "unreachable"
                     return "infra_error"
                 except openai.OpenAIError as exc:
                     log.append(f"turn {turn}: {type(exc).__name__} talking to "
@@ -522,7 +523,7 @@ class OpenAIAgent:
                     except SandboxError as exc:
                         log.append(f"turn {turn}: the sandbox for the visible tests could not "
                                    f"start: {exc}")
-                        meta["infra_reason"] = "sandbox"
+                        meta[INFRA_REASON] = "sandbox"
                         return "infra_error"
                     meta["feedback_passed"] = fb.passed
                     transcript.append({"role": "tool", "name": "visible_tests",

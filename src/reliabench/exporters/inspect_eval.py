@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from reliabench.errors import InvalidArgumentError, MissingExtraError, UsageError
+from reliabench.meta_keys import REASON
 from reliabench.records import Rollout, rollout_to_dict
 
 __all__ = ["EXPORT_MARK", "export_inspect"]
@@ -105,7 +106,7 @@ def _sample(ilog: Any, r: Rollout, adir: Path | None, prompt: str) -> Any:
     error = None
     limit = None
     if r.status == "agent_error":
-        error = ilog.EvalError(message=str(r.meta.get("reason") or "agent error"), traceback="",
+        error = ilog.EvalError(message=str(r.meta.get(REASON) or "agent error"), traceback="",
                                traceback_ansi="")
     elif r.status == "timeout":
         limit = ilog.EvalSampleLimit(type="time", limit=0)

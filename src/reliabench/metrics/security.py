@@ -20,6 +20,7 @@ from typing import Any
 
 from reliabench.errors import ConfigError, InvalidArgumentError
 from reliabench.files.toml import read_toml
+from reliabench.meta_keys import SCANNED
 from reliabench.records import CONFIDENCE_LEVELS, SEVERITY_LEVELS, Finding, Rollout
 
 __all__ = [
@@ -151,7 +152,7 @@ def judge_security(
 
 def has_security_data(rollouts: Iterable[Rollout]) -> bool:
     """Whether any rollout carries findings, scan errors or security tests, or was scanned."""
-    return any(r.findings or r.scan_errors or r.security_tests or r.meta.get("scanned")
+    return any(r.findings or r.scan_errors or r.security_tests or r.meta.get(SCANNED)
                for r in rollouts)
 
 

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
 from reliabench.errors import InvalidArgumentError
+from reliabench.meta_keys import FORGED_OUTCOMES
 from reliabench.metrics.analysis import ScoreReport
 from reliabench.records import Rollout, RolloutStatus, TestOutcomeStatus
 from reliabench.report.figures import cost_figures, proxy_scatter, reliability_curve
@@ -162,7 +163,7 @@ def _task_views(records: Sequence[Rollout], run_dir: Path | None) -> tuple[dict[
                 "passes": r.passes, "np": r.n_tests_passed, "nt": r.n_tests,
                 "seconds": r.cost.seconds if r.cost else None, "isolation": r.isolation,
                 "findings": len(r.findings), "tamper": r.tamper_suspected,
-                "forged": bool(r.meta.get("forged_outcomes")), "codes": "".join(codes),
+                "forged": bool(r.meta.get(FORGED_OUTCOMES)), "codes": "".join(codes),
                 "code": dh, "simulated": r.simulated,
             }
         flaky_tests = set()

@@ -23,6 +23,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final
 
+from reliabench.meta_keys import SEED
 from reliabench.records import Rollout
 
 if TYPE_CHECKING:
@@ -157,7 +158,7 @@ def collect_provenance(records: Sequence[Rollout], source: str, source_format: s
     isolation = Counter(r.isolation or "unknown" for r in records)
     agents = tuple(sorted({r.agent for r in records}))
     simulated = tuple(sorted({r.agent for r in records if r.simulated}))
-    seeds = any("seed" in r.meta for r in records)
+    seeds = any(SEED in r.meta for r in records)
     if run_info is None:
         return Provenance(source, source_format, _version(), agents=agents, simulated_agents=simulated,
                           isolation=dict(sorted(isolation.items())), rollout_seeds=seeds)

@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from reliabench.errors import InvalidArgumentError
+from reliabench.meta_keys import FORGED_OUTCOMES, REASON, SEED, TAMPER_FILES
 from reliabench.records import Finding, Isolation, Rollout, RolloutStatus, TestOutcomeStatus
 
 __all__ = [
@@ -405,16 +406,16 @@ def build_detail(r: Rollout, artifact_dir: Path | None,
     if was_cut:
         cuts.append(f"{log_kind} cut to {lim.log_chars} characters (head and tail kept)")
     cost = r.cost
-    seed = r.meta.get("seed")
+    seed = r.meta.get(SEED)
     return RolloutDetail(
         id=rollout_id(r), task_id=r.task_id, agent=r.agent, rollout=r.rollout, status=r.status,
         passes=r.passes, isolation=r.isolation, seconds=cost.seconds if cost else None,
         tokens=cost.tokens if cost else None, usd=cost.usd if cost else None, phases=phase_costs(r),
         simulated=r.simulated, tests=tuple(rows), findings=r.findings, unplaced_findings=unplaced,
         scan_errors=tuple(f"{e.tool}: {e.path}: {e.message}" for e in r.scan_errors),
-        tamper_suspected=r.tamper_suspected, forged_outcomes=bool(r.meta.get("forged_outcomes")),
-        tamper_files=tuple(str(x) for x in r.meta.get("tamper_files") or ()),
-        reason=str(r.meta.get("reason") or r.meta.get("error") or ""),
+        tamper_suspected=r.tamper_suspected, forged_outcomes=bool(r.meta.get(FORGED_OUTCOMES)),
+        tamper_files=tuple(str(x) for x in r.meta.get(TAMPER_FILES) or ()),
+        reason=str(r.meta.get(REASON) or r.meta.get("error") or ""),
         seed=seed if isinstance(seed, int) and not isinstance(seed, bool) else None,
         diff=tuple(files), log=log, log_kind=log_kind, messages_from=messages_from,
         cuts=tuple(cuts), artifacts=has_art,

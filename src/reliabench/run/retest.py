@@ -31,6 +31,7 @@ from typing import Any
 from reliabench.errors import InvalidArgumentError, SandboxError, UsageError
 from reliabench.files.untrusted import remove_tree
 from reliabench.hidden_tests.fresh import HiddenTestStatus, collect_hidden_tests, run_hidden_tests
+from reliabench.meta_keys import CHANGED_FILES, DELETED_FILES, RETEST
 from reliabench.records import Rollout, TestOutcome
 from reliabench.sandbox import Limits, SandboxBackend, get_backend
 from reliabench.store import RunInfo, RunStore
@@ -119,8 +120,8 @@ def retest_to_row(r: RetestRun) -> dict[str, Any]:
 
 def _unkept(rollout: Rollout, starter: Path, kept: set[str]) -> list[str]:
     """Changed files the workspace cannot be rebuilt without."""
-    changed = [str(f) for f in rollout.meta.get("changed_files", [])]
-    deleted = rollout.meta.get("deleted_files")
+    changed = [str(f) for f in rollout.meta.get(CHANGED_FILES, [])]
+    deleted = rollout.meta.get(DELETED_FILES)
     missing = []
     for rel in changed:
         if rel in kept:
@@ -133,7 +134,7 @@ def _unkept(rollout: Rollout, starter: Path, kept: set[str]) -> list[str]:
 
 def _not_reproducible(rollout: Rollout, missing: Sequence[str]) -> NotReproducibleError:
     why = ("the run did not record deletions (made before re-tests existed)"
-           if "deleted_files" not in rollout.meta
+           if DELETED_FILES not in rollout.meta
            else "over the per-rollout artifact budget, or not a regular file")
     return NotReproducibleError(
         f"rollout {rollout.task_id}/{rollout.agent}/{rollout.rollout}: changed file "
@@ -151,7 +152,7 @@ def rebuild_workspace(dest: Path, starter: Path, files: Mapping[str, bytes], rol
     if missing:
         raise _not_reproducible(rollout, missing)
     materialize(dest, [starter])
-    for rel in rollout.meta.get("deleted_files", []):
+    for rel in rollout.meta.get(DELETED_FILES, []):
         target = dest / str(rel)
         if target.is_file() or target.is_symlink():
             target.unlink()
@@ -328,5 +329,5 @@ def retest_during_run(outcome: tuple[Rollout, Any], task: Task, expected: Sequen
         runs = retest_files(task, rollout, art.files, reps=range(times), expected=expected,
                             backend=backend, limits=limits, slot=slot, scratch=scratch)
     except NotReproducibleError as exc:
-        return replace(rollout, meta={**rollout.meta, "retest": f"not re-tested: {exc}"}), art
+        return replace(rollout, meta={**rollout.meta, RETEST: f"not re-tested: {exc}"}), art
     return rollout, replace(art, retests=tuple(retest_to_row(r) for r in runs))

@@ -39,6 +39,7 @@ import numpy as np
 from scipy import stats
 
 from reliabench.errors import InvalidArgumentError
+from reliabench.meta_keys import REASON
 from reliabench.records import Rollout, RolloutStatus, TestOutcome, TestOutcomeStatus
 
 __all__ = [
@@ -182,7 +183,7 @@ def _base_status(r: Rollout) -> RolloutStatus | None:
     """Whether a run of this rollout's code can pass at all (agent-side status)."""
     if r.status == "completed":
         return "completed"
-    if r.status == "timeout" and "wall time limit" in str(r.meta.get("reason", "")):
+    if r.status == "timeout" and "wall time limit" in str(r.meta.get(REASON, "")):
         return "completed"  # the tests timed out, not the agent: a re-run may finish
     return None
 
