@@ -1,4 +1,4 @@
-"""The typed run metadata record: ``RunStore.run_info()`` -> ``RunInfo``, checked once."""
+"""Typed store rows: ``run_info()`` -> ``RunInfo`` (checked once), ``retest_rows()`` -> ``RetestRow``."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from reliabench.errors import StoreError
-from reliabench.store import RunInfo, RunStore, SuiteInfo
+from reliabench.errors import RecordError, StoreError
+from reliabench.store import RetestRow, RunInfo, RunStore, SuiteInfo
 
 FIXTURE_RUN = Path(__file__).parent / "fixtures" / "report" / "run"
 
@@ -103,3 +103,23 @@ def test_a_damaged_store_row_is_a_store_error(tmp_path: Path) -> None:
     with RunStore.open_existing(run, readonly=True) as store, \
             pytest.raises(StoreError, match=r"reliabench\.sqlite: run config\.n: expected an integer"):
         store.run_info()
+
+
+def test_retest_rows_round_trip_and_a_bad_status_is_named(tmp_path: Path) -> None:
+    run = tmp_path / "run"
+    shutil.copytree(FIXTURE_RUN, run)
+    row: RetestRow = {"task_id": "t", "agent": "a", "rollout": 0, "rep": 0, "status": "completed",
+                      "order_seed": 7, "seconds": 0.5, "reason": None,
+                      "tests": [["test_x", "passed", False]]}
+    with RunStore.open_existing(run) as store:
+        assert store.retest_rows() == []
+        store.add_retests([row, {**row, "rep": 1, "status": "test_error", "reason": "no start"}])
+        rows = store.retest_rows()
+    assert rows[0] == row
+    assert (rows[1]["status"], rows[1]["rep"], rows[1]["reason"]) == ("test_error", 1, "no start")
+    with sqlite3.connect(run / RunStore.FILENAME) as conn:
+        conn.execute("UPDATE retests SET status = 'done' WHERE rep = 1")
+    with RunStore.open_existing(run, readonly=True) as store, \
+            pytest.raises(RecordError, match=r"reliabench\.sqlite: retests\['t', 'a', 0, 1\]\.status: "
+                                             r"expected one of completed, .*, got 'done'"):
+        store.retest_rows()

@@ -35,7 +35,7 @@ import math
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any, Final, Literal, TypeAlias, cast, get_args
+from typing import IO, Any, Final, Literal, TypeAlias, TypeVar, cast, get_args
 
 from reliabench.errors import RecordError
 from reliabench.files import json_input
@@ -143,8 +143,8 @@ class Finding:
 
     tool: str
     rule_id: str
-    severity: str
-    confidence: str = "medium"
+    severity: Severity
+    confidence: Confidence = "medium"
     cwe: int | None = None
     path: str = ""
     line: int | None = None
@@ -326,12 +326,15 @@ def _parse_tests(raw: Any, where: tuple[str, int | None]) -> tuple[TestOutcome, 
     return tuple(out)
 
 
-def _parse_level(value: Any, levels: tuple[str, ...], where: tuple[str, int | None],
-                 fieldname: str) -> str:
+_Level = TypeVar("_Level", bound=str)
+
+
+def _parse_level(value: Any, levels: tuple[_Level, ...], where: tuple[str, int | None],
+                 fieldname: str) -> _Level:
     text = value.lower() if isinstance(value, str) else value
     if text not in levels:
         raise _fail(*where, fieldname, f"expected one of {', '.join(levels)}, got {value!r}")
-    return cast(str, text)
+    return cast(_Level, text)
 
 
 def _parse_findings(raw: Any, where: tuple[str, int | None]) -> tuple[Finding, ...]:

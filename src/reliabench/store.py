@@ -43,7 +43,7 @@ from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Final
+from typing import Any, Final, TypedDict
 
 from reliabench.errors import OutputError, RunMismatchError, StoreError, UsageError
 from reliabench.records import (
@@ -52,6 +52,7 @@ from reliabench.records import (
     Rollout,
     RolloutStatus,
     ScanError,
+    parse_status,
     rollout_from_dict,
     rollout_to_dict,
 )
@@ -59,6 +60,7 @@ from reliabench.records import (
 __all__ = [
     "STORE_SCHEMA_VERSION",
     "RunInfo",
+    "RetestRow",
     "RunStore",
     "SuiteInfo",
     "artifact_component",
@@ -112,6 +114,24 @@ CREATE TABLE IF NOT EXISTS retests (
 
 # kept in the run's configuration for reports, never part of its identity
 _PROVENANCE_KEYS = frozenset({"command_line", "agents_config"})
+
+
+class RetestRow(TypedDict):
+    """One re-run of a rollout's hidden tests on its unchanged files (a ``retests`` row).
+
+    ``status`` is ``completed``, ``timeout`` or ``test_error`` (the harness could not run);
+    ``tests`` holds ``[name, outcome, security]`` per test.
+    """
+
+    task_id: str
+    agent: str
+    rollout: int
+    rep: int
+    status: RolloutStatus
+    order_seed: int | None
+    seconds: float | None
+    reason: str | None
+    tests: list[list[Any]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -513,12 +533,8 @@ class RunStore:
             )
         return new
 
-    def add_retests(self, rows: Iterable[Mapping[str, Any]]) -> None:
-        """Record re-runs of hidden tests (``reliabench.run.retest``), atomically.
-
-        Each row has ``task_id, agent, rollout, rep, status, order_seed, seconds, reason``
-        and ``tests`` (a list of ``[name, outcome, security]``).
-        """
+    def add_retests(self, rows: Iterable[RetestRow]) -> None:
+        """Record re-runs of hidden tests (``reliabench.run.retest``), atomically."""
         items = list(rows)
         if not items:
             return
@@ -528,24 +544,31 @@ class RunStore:
                 conn.executemany(
                     "INSERT INTO retests VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                     [(r["task_id"], r["agent"], int(r["rollout"]), int(r["rep"]), r["status"],
-                      r.get("order_seed"), r.get("seconds"), r.get("reason"),
+                      r["order_seed"], r["seconds"], r["reason"],
                       json.dumps(r["tests"], ensure_ascii=False), time.time()) for r in items],
                 )
             except sqlite3.IntegrityError:
                 raise StoreError(f"a re-test is already recorded in {self.root}") from None
 
-    def retest_rows(self) -> list[dict[str, Any]]:
-        """Every recorded re-test, ordered by (task, agent, rollout, rep); [] when none."""
+    def retest_rows(self) -> list[RetestRow]:
+        """Every recorded re-test, ordered by (task, agent, rollout, rep); [] when none.
+
+        Raises:
+            RecordError: a row's status is not a rollout status (naming the store and the row).
+        """
         has = self._conn.execute(
             "SELECT name FROM sqlite_master WHERE type = 'table' AND name = 'retests'").fetchone()
         if has is None:
             return []
-        out = []
+        out: list[RetestRow] = []
+        where = str(self.root / self.FILENAME)
         for row in self._conn.execute(
                 "SELECT task_id, agent, rollout, rep, status, order_seed, seconds, reason, tests_json "
                 "FROM retests ORDER BY task_id, agent, rollout, rep"):
+            status = parse_status(row[4], path=where, fieldname=f"retests[{row[0]!r}, {row[1]!r}, "
+                                                                 f"{row[2]}, {row[3]}].status")
             out.append({"task_id": row[0], "agent": row[1], "rollout": int(row[2]), "rep": int(row[3]),
-                        "status": row[4], "order_seed": row[5], "seconds": row[6], "reason": row[7],
+                        "status": status, "order_seed": row[5], "seconds": row[6], "reason": row[7],
                         "tests": json.loads(row[8])})
         return out
 

@@ -16,12 +16,12 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from reliabench.errors import ConfigError, InvalidArgumentError
 from reliabench.files.toml import read_toml
 from reliabench.meta_keys import SCANNED
-from reliabench.records import CONFIDENCE_LEVELS, SEVERITY_LEVELS, Finding, Rollout
+from reliabench.records import CONFIDENCE_LEVELS, SEVERITY_LEVELS, Confidence, Finding, Rollout, Severity
 
 __all__ = [
     "DEFAULT_THRESHOLD",
@@ -42,8 +42,8 @@ _CONF: dict[str, int] = {c: i for i, c in enumerate(CONFIDENCE_LEVELS)}
 class SecurityThreshold:
     """Findings at or above both levels make a rollout insecure."""
 
-    severity: str = "high"
-    confidence: str = "medium"
+    severity: Severity = "high"
+    confidence: Confidence = "medium"
 
     def __post_init__(self) -> None:
         if self.severity not in _SEV:
@@ -81,7 +81,9 @@ def parse_threshold(text: str) -> SecurityThreshold:
         raise InvalidArgumentError(
             f"security threshold must look like SEVERITY[:CONFIDENCE] (e.g. high:medium), got {text!r}"
         )
-    return SecurityThreshold(parts[0], parts[1] if len(parts) == 2 else "medium")
+    confidence = parts[1] if len(parts) == 2 else "medium"
+    # SecurityThreshold checks both levels (a bad one names the allowed levels)
+    return SecurityThreshold(cast(Severity, parts[0]), cast(Confidence, confidence))
 
 
 @dataclass(frozen=True, slots=True)

@@ -34,7 +34,7 @@ from reliabench.hidden_tests.fresh import HiddenTestStatus, collect_hidden_tests
 from reliabench.meta_keys import CHANGED_FILES, DELETED_FILES, RETEST
 from reliabench.records import Rollout, TestOutcome
 from reliabench.sandbox import Limits, SandboxBackend, get_backend
-from reliabench.store import RunInfo, RunStore
+from reliabench.store import RetestRow, RunInfo, RunStore
 from reliabench.tasks.suite import Task, load_suite, materialize
 
 __all__ = [
@@ -111,7 +111,7 @@ def order_seed(task_id: str, agent: str, rollout: int, rep: int) -> int:
     return int.from_bytes(h[:4], "big")
 
 
-def retest_to_row(r: RetestRun) -> dict[str, Any]:
+def retest_to_row(r: RetestRun) -> RetestRow:
     """The store row of a re-run."""
     return {"task_id": r.task_id, "agent": r.agent, "rollout": r.rollout, "rep": r.rep,
             "status": r.status, "order_seed": r.order_seed, "seconds": round(r.seconds, 3),

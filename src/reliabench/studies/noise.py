@@ -31,9 +31,9 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from scipy import stats
@@ -41,6 +41,9 @@ from scipy import stats
 from reliabench.errors import InvalidArgumentError
 from reliabench.meta_keys import REASON
 from reliabench.records import Rollout, RolloutStatus, TestOutcome, TestOutcomeStatus
+
+if TYPE_CHECKING:
+    from reliabench.store import RetestRow
 
 __all__ = [
     "FLAKY_VERDICT_POLICIES",
@@ -188,7 +191,7 @@ def _base_status(r: Rollout) -> RolloutStatus | None:
     return None
 
 
-def _runs(r: Rollout, rows: Sequence[Mapping[str, Any]]
+def _runs(r: Rollout, rows: Sequence[RetestRow]
           ) -> list[tuple[RolloutStatus, tuple[TestOutcome, ...]]]:
     """The (status, tests) of the original run and every usable re-run of a rollout."""
     base = _base_status(r)
@@ -203,7 +206,7 @@ def _runs(r: Rollout, rows: Sequence[Mapping[str, Any]]
     return out
 
 
-def harness_noise(records: Iterable[Rollout], retests: Iterable[Mapping[str, Any]], *,
+def harness_noise(records: Iterable[Rollout], retests: Iterable[RetestRow], *,
                   confidence: float = 0.95) -> NoiseReport:
     """Flaky tests, flaky verdicts, the noise rate and the variance split of a run.
 
@@ -215,7 +218,7 @@ def harness_noise(records: Iterable[Rollout], retests: Iterable[Mapping[str, Any
     Raises:
         InvalidArgumentError: when no rollout has a usable re-run.
     """
-    by_key: dict[tuple[str, str, int], list[Mapping[str, Any]]] = {}
+    by_key: dict[tuple[str, str, int], list[RetestRow]] = {}
     errors = 0
     for row in retests:
         by_key.setdefault((row["task_id"], row["agent"], int(row["rollout"])), []).append(row)
@@ -309,7 +312,7 @@ class PolicyResult:
 
 
 def apply_flaky_policy(records: Iterable[Rollout], report: NoiseReport,
-                       retests: Iterable[Mapping[str, Any]], *, exclude_flaky_tests: bool = False,
+                       retests: Iterable[RetestRow], *, exclude_flaky_tests: bool = False,
                        flaky_verdict: str = "original") -> PolicyResult:
     """Re-judge rollouts: drop flaky tests and/or take the majority verdict of flipping rollouts."""
     if flaky_verdict not in FLAKY_VERDICT_POLICIES:
@@ -320,7 +323,7 @@ def apply_flaky_policy(records: Iterable[Rollout], report: NoiseReport,
     if exclude_flaky_tests:
         for f in report.flaky_tests:
             flaky_by_task.setdefault(f.task_id, set()).add(f.test)
-    by_key: dict[tuple[str, str, int], list[Mapping[str, Any]]] = {}
+    by_key: dict[tuple[str, str, int], list[RetestRow]] = {}
     for row in retests:
         by_key.setdefault((row["task_id"], row["agent"], int(row["rollout"])), []).append(row)
     out = []
