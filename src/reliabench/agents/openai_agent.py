@@ -84,6 +84,7 @@ from reliabench.agents.config import FieldReader
 from reliabench.agents.infra import OPENAI_BASE_URL, Endpoint, infra_reason_for_status, parse_endpoint
 from reliabench.errors import InvalidArgumentError, MissingExtraError, SandboxError
 from reliabench.meta_keys import INFRA_REASON, REASON
+from reliabench.records import Isolation
 
 __all__ = [
     "DEFAULT_SYSTEM_PROMPT",
@@ -259,7 +260,7 @@ class FeedbackRun:
     returncode: int | None
     output: str
     timed_out: bool
-    isolation: str
+    isolation: Isolation
     tests: int = 0
     failed: int = 0
 
