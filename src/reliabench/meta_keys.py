@@ -36,7 +36,7 @@ The lists in :data:`CAPPED_LISTS` keep their first entries only when long, with
 
 from __future__ import annotations
 
-from typing import Final
+from typing import Final, Literal, TypeAlias, get_args
 
 __all__ = [
     "AGENT_KIND",
@@ -56,6 +56,9 @@ __all__ = [
     "TAMPER_FILES",
     "TEST_PATH",
     "TEST_RUNNER",
+    "TEST_RUNNERS",
+    "TestPath",
+    "TestRunner",
     "total_key",
 ]
 
@@ -75,6 +78,13 @@ TEST_RUNNER: Final = "test_runner"
 FORGED_OUTCOMES: Final = "forged_outcomes"
 FINDINGS_TOTAL: Final = "findings_total"
 SCAN_ERRORS_TOTAL: Final = "scan_errors_total"
+
+TestPath: TypeAlias = Literal["fresh", "warm", "stdio"]
+"""Where a rollout's hidden tests ran (``meta["test_path"]``): a fresh sandboxed process, a warm
+test worker, or the stdin/stdout case runner."""
+TestRunner: TypeAlias = Literal["pytest", "plain", "stdio"]
+"""What ran a rollout's hidden tests (``meta["test_runner"]``, and a task's ``test_runner``)."""
+TEST_RUNNERS: Final[tuple[TestRunner, ...]] = get_args(TestRunner)
 
 CAPPED_LISTS: Final = (CHANGED_FILES, TAMPER_FILES, DELETED_FILES, ARTIFACTS_OMITTED)
 """Lists of paths that are cut when long, with their full length under :func:`total_key`."""

@@ -53,6 +53,7 @@ from reliabench.files.untrusted import file_kind, read_bounded, remove_tree, wal
 from reliabench.hidden_tests.channel import parse_channel
 from reliabench.hidden_tests.outcome_pipe import OutcomePipe
 from reliabench.hidden_tests.staging import PLUGIN_MODULE, RawRun, pytest_command, staged
+from reliabench.meta_keys import TestRunner
 from reliabench.records import Isolation, TestOutcome
 from reliabench.sandbox import (
     DEFAULT_PATH,
@@ -228,7 +229,7 @@ def _run_pytest(
     expected: set[str] | None,
     order_seed: int | None = None,
     worker: WarmTests | None = None,
-    test_runner: str = "pytest",
+    test_runner: TestRunner = "pytest",
 ) -> RawRun:
     if worker is not None and order_seed is None:  # a warm test worker instead of a fresh process
         # (a shuffled order needs the plugin's import-time seed: re-tests with one run fresh)
@@ -389,7 +390,7 @@ def run_hidden_tests(
     starter: Path | None = None,
     order_seed: int | None = None,
     worker: WarmTests | None = None,
-    test_runner: str = "pytest",
+    test_runner: TestRunner = "pytest",
 ) -> HiddenTestRun:
     """Run the hidden tests on a rollout's workspace in a fresh sandboxed pytest process.
 

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from reliabench.errors import InvalidArgumentError
+from reliabench.meta_keys import TestPath
 from reliabench.records import Isolation, Rollout
 from reliabench.sandbox import MAX_SECONDS, Limits
 
@@ -90,4 +91,5 @@ class RunSummary:
     infra_errors: int
     isolation: Isolation
     seconds: float
-    test_path: str = ""
+    test_path: TestPath | None = None
+    """Where the hidden tests of this call ran (``fresh`` or ``warm``); None when none ran."""

@@ -22,6 +22,7 @@ from pathlib import Path
 from reliabench.errors import InvalidArgumentError, SandboxError
 from reliabench.hidden_tests.channel import parse_channel
 from reliabench.hidden_tests.staging import RawRun, pytest_command, staged
+from reliabench.meta_keys import TestPath, TestRunner
 from reliabench.sandbox import Limits
 from reliabench.warm.client import TEST_PATHS, WarmWorkers, new_key
 
@@ -38,7 +39,7 @@ class WarmTests:
         own: Close ``workers`` in :meth:`close` (default: only when they were made here).
     """
 
-    path: str = "warm"
+    path: TestPath = "warm"
 
     def __init__(self, workers: WarmWorkers | None = None, *, own: bool | None = None) -> None:
         self._own = workers is None if own is None else own
@@ -101,7 +102,7 @@ class WarmTests:
         slot: int,
         extra: Sequence[str],
         expected: set[str] | None,
-        test_runner: str = "pytest",
+        test_runner: TestRunner = "pytest",
     ) -> RawRun:
         """Stage ``tests_dir``, run it on ``workspace`` in the slot's warm worker, parse the channel.
 
