@@ -130,6 +130,7 @@ OTHER_TESTS: dict[str, str] = {
     "test_security_e2e.py": "security-adjusted figures end to end",
     "test_simulated_marking.py": "simulated agents are labelled in every command's output",
     "test_stated_totals.py": "totals a source states about its rows vs the rows",
+    "test_store_run_info.py": "the store's typed rows: run_info() -> RunInfo, retest_rows() -> RetestRow",
     "test_warm_humaneval_verdicts.py": "warm and fresh paths give the same verdicts on HumanEval",
 }
 
