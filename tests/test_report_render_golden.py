@@ -92,16 +92,15 @@ def test_command_output_is_golden(name: str, inputs: Path, monkeypatch: pytest.M
 def test_scan_tables_are_golden(tmp_path: Path) -> None:
     from report_helpers import copy_run
 
-    from reliabench.commands._common import console as make_console
-    from reliabench.commands.scan import security_table
+    from reliabench.metrics.analysis import score
     from reliabench.metrics.security import parse_threshold
+    from reliabench.report.scan_tables import security_tables
+    from reliabench.report.terminal import to_text
     from reliabench.store import RunStore
 
     with RunStore.open_existing(copy_run(tmp_path), readonly=True) as store:
         records = store.rollouts()
-    out = make_console()
-    with out.capture() as cap:
-        security_table(records, (1, 2), parse_threshold("low:low"), out)
-        security_table(records, (1,), parse_threshold("high:medium"), out)
-    check("scan_tables", cap.get())
+    text = "".join(to_text(security_tables(score(records, ks, threshold=parse_threshold(level))))
+                   for ks, level in (((1, 2), "low:low"), ((1,), "high:medium")))
+    check("scan_tables", text)
 

@@ -14,9 +14,7 @@ from reliabench.errors import InvalidArgumentError
 from reliabench.metrics.security import FindingFilter, SecurityThreshold, parse_threshold
 
 __all__ = [
-    "SIMULATED",
     "test_workers_option",
-    "agent_label",
     "console",
     "emit",
     "invocation",
@@ -165,10 +163,3 @@ def console(*, stderr: bool = False) -> Console:
     probe = Console(stderr=stderr)
     return Console(stderr=stderr, highlight=False, width=None if probe.is_terminal else 150)
 
-
-SIMULATED = "[SIMULATED]"
-
-
-def agent_label(agent: str, simulated: frozenset[str] | set[str]) -> str:
-    """``agent``, marked ``[SIMULATED]`` when it is a simulated agent."""
-    return f"{agent} {SIMULATED}" if agent in simulated else agent

@@ -22,6 +22,7 @@ from reliabench.metrics.analysis import Estimate, ScoreReport, score_counts
 from reliabench.metrics.estimators import pass_at_k
 from reliabench.records import Rollout
 from reliabench.report.html import _PALETTE, _frame, _line_chart, figure_block
+from reliabench.report.marks import agent_label
 from reliabench.report.rollout_detail import phase_costs
 from reliabench.studies.proxy_validity import proxy_study
 
@@ -103,7 +104,7 @@ def scatter_svg(title: str, points: Sequence[ScatterPoint], *, x_label: str, y_l
 
 
 def _names(report: ScoreReport) -> list[str]:
-    return [a.agent + (" [SIMULATED]" if a.simulated else "") for a in report.agents]
+    return [agent_label(a.agent, a.simulated) for a in report.agents]
 
 
 def reliability_curve(report: ScoreReport) -> str:

@@ -19,7 +19,8 @@ from typing import Any
 
 from reliabench.files.output import open_output
 from reliabench.metrics.analysis import Estimate, ScoreReport
-from reliabench.report.score_render import SIM_MARK, _r3, score_to_json
+from reliabench.report.marks import SIMULATED_MARK, agent_label, agent_label_html
+from reliabench.report.score_render import _r3, score_to_json
 
 __all__ = ["figure_block", "render_html", "sweep_figures", "write_html_report"]
 
@@ -47,8 +48,7 @@ def _fmt(e: Estimate) -> str:
 
 
 def _agent_cell(name: str, simulated: bool) -> str:
-    label = html.escape(name)
-    return f'{label} <span class="sim">{SIM_MARK}</span>' if simulated else label
+    return agent_label_html(name, simulated)
 
 
 def _frame(title: str, width: int, height: int, left: float, pw: float,
@@ -248,7 +248,7 @@ def render_html(report: ScoreReport, *, title: str = "reliabench report",
     tables; ``lead_sections`` likewise, placed before the figures (the report page's heatmap).
     """
     ks = report.ks
-    names = [a.agent + (f" {SIM_MARK}" if a.simulated else "") for a in report.agents]
+    names = [agent_label(a.agent, a.simulated) for a in report.agents]
     out = [
         f"<!doctype html><html lang=en><head><meta charset=utf-8><title>{html.escape(title)}</title>"
         "<meta name=viewport content='width=device-width,initial-scale=1'>"
@@ -260,7 +260,7 @@ def render_html(report: ScoreReport, *, title: str = "reliabench report",
     ]
     if any(a.simulated for a in report.agents):
         out.append(
-            f'<p class="sim">Agents marked {SIM_MARK} are simulated: they are not models; their '
+            f'<p class="sim">Agents marked {SIMULATED_MARK} are simulated: they are not models; their '
             "behaviour is configured.</p>"
         )
     out.extend(lead_sections)
