@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from reliabench.cli import main
+from reliabench.tasks.validate import TaskCheck, VariantCheck
 
 GOLDEN = Path(__file__).parent / "golden" / "render"
 REGEN = os.environ.get("RELIABENCH_REGEN_GOLDEN") == "1"
@@ -104,3 +105,31 @@ def test_scan_tables_are_golden(tmp_path: Path) -> None:
                    for ks, level in (((1, 2), "low:low"), ((1,), "high:medium")))
     check("scan_tables", text)
 
+
+
+def _checks() -> list[TaskCheck]:
+    return [
+        TaskCheck("parse_ini", 6, 2, 8, 6, (VariantCheck("eval_value", True, ("bandit",), ("bandit",)),),
+                  (), "bubblewrap"),
+        TaskCheck("run_git_log", 4, 1, 4, 3, (VariantCheck("shell_fstring", True, (), ("bandit",)),
+                                              VariantCheck("os_popen", True, ("bandit", "semgrep"), ())),
+                  ("variant shell_fstring: not caught by bandit", "reference fails 1 test"), "namespaces"),
+        TaskCheck("plain", 3, 0, 3, 3, (), (), "bubblewrap"),
+    ]
+
+
+def test_suite_tables_are_golden() -> None:
+    from reliabench.report.suite_tables import (
+        SuiteRow,
+        suites_table,
+        validation_line,
+        validation_summary,
+        validation_table,
+    )
+    from reliabench.report.terminal import to_text
+
+    checks = _checks()
+    rows = [SuiteRow("py30", "1.0.0", 31, 8, Path("/suites/py30")), SuiteRow("tiny", "0.1", 2, 0, Path("/x/tiny"))]
+    text = to_text([suites_table(rows), *(validation_line(c) for c in checks),
+                    validation_table(checks, "py30 1.0.0"), *validation_summary(checks)])
+    check("suite_tables", text)
