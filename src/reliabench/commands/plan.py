@@ -109,9 +109,11 @@ def command(pilot: str | None, input_format: str, leaderboard: str | None, rates
     if pilot is not None:
         records = load_source(pilot, input_format, leaderboard=leaderboard).records
         models = list(fit_pilot(records))
+        simulated: set[str] | None = {r.agent for r in records if r.simulated}
     else:
         records = ()
         models = _models(rates, spreads, icc)
+        simulated = None
     by_name = {m.name: m for m in models}
     for name in (agent_a, agent_b):
         if name is not None and name not in by_name:
@@ -150,6 +152,6 @@ def command(pilot: str | None, input_format: str, leaderboard: str | None, rates
         plan = plan_difference(a, b, k, difference, correlation=correlation, alpha=alpha, power=power,
                                rollout_options=options, max_tasks=max_tasks)
     if output == "json":
-        click.echo(json.dumps(plan_to_dict(plan), indent=2))
+        click.echo(json.dumps(plan_to_dict(plan, simulated), indent=2))
     else:
-        print_parts(console(), plan_tables(plan))
+        print_parts(console(), plan_tables(plan, simulated or ()))

@@ -6,6 +6,7 @@ import click
 
 from reliabench.commands._common import emit, format_option, source_options
 from reliabench.importers import load_source
+from reliabench.report.marks import simulated_agents_note
 from reliabench.report.proxy_tables import render_proxy_output
 from reliabench.studies.proxy_validity import proxy_study
 
@@ -34,3 +35,5 @@ def command(source: str, input_format: str, leaderboard: str | None, k: int, fmt
     study = proxy_study(records, k=k, confidence=confidence, n_resamples=resamples, seed=seed)
     simulated = sorted({r.agent for r in records if r.simulated})
     emit(render_proxy_output(study, fmt, simulated))
+    if simulated and fmt == "csv":  # the CSV rows are correlations, not agents: say it beside them
+        click.echo(f"note: {simulated_agents_note(simulated)}", err=True)

@@ -42,6 +42,7 @@ def audit_tables(report: AuditReport) -> Parts:
         parts.append(t)
     else:
         parts.append("[green]no finding[/green]: the data supports reliability@k as computed below")
+    sim = report.score.counts.simulated
     if report.checks:
         t = Table(title="figures the harness reported, checked")
         for col in ("agent", "figure", "reported", "reliabench", "agrees"):
@@ -49,11 +50,10 @@ def audit_tables(report: AuditReport) -> Parts:
         for c in report.checks:
             fig = c.figure
             name = "mean" if fig.kind == "mean" else fig.kind.replace("k", str(fig.k))
-            t.add_row(fig.agent, name, f"{fig.value:.4f}", _fmt(c.ours),
+            t.add_row(mark_agent(fig.agent, sim), name, f"{fig.value:.4f}", _fmt(c.ours),
                       "yes" if c.matches else f"no ({c.explanation})")
         parts.append(t)
     s = report.score
-    sim = s.counts.simulated
     pct = round(100 * s.confidence)
     t = Table(title="per agent")
     for col in ("agent", "tasks", "n per task", "strict (1st rollout)", "macro test pass rate"):

@@ -19,7 +19,7 @@ from typing import Any
 
 from reliabench.files.output import open_output
 from reliabench.metrics.analysis import Estimate, ScoreReport
-from reliabench.report.marks import SIMULATED_MARK, agent_label, agent_label_html
+from reliabench.report.marks import SIMULATED_MARK, agent_label, agent_label_html, fit_label
 from reliabench.report.score_render import _r3, score_to_json
 
 __all__ = ["figure_block", "render_html", "sweep_figures", "write_html_report"]
@@ -137,6 +137,8 @@ def _bar_chart(
         return top + ph * (1 - v)
 
     parts = _frame(title, width, height, left, pw, y)
+    # many agents, or labels wider than a bar group (~6 px a character): slanted, so that they do not overlap
+    slant = len(agents) > 4 or any(len(fit_label(a, 22)) * 6 > slot for a in agents)
     for a, agent in enumerate(agents):
         x0 = left + slot * a + slot * 0.15
         for g, (label, color, ests) in enumerate(groups):
@@ -156,12 +158,12 @@ def _bar_chart(
                     'stroke="#333"/>'
                 )
         lx, ly = left + slot * (a + 0.5), top + ph + 16
-        if len(agents) > 4:  # many agents: slanted labels so that they do not overlap
+        if slant:
             parts.append(f'<text x="{lx:.1f}" y="{ly}" font-size="10" text-anchor="end" '
-                         f'transform="rotate(-35 {lx:.1f} {ly})">{html.escape(agent[:22])}</text>')
+                         f'transform="rotate(-35 {lx:.1f} {ly})">{html.escape(fit_label(agent, 22))}</text>')
         else:
             parts.append(f'<text x="{lx:.1f}" y="{ly}" font-size="11" '
-                         f'text-anchor="middle">{html.escape(agent[:22])}</text>')
+                         f'text-anchor="middle">{html.escape(fit_label(agent, 22))}</text>')
     for g, (label, color, _) in enumerate(groups):
         ly = top + 14 + 16 * g
         parts.append(f'<rect x="{left + pw + 12}" y="{ly - 9}" width="10" height="10" fill="{color}"/>')
@@ -281,7 +283,7 @@ def render_html(report: ScoreReport, *, title: str = "reliabench report",
         '<div class="caption">Chance that k attempts ALL pass: consistency.</div></div>'
     )
     k_show = ks[-1] if len(ks) == 1 else ks[min(1, len(ks) - 1)]
-    agents = [a.agent for a in report.agents]
+    agents = names
     groups = [
         (
             f"misapplied pass@{k_show}",

@@ -9,6 +9,8 @@ Examples:
     ('sim-a [SIMULATED]', 'real')
     >>> mark_agent("sim-a", {"sim-a"})
     'sim-a [SIMULATED]'
+    >>> fit_label("a-very-long-agent-name [SIMULATED]", 6)
+    'a-very [SIMULATED]'
     >>> simulated_agents_note(["a", "b"])
     'SIMULATED agents (not real models): a, b'
 """
@@ -24,6 +26,7 @@ __all__ = [
     "SIMULATED_MARK",
     "agent_label",
     "agent_label_html",
+    "fit_label",
     "mark_agent",
     "marked_agents_note",
     "simulated_agents_note",
@@ -45,6 +48,17 @@ def agent_label(agent: str, simulated: bool) -> str:
 def mark_agent(agent: str, simulated_agents: Collection[str]) -> str:
     """``agent``, marked when it is one of ``simulated_agents``."""
     return agent_label(agent, agent in simulated_agents)
+
+
+def fit_label(label: str, width: int) -> str:
+    """A label (an ``agent_label``) cut to ``width`` characters of the agent's name; the mark stays whole.
+
+    For figure legends and axes, where a long name must be cut: the mark is never cut off.
+    """
+    tail = f" {SIMULATED_MARK}"
+    if label.endswith(tail):
+        return label[: -len(tail)][:width] + tail
+    return label[:width]
 
 
 def simulated_html() -> str:

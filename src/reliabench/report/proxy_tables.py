@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import Final
 
 from reliabench.errors import InvalidArgumentError
-from reliabench.report.marks import simulated_agents_note
+from reliabench.report.marks import mark_agent, simulated_agents_note
 from reliabench.report.text_tables import csv_lines, fixed, markdown_table, plain_table
 from reliabench.studies.proxy_validity import ProxyStudy
 
@@ -22,8 +22,10 @@ __all__ = ["FORMATS", "render_proxy", "render_proxy_output"]
 FORMATS: Final = ("table", "json", "csv", "markdown")
 
 
-def render_proxy(study: ProxyStudy, fmt: str = "table") -> str:
+def render_proxy(study: ProxyStudy, fmt: str = "table", simulated: Collection[str] = ()) -> str:
     """Render a proxy study as ``table`` (plain text), ``markdown``, ``json`` or ``csv``.
+
+    ``simulated``: the data's simulated agents, marked in the per-agent table.
 
     Raises:
         InvalidArgumentError: for an unknown format.
@@ -44,8 +46,8 @@ def render_proxy(study: ProxyStudy, fmt: str = "table") -> str:
              f"({study.pairs} pairs, {len(study.agents)} agents, {study.tasks} tasks; "
              f"bootstrap over tasks, {study.n_resamples} resamples, seed {study.seed})")
     agent_head = ["agent", f"reliability@{study.k}", "first_fraction", "first_verdict", "tasks"]
-    agent_body = [[a.agent, fixed(a.reliability), fixed(a.first_fraction), fixed(a.first_verdict),
-                   str(a.tasks)] for a in study.agents]
+    agent_body = [[mark_agent(a.agent, simulated), fixed(a.reliability), fixed(a.first_fraction),
+                   fixed(a.first_verdict), str(a.tasks)] for a in study.agents]
     if fmt == "markdown":
         out = [f"**{title}**", "", *markdown_table(head, body), "", *markdown_table(agent_head, agent_body)]
     else:
@@ -62,9 +64,10 @@ def render_proxy_output(study: ProxyStudy, fmt: str, simulated: Sequence[str]) -
         fmt: ``table``, ``markdown``, ``json`` or ``csv``.
         simulated: The data's simulated agents, sorted (JSON: ``simulated_agents``, always
             present; table and Markdown: a note when there are any; the CSV rows are
-            correlations, not agents, and stay as they are).
+            correlations, not agents, and stay as they are: ``reliabench proxy`` prints the
+            note on standard error).
     """
-    text = render_proxy(study, fmt)
+    text = render_proxy(study, fmt, simulated)
     if fmt == "json":
         doc = json.loads(text)
         doc["simulated_agents"] = list(simulated)

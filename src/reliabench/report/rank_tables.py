@@ -11,7 +11,7 @@ from typing import Any
 
 from rich.table import Table
 
-from reliabench.report.marks import agent_label
+from reliabench.report.marks import agent_label, mark_agent
 from reliabench.report.terminal import Parts
 from reliabench.studies.rank import Ranking
 
@@ -39,13 +39,16 @@ def ranking_tables(r: Ranking) -> Parts:
     for col in ("upper", "lower", "difference", "corrected p", "decisive",
                 f"tasks for power {r.power:g}"):
         g.add_column(col, overflow="fold")
+    simulated = {a.agent for a in r.agents if a.simulated}
     for gap in r.gaps:
-        g.add_row(gap.upper, gap.lower, f"{gap.difference:+.3f}", f"{gap.p_adjusted:.3g}",
+        g.add_row(mark_agent(gap.upper, simulated), mark_agent(gap.lower, simulated),
+                  f"{gap.difference:+.3f}", f"{gap.p_adjusted:.3g}",
                   ("yes" if gap.decisive else "no") + (" (borderline)" if gap.borderline else ""),
                   "-" if gap.tasks_needed is None else str(gap.tasks_needed))
     parts: Parts = [t, g,
                     f"groups (maximal runs of consecutive agents with no separated pair; {len(r.groups)}):"]
-    parts += [f"  {i}: {', '.join(group)}" for i, group in enumerate(r.groups, start=1)]
+    parts += [f"  {i}: {', '.join(mark_agent(a, simulated) for a in group)}"
+              for i, group in enumerate(r.groups, start=1)]
     parts += [f"note: {note}" for note in r.notes]
     return parts
 

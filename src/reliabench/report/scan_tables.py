@@ -12,7 +12,7 @@ import math
 from rich.table import Table
 
 from reliabench.metrics.analysis import ScoreReport, ranking_change
-from reliabench.report.marks import agent_label
+from reliabench.report.marks import agent_label, mark_agent
 from reliabench.report.terminal import Parts
 
 __all__ = ["security_tables"]
@@ -44,17 +44,21 @@ def security_tables(report: ScoreReport) -> Parts:
         for c in all_cwes:
             ct.add_column(f"CWE-{c}" if c is not None else "no CWE", justify="right")
         for a in report.agents:
-            ct.add_row(a.agent, *(str(cwes.get(a.agent, {}).get(c, 0)) for c in all_cwes))
+            ct.add_row(agent_label(a.agent, a.simulated),
+                       *(str(cwes.get(a.agent, {}).get(c, 0)) for c in all_cwes))
         parts.append(ct)
     lenses = report.counts.lens_counts
     for a in report.agents:
         flagged = lenses.get(a.agent, {})
         if flagged:
             counts = ", ".join(f"{lens}: {count}" for lens, count in sorted(flagged.items()))
-            parts.append(f"{a.agent}: passing but insecure rollouts by lens -> {counts}")
+            parts.append(f"{agent_label(a.agent, a.simulated)}: passing but insecure rollouts by lens "
+                         f"-> {counts}")
+    sim = report.counts.simulated
     for k in ks:
         change = ranking_change(report, k)
         tau = "n/a" if math.isnan(change.kendall_tau) else f"{change.kendall_tau:.3f}"
-        swaps = ", ".join(f"{a} > {b} becomes {b} > {a}" for a, b in change.swapped) or "none"
+        swaps = ", ".join(f"{x} > {y} becomes {y} > {x}" for x, y in
+                          ((mark_agent(a, sim), mark_agent(b, sim)) for a, b in change.swapped)) or "none"
         parts.append(f"k={k}: Kendall tau between the rankings = {tau}; pairs that swap: {swaps}")
     return parts

@@ -42,7 +42,8 @@ def render_simulation(result: SimulationResult, config: SimulationConfig, swept:
         if swept is not None:
             doc["sweep"] = sweep_to_json(swept)
         return json.dumps(doc, indent=2) + "\n"
-    parts = [render_score(result.report, fmt, color=color), render_proxy(result.proxy, fmt)]
+    parts = [render_score(result.report, fmt, color=color),
+             render_proxy(result.proxy, fmt, result.report.counts.simulated)]
     if swept is not None:
         parts.append(render_sweep(swept, fmt))
     return "\n".join(parts)
