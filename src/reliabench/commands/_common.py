@@ -14,17 +14,18 @@ from reliabench.errors import InvalidArgumentError
 from reliabench.metrics.security import FindingFilter, SecurityThreshold, parse_threshold
 
 __all__ = [
-    "test_workers_option",
     "console",
     "emit",
+    "format_option",
     "invocation",
+    "k_option",
     "resolve_security",
+    "run_provenance",
     "sandbox_option",
     "security_config_option",
-    "format_option",
-    "k_option",
-    "source_options",
     "set_invocation",
+    "source_options",
+    "test_workers_option",
     "threshold_option",
 ]
 
@@ -163,3 +164,11 @@ def console(*, stderr: bool = False) -> Console:
     probe = Console(stderr=stderr)
     return Console(stderr=stderr, highlight=False, width=None if probe.is_terminal else 150)
 
+
+def run_provenance(agents_file: Path) -> dict[str, object]:
+    """The command line and the agents' configuration, secrets masked, to keep with the run."""
+    from reliabench.files.toml import read_toml
+    from reliabench.report.provenance import mask_argv, mask_secrets
+
+    return {"command_line": mask_argv(invocation()),
+            "agents_config": mask_secrets(dict(read_toml(agents_file, "an agents file")))}
