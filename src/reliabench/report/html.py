@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from reliabench.files.output import open_output
-from reliabench.metrics.analysis import Estimate, ScoreReport
+from reliabench.metrics.analysis import AgentSummary, Estimate, ScoreReport
 from reliabench.report.marks import SIMULATED_MARK, agent_label, agent_label_html, fit_label
 from reliabench.report.score_render import _r3, score_to_json
 
@@ -49,6 +49,20 @@ def _fmt(e: Estimate) -> str:
 
 def _agent_cell(name: str, simulated: bool) -> str:
     return agent_label_html(name, simulated)
+
+
+def _agent_table(heading: str, columns: Sequence[str], report: ScoreReport,
+                 cell: Callable[[AgentSummary, int], str]) -> str:
+    """``<h2>heading</h2>`` and a table of one row per agent, cell ``i`` from ``cell(agent, i)``.
+
+    ``heading``, ``columns`` and the cells are HTML (escaped by the caller); the agent column
+    carries the simulated mark.
+    """
+    head = "".join(f"<th>{c}</th>" for c in columns)
+    rows = "".join(f"<tr><td>{_agent_cell(a.agent, a.simulated)}</td>"
+                   + "".join(f"<td>{cell(a, i)}</td>" for i in range(len(columns))) + "</tr>"
+                   for a in report.agents)
+    return f"<h2>{heading}</h2><table><tr><th>agent</th>{head}</tr>{rows}</table>"
 
 
 def _frame(title: str, width: int, height: int, left: float, pw: float,
@@ -333,44 +347,21 @@ def render_html(report: ScoreReport, *, title: str = "reliabench report",
     single = ["strict_resolution_rate", "macro_test_pass_rate"] + (
         ["insecure_share_of_passing"] if report.security else []
     )
-    out.append(
-        "<h2>Single-submission figures</h2><table><tr><th>agent</th>"
-        + "".join(f"<th>{html.escape(m.replace('_', ' '))}</th>" for m in single)
-        + "</tr>"
-    )
-    for a in report.agents:
-        out.append(
-            f"<tr><td>{_agent_cell(a.agent, a.simulated)}</td>"
-            + "".join(f"<td>{_fmt(a.metrics[m])}</td>" for m in single)
-            + "</tr>"
-        )
-    out.append("</table>")
+    out.append(_agent_table("Single-submission figures", [html.escape(m.replace("_", " ")) for m in single],
+                            report, lambda a, i: _fmt(a.metrics[single[i]])))
     if report.security:
         cwe = report.counts.cwe_counts
         all_cwes = sorted({c for d in cwe.values() for c in d}, key=lambda c: (c is None, c or 0))
         if all_cwes:
-            out.append(
-                f"<h2>Findings at or above {html.escape(str(report.threshold))}, by CWE</h2><table><tr>"
-                "<th>agent</th>"
-                + "".join(f"<th>{'CWE-' + str(c) if c is not None else 'no CWE'}</th>" for c in all_cwes)
-                + "</tr>"
-            )
-            for a in report.agents:
-                out.append(
-                    f"<tr><td>{_agent_cell(a.agent, a.simulated)}</td>"
-                    + "".join(f"<td>{cwe.get(a.agent, {}).get(c, 0)}</td>" for c in all_cwes)
-                    + "</tr>"
-                )
-            out.append("</table>")
+            out.append(_agent_table(
+                f"Findings at or above {html.escape(str(report.threshold))}, by CWE",
+                ["CWE-" + str(c) if c is not None else "no CWE" for c in all_cwes], report,
+                lambda a, i: str(cwe.get(a.agent, {}).get(all_cwes[i], 0))))
     if report.security and any(report.counts.lens_counts.values()):
         lenses = sorted({lens for d in report.counts.lens_counts.values() for lens in d})
-        out.append("<h2>Passing but insecure rollouts, by the lens that flagged them</h2><table><tr>"
-                   "<th>agent</th>" + "".join(f"<th>{html.escape(x)}</th>" for x in lenses) + "</tr>")
-        for a in report.agents:
-            row = report.counts.lens_counts.get(a.agent, {})
-            out.append(f"<tr><td>{_agent_cell(a.agent, a.simulated)}</td>"
-                       + "".join(f"<td>{row.get(x, 0)}</td>" for x in lenses) + "</tr>")
-        out.append("</table>")
+        out.append(_agent_table(
+            "Passing but insecure rollouts, by the lens that flagged them", [html.escape(x) for x in lenses],
+            report, lambda a, i: str(report.counts.lens_counts.get(a.agent, {}).get(lenses[i], 0))))
     if report.notes:
         out.append(
             "<h2>Notes</h2><ul>" + "".join(f"<li>{html.escape(n)}</li>" for n in report.notes) + "</ul>"
