@@ -133,3 +133,19 @@ def test_suite_tables_are_golden() -> None:
     text = to_text([suites_table(rows), *(validation_line(c) for c in checks),
                     validation_table(checks, "py30 1.0.0"), *validation_summary(checks)])
     check("suite_tables", text)
+
+
+def test_html_report_is_golden(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The HTML report of the fixture run (tables, figures, rank intervals), its timestamp fixed."""
+    from report_helpers import copy_run
+
+    from reliabench.metrics.analysis import score
+    from reliabench.metrics.security import parse_threshold
+    from reliabench.report import html
+    from reliabench.store import RunStore
+
+    monkeypatch.setattr(html.time, "strftime", lambda *a, **k: "2026-01-01 00:00:00")
+    with RunStore.open_existing(copy_run(tmp_path), readonly=True) as store:
+        records = store.rollouts()
+    report = score(records, (1, 2), threshold=parse_threshold("low:low"), n_resamples=50)
+    check("html_report", html.render_html(report, title="fixture run"))
