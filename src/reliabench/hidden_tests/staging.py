@@ -14,7 +14,8 @@ from typing import Final
 from reliabench.errors import SandboxError
 from reliabench.files.untrusted import remove_tree
 from reliabench.hidden_tests.channel import Channel
-from reliabench.sandbox import DEFAULT_PATH, SandboxResult, slot_uid
+from reliabench.sandbox import SandboxResult, slot_uid
+from reliabench.sandbox.base import minimal_env
 
 __all__ = ["PLUGIN_MODULE", "RawRun", "pytest_command", "staged", "hidden_test_env"]
 
@@ -71,16 +72,12 @@ def staged(tests_dir: Path, slot: int, parent: Path | None = None) -> Iterator[P
 def hidden_test_env(outcome_fd: int, key_fd: int, workspace: str | Path) -> dict[str, str]:
     """The whole environment of the hidden tests (a fresh process or a warm worker's fork).
 
-    Nothing of the harness's environment: a fixed PATH, ``/tmp`` as home, no pytest plugin
+    Nothing of the harness's environment: the sandbox's ``minimal_env``, no pytest plugin
     autoload, and where the outcome plugin writes (``outcome_fd``), reads its key
     (``key_fd``) and finds the workspace.
     """
     return {
-        "PATH": DEFAULT_PATH,
-        "HOME": "/tmp",
-        "TMPDIR": "/tmp",
-        "LANG": "C.UTF-8",
-        "USER": "rollout",
+        **minimal_env(),
         "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1",
         "RELIABENCH_OUTCOME_FD": str(outcome_fd),
         "RELIABENCH_OUTCOME_KEY_FD": str(key_fd),
