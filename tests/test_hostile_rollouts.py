@@ -13,7 +13,6 @@ import os
 import shutil
 import subprocess
 import sys
-import tempfile
 import textwrap
 import threading
 from collections.abc import Iterator
@@ -61,14 +60,6 @@ TESTS = textwrap.dedent("""
 NAMES = ["test_adder.py::test_small", "test_adder.py::test_zero"]
 SECRET = "host-secret-7f3a [tool.pytest.ini_options]"
 
-
-@pytest.fixture
-def base() -> Iterator[Path]:
-    """A directory every slot uid can traverse (pytest's tmp_path is 0700)."""
-    path = Path(tempfile.mkdtemp(prefix="rb-hostile-"))
-    os.chmod(path, 0o711)
-    yield path
-    remove_tree(path)  # shutil.rmtree recurses: a deep tree of an agent's breaks it
 
 
 @pytest.fixture(params=HIDDEN_TEST_PATHS)
