@@ -8,9 +8,6 @@ hidden tests, on the fresh path and both warm test runners.
 from __future__ import annotations
 
 import os
-import shutil
-import tempfile
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -22,14 +19,6 @@ from reliabench.sandbox import Limits, slot_uid, slots
 
 IS_ROOT = os.geteuid() == 0
 SLOT = 5
-
-
-@pytest.fixture
-def base() -> Iterator[Path]:
-    path = Path(tempfile.mkdtemp(prefix="rb-contain-"))
-    os.chmod(path, 0o711)
-    yield path
-    shutil.rmtree(path, ignore_errors=True)
 
 
 def _no_procs_left() -> None:

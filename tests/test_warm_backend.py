@@ -6,10 +6,7 @@ Its containment is the self-check's (tests/test_sandbox_selfcheck.py runs every 
 from __future__ import annotations
 
 import os
-import shutil
 import sys
-import tempfile
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -28,13 +25,10 @@ def backend() -> SandboxBackend:
 
 
 @pytest.fixture
-def ws() -> Iterator[Path]:
-    base = Path(tempfile.mkdtemp(prefix="rb-warm-backend-"))
-    os.chmod(base, 0o711)
+def ws(base: Path) -> Path:
     work = base / "ws"
     work.mkdir()
-    yield work
-    shutil.rmtree(base, ignore_errors=True)
+    return work
 
 
 def test_runs_a_command_in_the_workdir(backend: SandboxBackend, ws: Path) -> None:
