@@ -312,7 +312,6 @@ def test_broken_agent_kind_plugin_is_one_usage_error(monkeypatch: pytest.MonkeyP
     from reliabench.errors import UsageError
 
     fake_entry_points(monkeypatch, "reliabench.agents", mykind="no_such_module_for_reliabench:register")
-    monkeypatch.setattr(config, "_loaded", False)
     with pytest.raises(UsageError, match=r"agent kind plugin mykind \(no_such_module_for_reliabench:register\) "
                                          r"failed to load: ModuleNotFoundError"):
         config.load_builtin_kinds()

@@ -119,9 +119,10 @@ def sandbox_option(default: str | None = "auto",
                    help: str = "Sandbox backend: auto (the strongest that works here) or a name of the "
                                "registry (see docs/guide.md).") -> Callable[[F], F]:
     """``--sandbox``: ``auto`` or a backend of the registry (built-ins and plugins)."""
-    from reliabench.sandbox import available_backends
+    from reliabench.commands._registry_choice import RegistryChoice
+    from reliabench.sandbox import SANDBOXES
 
-    return click.option("--sandbox", type=click.Choice(["auto", *available_backends()]), default=default,
+    return click.option("--sandbox", type=RegistryChoice(SANDBOXES, ["auto"]), default=default,
                         show_default=default is not None, help=help)
 
 
