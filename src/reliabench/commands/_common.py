@@ -47,10 +47,11 @@ def invocation() -> list[str]:
 
 def source_options() -> Callable[[F], F]:
     """``--input-format`` and ``--leaderboard``: how ``importers.load_source`` reads the source."""
-    from reliabench.importers import FORMATS
+    from reliabench.commands._registry_choice import RegistryChoice
+    from reliabench.importers import IMPORTERS
 
     fmt = click.option("--input-format", "input_format", default="auto", show_default=True,
-                       type=click.Choice(["auto", *FORMATS]),
+                       type=RegistryChoice(IMPORTERS, ["auto"]),
                        help="Format of the source (auto: detected from its content).")
     board = click.option("--leaderboard", default=None,
                          help="SWE-bench leaderboards file: the leaderboard to read (e.g. bash-only).")

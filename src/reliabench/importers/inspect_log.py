@@ -33,6 +33,7 @@ import shutil
 import struct
 import subprocess
 import zipfile
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -45,9 +46,10 @@ from reliabench.importers._common import (
     expect_dict,
     expect_list,
 )
+from reliabench.importers.base import ImporterOption, SourceShape
 from reliabench.records import Rollout
 
-__all__ = ["FORMAT", "detect_zip", "load"]
+__all__ = ["FORMAT", "detect_zip", "load", "IMPORTER", "InspectImporter"]
 
 FORMAT = "inspect"
 _ZSTD = 93
@@ -287,3 +289,28 @@ def load(path: Path, data: Any = None, *, agent: str | None = None,
             kind: FigureKind = "pass@k" if m.group(1) == "pass_at" else "pass^k"
             reported.append(ReportedFigure(model, kind, int(m.group(2)), value, src))
     return ImportResult(tuple(records), FORMAT, tuple(notes), tuple(reported))
+
+
+class InspectImporter:
+    """The ``inspect`` importer: an Inspect AI ``.eval`` log (a zip), epochs = rollouts."""
+
+    name = FORMAT
+    label = "Inspect"
+    shapes: frozenset[SourceShape] = frozenset({"zip"})
+    options = (ImporterOption("scorer", "the scorer that decides success."),)
+
+    def detect(self, path: Path, data: Any) -> bool:
+        """A zip archive with an Inspect log header."""
+        try:
+            with zipfile.ZipFile(path) as zf:
+                return detect_zip(zf)
+        except (zipfile.BadZipFile, OSError):
+            return False
+
+    def load(self, path: Path, data: Any, *, agent: str | None = None,
+             options: Mapping[str, Any] | None = None) -> ImportResult:
+        """See :func:`load`."""
+        return load(path, data, agent=agent, scorer=(options or {}).get("scorer"))
+
+
+IMPORTER = InspectImporter()

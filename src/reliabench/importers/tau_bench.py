@@ -10,14 +10,16 @@ which is exactly reliabench's ``pass^k`` on these records. The agent is the file
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from reliabench.errors import InputError
 from reliabench.importers._common import ImportResult, expect_dict, read_json
+from reliabench.importers.base import ImporterOption, SourceShape
 from reliabench.records import Rollout
 
-__all__ = ["FORMAT", "SUCCESS_TOLERANCE", "detect", "load"]
+__all__ = ["FORMAT", "SUCCESS_TOLERANCE", "detect", "load", "IMPORTER", "TauBenchImporter"]
 
 FORMAT = "tau-bench"
 SUCCESS_TOLERANCE = 1e-6
@@ -85,3 +87,24 @@ def load(path: Path, data: Any = None, *, agent: str | None = None) -> ImportRes
 
 def _sort_key(task: str) -> tuple[int, str]:
     return (int(task), "") if task.isdigit() else (1 << 62, task)
+
+
+class TauBenchImporter:
+    """The ``tau-bench`` importer: a JSON list of trials with rewards."""
+
+    name = FORMAT
+    label = "tau-bench"
+    shapes: frozenset[SourceShape] = frozenset({"json"})
+    options: tuple[ImporterOption, ...] = ()
+
+    def detect(self, path: Path, data: Any) -> bool:
+        """A decoded list of ``{task_id, trial, reward}`` objects."""
+        return detect(data)
+
+    def load(self, path: Path, data: Any, *, agent: str | None = None,
+             options: Mapping[str, Any] | None = None) -> ImportResult:
+        """See :func:`load`."""
+        return load(path, data, agent=agent)
+
+
+IMPORTER = TauBenchImporter()
