@@ -53,8 +53,8 @@ KINDS: Mapping[str, str] = {
     "scanners": "reliabench.scanners.base:SCANNERS",
     "sandboxes": "reliabench.sandbox.registry:SANDBOXES",
     "agents": "reliabench.agents.base:AGENT_KIND_REGISTRY",
-    "importers": "reliabench.importers.registry:IMPORTERS",
-    "executors": "reliabench.executors:EXECUTORS",
+    "importers": "reliabench.importers.base:IMPORTERS",
+    "executors": "reliabench.runner:EXECUTORS",
     "converters": "reliabench.tasks.convert:CONVERTER_REGISTRY",
 }
 """Every pluggable kind -> where its :class:`Registry` lives (imported by :func:`registry`)."""

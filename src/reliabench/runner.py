@@ -23,11 +23,11 @@ import tempfile
 import threading
 import time
 import traceback
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 from reliabench import artifacts as _artifacts
 from reliabench.agents.base import Agent, AgentRequest, AgentResult
@@ -48,6 +48,7 @@ from reliabench.errors import (
     SandboxError,
     StoreError,
 )
+from reliabench.plugins import Registry
 from reliabench.records import Cost, Finding, Rollout, ScanError, TestOutcome
 from reliabench.sandbox import MAX_SECONDS, Limits, SandboxBackend, get_backend
 from reliabench.scanners import ChangeSet, Scanner, changed_files, get_scanner, workspace_diff
@@ -60,7 +61,12 @@ from reliabench.warm.hidden import WarmTests, open_test_workers
 from reliabench.warm.plain_tests import collect_plain_tests
 
 __all__ = [
+    "EXECUTORS",
+    "ExecutionContext",
+    "Executor",
+    "LocalExecutor",
     "ProgressEvent",
+    "RayExecutor",
     "RayRolloutWorker",
     "RolloutArtifacts",
     "RunSettings",
@@ -102,8 +108,9 @@ class RunSettings:
         test_timeout_s: Cap on each task's ``timeout_s`` for the hidden tests (None: no cap).
         security_policy: A security policy (threshold, allow/deny lists) kept with the run and
             applied when it is scored; analysis-time only, so not part of the run's identity.
-        executor: ``local`` (a thread pool on this machine) or ``ray`` (Ray actors, one per
-            worker slot, on a local or remote cluster); not part of the run's identity.
+        executor: A name of :data:`EXECUTORS`: ``local`` (a thread pool on this machine),
+            ``ray`` (Ray actors, one per worker slot, on a local or remote cluster) or a
+            plugin's; not part of the run's identity.
         ray_address: Address of an existing Ray cluster (None: start a local one).
         retest: Re-run each rollout's hidden tests this many times on its unchanged files
             (``reliabench.retest``; harness noise); not part of the run's identity.
@@ -127,8 +134,9 @@ class RunSettings:
     test_workers: str = "auto"
 
     def __post_init__(self) -> None:
-        if self.executor not in ("local", "ray"):
-            raise InvalidArgumentError(f"executor must be 'local' or 'ray', got {self.executor!r}")
+        if self.executor not in EXECUTORS:
+            raise InvalidArgumentError(f"executor must be one of {', '.join(EXECUTORS.names())}, "
+                                       f"got {self.executor!r}")
         if isinstance(self.n, bool) or not isinstance(self.n, int) or self.n < 1:
             raise InvalidArgumentError(f"n must be an integer >= 1, got {self.n!r}")
         if self.workers < 1:
@@ -500,13 +508,12 @@ def _collect_expected(suite: Suite, backend: SandboxBackend, workers: int,
         remove_tree(scratch)
 
 
-def _run_local(jobs: Iterable[_Job], workers: int, executor: _Executor,
-               record: Callable[[_Outcome | None], None], stop: threading.Event | None,
-               finish: Callable[[_Outcome], _Outcome] | None = None) -> None:
+def _run_local(jobs: Iterable[_Job], workers: int, run_one: Callable[[_Job, int], _Outcome | None],
+               record: Callable[[_Outcome | None], None], stop: threading.Event | None) -> None:
     """Run ``jobs`` on a thread pool; each thread borrows a sandbox slot per rollout.
 
-    ``finish`` (writing the artifacts) runs in the worker thread, so that only the store
-    commit is left to the single writer.
+    ``run_one`` (:meth:`ExecutionContext.rollouts`: the rollout and writing its artifacts)
+    runs in the worker thread, so that only the store commit is left to the single writer.
     """
     slots: queue.Queue[int] = queue.Queue()
     for slot in range(workers):
@@ -515,10 +522,9 @@ def _run_local(jobs: Iterable[_Job], workers: int, executor: _Executor,
     def work(job: _Job) -> _Outcome | None:
         slot = slots.get()
         try:
-            outcome = executor.run_one(job, slot)
+            return run_one(job, slot)
         finally:
             slots.put(slot)
-        return finish(outcome) if finish is not None and outcome is not None else outcome
 
     pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="rollout")
     pending: set[Future[_Outcome | None]] = set()
@@ -650,6 +656,131 @@ def _run_ray(jobs: Iterable[_Job], settings: RunSettings, spec: _WorkerSpec,
             ray.shutdown()
 
 
+# ------------------------------------------------------------------ executors (a plugin kind)
+
+
+@dataclass(frozen=True, slots=True)
+class ExecutionContext:
+    """What ``run_suite`` hands an executor for the rollouts still to run.
+
+    Attributes:
+        suite: The suite.
+        settings: The run's settings (``workers`` slots, ``ray_address``...).
+        backend: The sandbox backend of this process.
+        scanners: The scanners of this process.
+        expected: Task id -> the hidden tests it must report (a missing one counts as failed).
+        warm: Warm test workers of this process (None: fresh sandboxed processes).
+        store: The run store (only ``record`` writes it).
+        stopped: Whether an agent was stopped (its jobs that have not started are skipped).
+        record: Store one outcome (None: a skipped job); call it from the thread that called
+            ``Executor.run`` only -- it is the store's single writer.
+        stop: Set when the run must stop after the rollouts in flight.
+        agents_file: The agents file (executors whose workers load the agents elsewhere).
+    """
+
+    suite: Suite
+    settings: RunSettings
+    backend: SandboxBackend
+    scanners: Sequence[Scanner]
+    expected: dict[str, tuple[TestOutcome, ...]]
+    warm: WarmTests | None
+    store: RunStore
+    stopped: Callable[[str], bool]
+    record: Callable[[_Outcome | None], None]
+    stop: threading.Event | None
+    agents_file: Path | None = None
+
+    @contextlib.contextmanager
+    def rollouts(self) -> Iterator[Callable[[_Job, int], _Outcome | None]]:
+        """Run rollouts in this process: yields ``run_one(job, slot)``.
+
+        ``run_one`` runs one job on sandbox slot ``slot`` (one rollout at a time per slot) and
+        writes its artifacts; it returns the outcome to ``record``, or None when the job's
+        agent was stopped. It may be called from several threads.
+        """
+        scratch = Path(tempfile.mkdtemp(prefix="reliabench-run-"))
+        os.chmod(scratch, 0o711)
+        try:
+            executor = _Executor(self.settings, self.backend, self.scanners, self.expected, scratch,
+                                 self.warm)
+            executor.stopped = self.stopped
+
+            def run_one(job: _Job, slot: int) -> _Outcome | None:
+                outcome = executor.run_one(job, slot)
+                if outcome is None:
+                    return None
+                rollout, art = outcome  # in the worker thread: not on the single writer
+                rollout = _write_rollout_artifacts(self.store, rollout, art)
+                return rollout, RolloutArtifacts("", "", "", {}, retests=art.retests, written=True)
+
+            yield run_one
+        finally:
+            remove_tree(scratch)
+
+
+@runtime_checkable
+class Executor(Protocol):
+    """Where a run's rollouts execute (``--executor NAME``).
+
+    Attributes:
+        name: The registry name.
+    """
+
+    name: str
+
+    def run(self, jobs: Iterable[_Job], context: ExecutionContext) -> None:
+        """Run every job (stop early when ``context.stop`` is set); record each outcome.
+
+        Each job has ``task``, ``agent``, ``rollout`` and ``seed``. ``context.record`` must
+        be called from the calling thread.
+        """
+        ...
+
+
+class LocalExecutor:
+    """``local``: a thread pool of ``settings.workers`` sandbox slots in this process."""
+
+    name = "local"
+
+    def run(self, jobs: Iterable[_Job], context: ExecutionContext) -> None:
+        """See :class:`Executor`."""
+        with context.rollouts() as run_one:
+            _run_local(jobs, context.settings.workers, run_one, context.record, context.stop)
+
+
+class RayExecutor:
+    """``ray``: Ray actors, one per worker slot, on a local or remote cluster (``ray`` extra)."""
+
+    name = "ray"
+
+    def run(self, jobs: Iterable[_Job], context: ExecutionContext) -> None:
+        """See :class:`Executor`.
+
+        Raises:
+            InvalidArgumentError: no agents file (the actors load the agents themselves).
+        """
+        if context.agents_file is None:
+            raise InvalidArgumentError("executor='ray' needs agents_file (workers load the agents)")
+        if context.warm is not None:
+            context.warm.close()  # each Ray actor opens its own
+        spec = _WorkerSpec(str(context.suite.root.resolve()), context.suite.content_hash,
+                           str(context.agents_file.resolve()), context.settings, context.expected)
+        _run_ray(jobs, context.settings, spec, context.record, context.stop)
+
+
+LOCAL_EXECUTOR = LocalExecutor()
+RAY_EXECUTOR = RayExecutor()
+
+EXECUTORS: Registry[Executor] = Registry(
+    "executors",
+    builtins={"local": "reliabench.runner:LOCAL_EXECUTOR", "ray": "reliabench.runner:RAY_EXECUTOR"},
+    what="executor",
+    check=lambda obj: isinstance(obj, Executor) and not isinstance(obj, type),
+    expected="an Executor object (a str 'name' and a 'run(jobs, context)' method)",
+)
+"""The executor registry (entry-point group ``reliabench.executors``: name -> executor)."""
+
+
 def run_suite(
     suite: Suite,
     agents: Sequence[Agent],
@@ -761,29 +892,10 @@ def run_suite(
 
             # an agent stopped early gets no new rollouts (those in flight finish and are kept)
             live_jobs = (j for j in jobs if j.agent.name not in stopped)
-            if settings.executor == "ray":
-                if agents_file is None:
-                    raise InvalidArgumentError("executor='ray' needs agents_file (workers load the agents)")
-                if warm is not None:
-                    warm.close()  # each Ray actor opens its own
-                spec = _WorkerSpec(str(suite.root.resolve()), suite.content_hash,
-                                   str(Path(agents_file).resolve()), settings, expected)
-                _run_ray(live_jobs, settings, spec, record, stop)
-            else:
-                scratch = Path(tempfile.mkdtemp(prefix="reliabench-run-"))
-                os.chmod(scratch, 0o711)
-                try:
-                    executor = _Executor(settings, backend, scanners, expected, scratch, warm)
-                    executor.stopped = stopped.__contains__
-
-                    def finish(outcome: _Outcome) -> _Outcome:
-                        rollout, art = outcome  # in the worker thread: not on the single writer
-                        rollout = _write_rollout_artifacts(store, rollout, art)
-                        return rollout, RolloutArtifacts("", "", "", {}, retests=art.retests, written=True)
-
-                    _run_local(live_jobs, settings.workers, executor, record, stop, finish)
-                finally:
-                    remove_tree(scratch)
+            context = ExecutionContext(suite, settings, backend, scanners, expected, warm, store,
+                                       stopped.__contains__, record, stop,
+                                       None if agents_file is None else Path(agents_file))
+            EXECUTORS.get(settings.executor).run(live_jobs, context)
     summary = RunSummary(Path(out_dir), resumed, planned, skipped, executed, passed, infra,
                          backend.name, time.perf_counter() - t0, test_path)
     if stopped:
