@@ -12,8 +12,8 @@ from __future__ import annotations
 import argparse
 import time
 
-from reliabench.adaptive import AdaptiveDesign, Scenario, simulate_design
-from reliabench.planning import AgentModel
+from reliabench.studies.adaptive import AdaptiveDesign, Scenario, simulate_design
+from reliabench.studies.planning import AgentModel
 
 A = AgentModel("A", 0.6, 0.3)
 B = AgentModel("B", 0.3, 0.25)

@@ -13,7 +13,7 @@ import time
 
 import numpy as np
 
-from reliabench.stats import bootstrap_task_means
+from reliabench.metrics.stats import bootstrap_task_means
 
 
 def loop(values: np.ndarray, n_resamples: int, seed: int = 0) -> np.ndarray:

@@ -16,7 +16,7 @@ import time
 
 import numpy as np
 
-from reliabench.estimators import pass_at_k, pass_hat_k
+from reliabench.metrics.estimators import pass_at_k, pass_hat_k
 
 
 def reference(n: np.ndarray, c: np.ndarray, k: np.ndarray) -> np.ndarray:

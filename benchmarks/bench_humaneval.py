@@ -197,7 +197,7 @@ class Phases:
 
 @contextlib.contextmanager
 def instrumented(phases: Phases) -> Iterator[None]:
-    import reliabench.runner as runner
+    import reliabench.run.runner as runner
     from reliabench.agents.replay import ReplayAgent
     from reliabench.store import RunStore
     from reliabench.warm.client import WarmWorkers
@@ -271,7 +271,7 @@ def memory_of(pids: list[int]) -> list[tuple[int, int, int]]:
 def run_reliabench(suite_root: Path, samples: list[tuple[str, str]], mapping: dict[str, str],
                    workers: int, test_workers: str, scanners: tuple[str, ...]) -> dict[str, Any]:
     from reliabench.agents.config import load_agents
-    from reliabench.runner import RunSettings, run_suite
+    from reliabench.run.runner import RunSettings, run_suite
     from reliabench.store import RunStore
     from reliabench.tasks.suite import load_suite
     from reliabench.warm import client

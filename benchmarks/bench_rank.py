@@ -1,4 +1,4 @@
-"""Speed of ``reliabench.rank.rank_agents``: bootstrap ranks plus permutation tests of all pairs.
+"""Speed of ``reliabench.studies.rank.rank_agents``: bootstrap ranks plus permutation tests of all pairs.
 
 Run:  .venv/bin/python benchmarks/bench_rank.py
 
@@ -12,9 +12,9 @@ import time
 
 import numpy as np
 
-from reliabench.analysis import CountTable, count_pairs
-from reliabench.rank import Sampling, rank_agents
+from reliabench.metrics.analysis import CountTable, count_pairs
 from reliabench.records import Rollout
+from reliabench.studies.rank import Sampling, rank_agents
 
 
 def table(agents: int, tasks: int, n: int, seed: int = 0) -> CountTable:

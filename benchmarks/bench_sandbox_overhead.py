@@ -30,8 +30,8 @@ import warnings
 from pathlib import Path
 
 from reliabench.errors import SandboxError
+from reliabench.hidden_tests.fresh import collect_hidden_tests, run_hidden_tests
 from reliabench.sandbox import Limits, SandboxBackend, get_backend
-from reliabench.testing import collect_hidden_tests, run_hidden_tests
 
 SOLUTION = """
 def add(a, b):

@@ -31,10 +31,10 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 from codegen_run import AGENT, completions, ensure_run
 
-from reliabench.analysis import ScoreReport, score
 from reliabench.cli import main as cli_main
-from reliabench.proxy import proxy_study
+from reliabench.metrics.analysis import ScoreReport, score
 from reliabench.records import Rollout
+from reliabench.studies.proxy_validity import proxy_study
 from reliabench.tasks.convert._common import task_id_for
 
 SUBSAMPLES = (1, 5, 10, 20, 50, 100)

@@ -19,7 +19,7 @@ from reliabench.agents.replay import ReplayAgent
 from reliabench.agents.replay_formats import CODEX_STOP, read_foreign_generations, truncate_at_stop
 from reliabench.errors import SandboxError
 from reliabench.records import Rollout
-from reliabench.runner import ProgressEvent, RunSettings, run_suite
+from reliabench.run.runner import ProgressEvent, RunSettings, run_suite
 from reliabench.store import read_records
 from reliabench.tasks.convert import import_suite
 from reliabench.tasks.suite import load_suite

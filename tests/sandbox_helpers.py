@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 
 from reliabench.errors import SandboxError
+from reliabench.hidden_tests.fresh import HiddenTestRun, run_hidden_tests
 from reliabench.sandbox import SandboxBackend, get_backend, slot_uid, slots
-from reliabench.testing import HiddenTestRun, run_hidden_tests
 
 _WARM: dict[str, Any] = {}
 
@@ -69,7 +69,7 @@ def python_for(backend: SandboxBackend, slot: int) -> str:
 class HiddenTestPath:
     """One way of running hidden tests, for parametrised tests.
 
-    ``run`` has the signature of ``reliabench.testing.run_hidden_tests`` minus ``backend``
+    ``run`` has the signature of ``reliabench.hidden_tests.fresh.run_hidden_tests`` minus ``backend``
     and ``python``. A new path (say warm forked workers) is one more entry in
     :data:`HIDDEN_TEST_PATHS` with its own ``run``.
     """

@@ -15,7 +15,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from reliabench.adaptive import (
+from reliabench.cli import main
+from reliabench.errors import InvalidArgumentError
+from reliabench.records import Rollout
+from reliabench.run.adaptive import counts_at
+from reliabench.store import RunStore
+from reliabench.studies.adaptive import (
     AdaptiveDesign,
     AgentCounts,
     Scenario,
@@ -26,12 +31,7 @@ from reliabench.adaptive import (
     look_schedule,
     simulate_design,
 )
-from reliabench.adaptive_run import counts_at
-from reliabench.cli import main
-from reliabench.errors import InvalidArgumentError
-from reliabench.planning import AgentModel
-from reliabench.records import Rollout
-from reliabench.store import RunStore
+from reliabench.studies.planning import AgentModel
 
 
 def test_schedule_and_design_validation() -> None:

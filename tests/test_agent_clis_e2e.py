@@ -36,9 +36,9 @@ from fake_openai_server import FakeOpenAIServer, Reply
 from sandbox_helpers import endpoint_narrowing_or_skip
 
 from reliabench.agents.config import load_agents
-from reliabench.analysis import score
+from reliabench.metrics.analysis import score
 from reliabench.report import render_score
-from reliabench.runner import RunSettings, run_suite
+from reliabench.run.runner import RunSettings, run_suite
 from reliabench.store import RunStore
 from reliabench.tasks.suite import load_suite
 

@@ -32,7 +32,7 @@ from reliabench.agents.preflight import check_agents, preflight_error
 from reliabench.cli import main
 from reliabench.errors import ConfigError, InfraStopError, InvalidArgumentError, PreflightError
 from reliabench.records import Rollout
-from reliabench.runner import RunSettings, run_suite
+from reliabench.run.runner import RunSettings, run_suite
 from reliabench.store import RunStore
 from reliabench.tasks.suite import load_suite
 

@@ -539,7 +539,7 @@ class Verdict:
 
 
 class HiddenTests:
-    """Runs the hidden tests via reliabench.testing in the sandbox, cached by workspace content.
+    """Runs the hidden tests via reliabench.hidden_tests.fresh in the sandbox, cached by workspace content.
 
     The outcome of a deterministic test suite is a function of the workspace's bytes, so
     rollouts that wrote identical files (every "correct" rollout of a task, for instance)
@@ -560,7 +560,7 @@ class HiddenTests:
             self.slots.put(s)
 
     def expect(self, task: Task) -> None:
-        from reliabench.testing import collect_hidden_tests
+        from reliabench.hidden_tests.fresh import collect_hidden_tests
 
         if task.id not in self.expected:
             self.expected[task.id] = collect_hidden_tests(
@@ -568,7 +568,7 @@ class HiddenTests:
             )
 
     def _run(self, task: Task, ws: Path) -> Verdict:
-        from reliabench.testing import run_hidden_tests
+        from reliabench.hidden_tests.fresh import run_hidden_tests
 
         slot = self.slots.get()
         try:

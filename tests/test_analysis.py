@@ -8,11 +8,11 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from reliabench.analysis import count_pairs, parse_ks, score
 from reliabench.errors import InvalidArgumentError
+from reliabench.metrics.analysis import count_pairs, parse_ks, score
+from reliabench.metrics.security import SecurityThreshold, parse_threshold
+from reliabench.metrics.stats import bootstrap_task_means
 from reliabench.records import Finding, Rollout, TestOutcome
-from reliabench.security import SecurityThreshold, parse_threshold
-from reliabench.stats import bootstrap_task_means
 
 
 def make_tests(passed: int, total: int) -> tuple[TestOutcome, ...]:
@@ -172,7 +172,7 @@ def test_simulated_agents_are_marked() -> None:
 
 
 def test_ranking_change_reports_swapped_pairs() -> None:
-    from reliabench.analysis import ranking_change
+    from reliabench.metrics.analysis import ranking_change
 
     high = Finding("bandit", "B602", "high", "high", 78)
     # a: 3/4 pass, all insecure; b: 2/4 pass, clean; c: 1/4 pass, clean

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from reliabench.audit import AuditFailed, audit_path, audit_records, report_to_dict
 from reliabench.importers import ReportedFigure
 from reliabench.records import Rollout, TestOutcome, write_jsonl
+from reliabench.studies.audit import AuditFailed, audit_path, audit_records, report_to_dict
 
 FIX = Path(__file__).parent / "fixtures" / "foreign"
 PUBLIC = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "public-results"

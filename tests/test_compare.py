@@ -9,10 +9,10 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from reliabench.analysis import count_pairs
-from reliabench.compare import compare_agents, rank_first
 from reliabench.errors import InvalidArgumentError
+from reliabench.metrics.analysis import count_pairs
 from reliabench.records import Rollout, write_jsonl
+from reliabench.studies.compare import compare_agents, rank_first
 
 
 def simulate(rates: dict[str, float], tasks: int, n: int, seed: int, spread: float = 0.0) -> list[Rollout]:

@@ -19,9 +19,9 @@ import pytest
 from sandbox_helpers import backend_or_skip, python_for, warm_or_skip
 
 from reliabench import sandbox
+from reliabench.hidden_tests.fresh import run_hidden_tests
 from reliabench.records import TestOutcome
 from reliabench.sandbox import Limits, SandboxBackend, slot_uid, slots
-from reliabench.testing import run_hidden_tests
 
 IS_ROOT = os.geteuid() == 0
 SMALL = Limits(wall_s=5.0, cpu_s=5.0, memory_bytes=512 * 1024**2, max_procs=32,

@@ -1,4 +1,4 @@
-"""Cost and time per agent (reliabench.costs) and how ``score`` shows them."""
+"""Cost and time per agent (reliabench.metrics.costs) and how ``score`` shows them."""
 
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from reliabench.analysis import score
 from reliabench.cli import main
-from reliabench.costs import cost_summary
+from reliabench.metrics.analysis import score
+from reliabench.metrics.costs import cost_summary
 from reliabench.records import Cost, Rollout, write_jsonl
 from reliabench.report import render_score
 

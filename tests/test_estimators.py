@@ -11,9 +11,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from reliabench import estimators
 from reliabench.errors import InvalidArgumentError
-from reliabench.estimators import misapplied_pass_at_k, pass_at_k, pass_hat_k
+from reliabench.metrics import estimators
+from reliabench.metrics.estimators import misapplied_pass_at_k, pass_at_k, pass_hat_k
 
 
 @pytest.fixture(params=["table", "kernel"])

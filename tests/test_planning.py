@@ -11,8 +11,9 @@ from click.testing import CliRunner
 from scipy import stats
 
 from reliabench.errors import InvalidArgumentError
-from reliabench.estimators import pass_at_k
-from reliabench.planning import (
+from reliabench.metrics.estimators import pass_at_k
+from reliabench.records import Rollout
+from reliabench.studies.planning import (
     AgentModel,
     fit_pilot,
     pilot_correlation,
@@ -21,7 +22,6 @@ from reliabench.planning import (
     shift_to_difference,
     variance_components,
 )
-from reliabench.records import Rollout
 
 SIMS = 4000
 

@@ -10,10 +10,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats as sps
 
-from reliabench.analysis import count_pairs
 from reliabench.commands.proxy import command as proxy_command
 from reliabench.errors import InvalidArgumentError
-from reliabench.proxy import (
+from reliabench.metrics.analysis import count_pairs
+from reliabench.records import Rollout, write_jsonl
+from reliabench.studies.proxy_validity import (
     ProxyStudy,
     _pair_spearman,
     _rowwise_kendall,
@@ -21,7 +22,6 @@ from reliabench.proxy import (
     proxy_study,
     render_proxy,
 )
-from reliabench.records import Rollout, write_jsonl
 
 
 def pair_records(spec: dict[tuple[str, str], tuple[list[int], int]]) -> list[Rollout]:

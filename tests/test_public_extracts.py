@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from reliabench.analysis import score
-from reliabench.audit import audit_path
 from reliabench.errors import InputError
 from reliabench.importers import load_foreign
+from reliabench.metrics.analysis import score
+from reliabench.studies.audit import audit_path
 
 EXTRACTS = Path(__file__).parent / "fixtures" / "public"
 

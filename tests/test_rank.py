@@ -1,4 +1,4 @@
-"""reliabench.rank: corrections, groups, rank intervals, two-level sampling, and simulations."""
+"""reliabench.studies.rank: corrections, groups, rank intervals, two-level sampling, and simulations."""
 
 from __future__ import annotations
 
@@ -11,12 +11,12 @@ import numpy as np
 import pytest
 from scipy import stats as sps
 
-from reliabench.analysis import count_pairs, score
 from reliabench.cli import main
 from reliabench.errors import InvalidArgumentError
-from reliabench.rank import adjust_p_values, consecutive_groups, rank_agents, ranking_to_dict
+from reliabench.metrics.analysis import count_pairs, score
 from reliabench.records import Rollout, write_jsonl
 from reliabench.report.rank_figure import rank_figure_svg, rank_section
+from reliabench.studies.rank import adjust_p_values, consecutive_groups, rank_agents, ranking_to_dict
 
 FIXTURE = Path(__file__).parent / "fixtures" / "swebench-leaderboard-synthetic.json"
 FULL = (Path(__file__).resolve().parents[1].parent / "shared" / "data" / "public-results" / "swe-bench"
@@ -84,7 +84,7 @@ def test_adjusted_p_values_exact_small_case() -> None:
 
 
 def test_sign_flip_p_values_match_full_enumeration() -> None:
-    from reliabench.stats import sign_flip_p_values
+    from reliabench.metrics.stats import sign_flip_p_values
 
     rng = np.random.default_rng(12)
     d = rng.integers(-1, 2, size=(7, 5)).astype(float)  # 7 tasks, 5 columns (pairs)

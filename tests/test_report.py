@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from reliabench.analysis import score
 from reliabench.errors import InvalidArgumentError
+from reliabench.metrics.analysis import score
 from reliabench.records import Finding, Rollout, TestOutcome
 from reliabench.report import render_score
 from reliabench.report.html import render_html, write_html_report

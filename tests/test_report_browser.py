@@ -17,8 +17,8 @@ from urllib.parse import quote
 import pytest
 from report_helpers import copy_run
 
-from reliabench.analysis import score
 from reliabench.cli import main
+from reliabench.metrics.analysis import score
 from reliabench.report.explorer import load_source
 from reliabench.report.serve import make_server
 

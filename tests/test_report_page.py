@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 from report_helpers import copy_run, page_data
 
-from reliabench.analysis import score
 from reliabench.cli import main
 from reliabench.errors import InvalidArgumentError
+from reliabench.metrics.analysis import score
 from reliabench.records import Cost, Finding, Rollout, TestOutcome, write_jsonl
 from reliabench.report.explorer import embed_json, load_source, render_report_page
 from reliabench.report.heatmap import heatmap_rows

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from reliabench.analysis import score
 from reliabench.cli import main
 from reliabench.errors import InvalidArgumentError
+from reliabench.metrics.analysis import score
 from reliabench.records import Finding, Rollout, TestOutcome, write_jsonl
 from reliabench.report.tables import latex_escape, render_tables
 

@@ -22,7 +22,7 @@ from reliabench.agents.config import load_agents
 from reliabench.cli import main
 from reliabench.errors import RunMismatchError
 from reliabench.records import read_jsonl
-from reliabench.runner import RunSettings, run_suite
+from reliabench.run.runner import RunSettings, run_suite
 from reliabench.store import RunStore
 from reliabench.tasks.suite import load_suite
 

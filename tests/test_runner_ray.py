@@ -12,7 +12,7 @@ from test_run_e2e import make_agents, make_suite  # tests/ is on sys.path (pytes
 
 from reliabench.agents.config import load_agents
 from reliabench.errors import MissingExtraError
-from reliabench.runner import RunSettings, run_suite
+from reliabench.run.runner import RunSettings, run_suite
 from reliabench.store import RunStore, read_records
 from reliabench.tasks.suite import load_suite
 

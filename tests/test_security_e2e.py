@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from reliabench.agents.config import load_agents
-from reliabench.analysis import ranking_change, score
 from reliabench.cli import main
-from reliabench.runner import RunSettings, run_suite
+from reliabench.metrics.analysis import ranking_change, score
+from reliabench.run.runner import RunSettings, run_suite
 from reliabench.store import read_records
 from reliabench.tasks.suite import resolve_suite
 

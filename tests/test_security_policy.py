@@ -9,8 +9,8 @@ import pytest
 
 from reliabench.cli import main
 from reliabench.errors import ConfigError
+from reliabench.metrics.security import DEFAULT_THRESHOLD, load_security_config
 from reliabench.records import Finding
-from reliabench.security import DEFAULT_THRESHOLD, load_security_config
 
 
 def write(tmp_path: Path, text: str) -> Path:

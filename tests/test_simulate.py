@@ -10,11 +10,11 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from reliabench.analysis import score
 from reliabench.cli import main
 from reliabench.commands.simulate import command as simulate_command
 from reliabench.commands.simulate import parse_sweep
 from reliabench.errors import ConfigError, InvalidArgumentError
+from reliabench.metrics.analysis import score
 from reliabench.records import read_jsonl
 
 if sys.version_info >= (3, 11):
@@ -22,7 +22,7 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover
     import tomli as tomllib
 
-from reliabench.simulate import (
+from reliabench.studies.synthetic import (
     GENERATOR,
     PARAMETERS,
     SimulationConfig,
@@ -352,8 +352,8 @@ def test_cli_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
 def test_count_table_equals_count_pairs_of_the_records() -> None:
     import numpy as np
 
-    from reliabench.analysis import count_pairs
-    from reliabench.simulate import count_table, default_config, generate, to_records
+    from reliabench.metrics.analysis import count_pairs
+    from reliabench.studies.synthetic import count_table, default_config, generate, to_records
 
     bench = generate(default_config().replace(tasks=7, agents=3, rollouts=4), seed=3)
     fast = count_table(bench)

@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from reliabench.audit import audit_path, check_stated
 from reliabench.cli import main
 from reliabench.errors import InputError, InvalidArgumentError
 from reliabench.importers import StatedTotal, load_foreign
 from reliabench.records import Rollout
+from reliabench.studies.audit import audit_path, check_stated
 
 FIXTURE = Path(__file__).parent / "fixtures" / "swebench-leaderboard-synthetic.json"
 

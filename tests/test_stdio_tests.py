@@ -16,8 +16,8 @@ from sandbox_helpers import backend_or_skip
 
 from reliabench.cli import main
 from reliabench.errors import InputError, SuiteError
+from reliabench.hidden_tests.stdio import compare_output, run_stdio_tests
 from reliabench.sandbox import SandboxBackend
-from reliabench.stdio_tests import compare_output, run_stdio_tests
 from reliabench.tasks.convert import import_suite
 from reliabench.tasks.suite import Task, load_suite
 from reliabench.tasks.validate import validate_suite
@@ -242,7 +242,7 @@ def test_validate_stdio_suite(base: Path) -> None:
 @pytest.mark.sandbox
 def test_run_suite_end_to_end(base: Path) -> None:
     from reliabench.agents.replay import ReplayAgent
-    from reliabench.runner import RunSettings, run_suite
+    from reliabench.run.runner import RunSettings, run_suite
     from reliabench.store import read_records
 
     backend_or_skip("bubblewrap")

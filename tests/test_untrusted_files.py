@@ -12,9 +12,15 @@ from pathlib import Path
 import pytest
 from sandbox_helpers import deep_chain
 
-from reliabench.artifacts import ArtifactBudget, RolloutArtifacts, cap_record, take_snapshot, write_artifacts
+from reliabench.files.untrusted import chown_tree, file_kind, read_bounded, remove_tree, walk_tree
 from reliabench.records import Finding, Rollout, read_jsonl, write_jsonl
-from reliabench.untrusted_files import chown_tree, file_kind, read_bounded, remove_tree, walk_tree
+from reliabench.run.artifacts import (
+    ArtifactBudget,
+    RolloutArtifacts,
+    cap_record,
+    take_snapshot,
+    write_artifacts,
+)
 
 
 @pytest.fixture

@@ -84,7 +84,7 @@ def _replay_file(path: Path, problems: dict[str, dict[str, Any]]) -> int:
 
 def _run(suite_dir: Path, replay: Path, out: Path, n: int, test_workers: str) -> dict[tuple[str, int], Rollout]:
     from reliabench.agents.replay import ReplayAgent
-    from reliabench.runner import RunSettings, run_suite
+    from reliabench.run.runner import RunSettings, run_suite
     from reliabench.store import read_records
     from reliabench.tasks.suite import load_suite
 

@@ -13,10 +13,10 @@ import pytest
 from sandbox_helpers import backend_or_skip, warm_or_skip
 
 from reliabench.errors import SuiteError
+from reliabench.hidden_tests.fresh import HiddenTestRun, collect_hidden_tests, run_hidden_tests
 from reliabench.records import TestOutcome
 from reliabench.sandbox import Limits
 from reliabench.tasks.suite import load_suite
-from reliabench.testing import HiddenTestRun, collect_hidden_tests, run_hidden_tests
 from reliabench.warm.plain_tests import collect_plain_tests
 
 SLOT = 8

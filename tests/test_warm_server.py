@@ -19,9 +19,9 @@ import pytest
 from sandbox_helpers import warm_or_skip
 
 from reliabench.errors import SandboxError
+from reliabench.hidden_tests.fresh import HiddenTestRun, run_hidden_tests
 from reliabench.records import TestOutcome
 from reliabench.sandbox import Limits, slot_uid, slots
-from reliabench.testing import HiddenTestRun, run_hidden_tests
 from reliabench.warm import WarmTests, WarmWorkers
 
 SLOT = 9

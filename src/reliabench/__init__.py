@@ -3,7 +3,6 @@
 The curated public API; every name is defined in a submodule.
 """
 
-from reliabench.analysis import AgentSummary, CountTable, Estimate, ScoreReport, count_pairs, score
 from reliabench.errors import (
     InputError,
     InvalidArgumentError,
@@ -13,7 +12,10 @@ from reliabench.errors import (
     SuiteError,
     UsageError,
 )
-from reliabench.estimators import misapplied_pass_at_k, pass_at_k, pass_hat_k
+from reliabench.metrics.analysis import AgentSummary, CountTable, Estimate, ScoreReport, count_pairs, score
+from reliabench.metrics.estimators import misapplied_pass_at_k, pass_at_k, pass_hat_k
+from reliabench.metrics.security import DEFAULT_THRESHOLD, SecurityThreshold, parse_threshold
+from reliabench.metrics.stats import BootstrapCI, bootstrap_task_means
 from reliabench.records import (
     SCHEMA_VERSION,
     Finding,
@@ -22,8 +24,6 @@ from reliabench.records import (
     read_jsonl,
     write_jsonl,
 )
-from reliabench.security import DEFAULT_THRESHOLD, SecurityThreshold, parse_threshold
-from reliabench.stats import BootstrapCI, bootstrap_task_means
 
 __version__ = "0.1.0"
 

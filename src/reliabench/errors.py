@@ -156,7 +156,7 @@ class InfraStopError(ReliabenchError):
 
     Args:
         message: Which agents were stopped and why.
-        summary: What the run did (a ``reliabench.runner.RunSummary``), when known.
+        summary: What the run did (a ``reliabench.run.runner.RunSummary``), when known.
     """
 
     exit_code = 3

@@ -54,7 +54,7 @@ KINDS: Mapping[str, str] = {
     "sandboxes": "reliabench.sandbox.registry:SANDBOXES",
     "agents": "reliabench.agents.base:AGENT_KIND_REGISTRY",
     "importers": "reliabench.importers.base:IMPORTERS",
-    "executors": "reliabench.runner:EXECUTORS",
+    "executors": "reliabench.run.executors.base:EXECUTORS",
     "converters": "reliabench.tasks.convert:CONVERTER_REGISTRY",
 }
 """Every pluggable kind -> where its :class:`Registry` lives (imported by :func:`registry`)."""

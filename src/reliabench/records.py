@@ -37,9 +37,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any, Final, Literal, cast
 
-from reliabench import json_input
 from reliabench.errors import RecordError
-from reliabench.output_files import open_output
+from reliabench.files import json_input
+from reliabench.files.output import open_output
 
 __all__ = [
     "CONFIDENCE_LEVELS",

@@ -352,7 +352,7 @@ class RunStore:
         return new
 
     def add_retests(self, rows: Iterable[Mapping[str, Any]]) -> None:
-        """Record re-runs of hidden tests (``reliabench.retest``), atomically.
+        """Record re-runs of hidden tests (``reliabench.run.retest``), atomically.
 
         Each row has ``task_id, agent, rollout, rep, status, order_seed, seconds, reason``
         and ``tests`` (a list of ``[name, outcome, security]``).

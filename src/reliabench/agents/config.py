@@ -30,7 +30,7 @@ from typing import Any
 
 from reliabench.agents.base import AGENT_KIND_REGISTRY, Agent, AgentContext
 from reliabench.errors import ConfigError
-from reliabench.tomlfile import read_toml
+from reliabench.files.toml import read_toml
 
 __all__ = ["COMMON_KEYS", "FieldReader", "load_agents", "load_builtin_kinds"]
 

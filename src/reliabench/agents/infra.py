@@ -22,7 +22,7 @@ Transient reasons are retried by the runner with exponential back-off
 (:func:`backoff_delay`, scaled by :func:`backoff_scale`); the others are not, since a retry
 cannot fix a missing key. Whatever the reason, when the first :data:`EARLY_STOP_AFTER`
 finished rollouts of an agent all failed for the same reason, the runner stops that agent
-(see ``reliabench.runner``).
+(see ``reliabench.run.runner``).
 """
 
 from __future__ import annotations

@@ -41,7 +41,7 @@ out are refused, reported in the log and told to the model.
 
 Turns. When the task has visible tests (``request.feedback_dir``), the files are written and
 the tests run in the sandbox with the same harness as the hidden tests
-(:func:`reliabench.testing.run_hidden_tests`); while they fail and turns remain, their
+(:func:`reliabench.hidden_tests.fresh.run_hidden_tests`); while they fail and turns remain, their
 output goes back to the model for another reply. Without visible tests the rollout ends after
 the first reply whose files were all written; refused paths are told to the model and cost a
 turn. A reply with no file blocks ends the rollout.
@@ -265,7 +265,7 @@ def run_feedback_tests(request: AgentRequest, *, sandbox: str = "auto",
                        timeout_s: float = 60.0) -> FeedbackRun:
     """Run the task's visible tests on the workspace, in the sandbox.
 
-    Uses :func:`reliabench.testing.run_hidden_tests` (the same trustworthy harness as the
+    Uses :func:`reliabench.hidden_tests.fresh.run_hidden_tests` (the same trustworthy harness as the
     hidden tests: tests staged read-only outside the workspace, one outcome per test) on
     ``request.feedback_dir``, as the request's worker slot, without network.
 
@@ -274,8 +274,8 @@ def run_feedback_tests(request: AgentRequest, *, sandbox: str = "auto",
         InvalidArgumentError: the request has no ``feedback_dir``.
     """
     from reliabench.agents.command import sandbox_backend
+    from reliabench.hidden_tests.fresh import run_hidden_tests
     from reliabench.sandbox import Limits
-    from reliabench.testing import run_hidden_tests
 
     if request.feedback_dir is None:
         raise InvalidArgumentError("request.feedback_dir: the task has no visible tests")

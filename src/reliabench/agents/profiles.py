@@ -39,7 +39,7 @@ behaviour        probability per rollout          code written
 A task without an insecure variant turns ``insecure`` into ``correct`` (the agent records the
 fallback), so there ``correct`` has probability :math:`p_t`.
 
-**Implied rates** (:func:`implied_reliability`). As in :mod:`reliabench.analysis`, a rollout
+**Implied rates** (:func:`implied_reliability`). As in :mod:`reliabench.metrics.analysis`, a rollout
 *passes* when every functional hidden test passes, and is a *secure pass* when it also fails
 no security test and has no static finding at or above the threshold. Insecure variants are
 written to pass the functional tests and to be caught by a security test and/or the scanner

@@ -62,7 +62,7 @@ from reliabench.agents.profiles import (
     task_success_probability,
 )
 from reliabench.errors import InvalidArgumentError
-from reliabench.tomlfile import tomllib
+from reliabench.files.toml import tomllib
 
 __all__ = [
     "CONFIG_KEYS",

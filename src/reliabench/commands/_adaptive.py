@@ -8,12 +8,12 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
-from reliabench.adaptive import AdaptiveDesign, Step
-from reliabench.adaptive_run import ADAPTIVE_FILE, AdaptiveRunResult, run_adaptive
 from reliabench.agents.config import load_agents
 from reliabench.commands._common import console
 from reliabench.errors import InvalidArgumentError
-from reliabench.runner import ProgressEvent, RunSettings
+from reliabench.run.adaptive import ADAPTIVE_FILE, AdaptiveRunResult, run_adaptive
+from reliabench.run.runner import ProgressEvent, RunSettings
+from reliabench.studies.adaptive import AdaptiveDesign, Step
 from reliabench.tasks.suite import resolve_suite
 
 __all__ = ["execute_adaptive", "parse_settle", "render_step"]

@@ -11,7 +11,7 @@ import click
 from rich.console import Console
 
 from reliabench.errors import InvalidArgumentError
-from reliabench.security import FindingFilter, SecurityThreshold, parse_threshold
+from reliabench.metrics.security import FindingFilter, SecurityThreshold, parse_threshold
 
 __all__ = [
     "SIMULATED",
@@ -143,7 +143,7 @@ def resolve_security(
 
     An explicit ``--security-threshold`` wins over the policy's threshold.
     """
-    from reliabench.security import load_security_config, security_config_from_dict
+    from reliabench.metrics.security import load_security_config, security_config_from_dict
 
     policy = None
     if config is not None:

@@ -9,12 +9,12 @@ from pathlib import Path
 import click
 import numpy as np
 
-from reliabench.adaptive import AdaptiveDesign, AgentCounts, Continuation, continuation
-from reliabench.adaptive_run import step_to_json
-from reliabench.analysis import count_pairs
 from reliabench.commands._adaptive import parse_settle, render_step
 from reliabench.errors import InvalidArgumentError
+from reliabench.metrics.analysis import count_pairs
 from reliabench.records import Rollout
+from reliabench.run.adaptive import step_to_json
+from reliabench.studies.adaptive import AdaptiveDesign, AgentCounts, Continuation, continuation
 
 __all__ = ["continuation_to_json", "pilot_records", "plan_continuation"]
 

@@ -8,8 +8,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from reliabench.errors import UsageError
-from reliabench.noise import NoiseReport, PolicyResult, apply_flaky_policy, harness_noise, noise_to_json
 from reliabench.records import Rollout
+from reliabench.studies.noise import (
+    NoiseReport,
+    PolicyResult,
+    apply_flaky_policy,
+    harness_noise,
+    noise_to_json,
+)
 
 __all__ = ["ScoreNoise", "noise_for_score"]
 

@@ -9,10 +9,10 @@ import click
 from rich.console import Console
 from rich.table import Table
 
-from reliabench.analysis import parse_ks
-from reliabench.audit import AuditFailed, AuditReport, audit_records, report_to_dict
 from reliabench.commands._common import agent_label, console, source_options
 from reliabench.importers import load_source
+from reliabench.metrics.analysis import parse_ks
+from reliabench.studies.audit import AuditFailed, AuditReport, audit_records, report_to_dict
 
 __all__ = ["command", "render"]
 

@@ -8,12 +8,12 @@ from dataclasses import asdict
 import click
 from rich.table import Table
 
-from reliabench.analysis import count_pairs
 from reliabench.commands._common import agent_label, source_options
 from reliabench.commands._common import console as make_console
-from reliabench.compare import compare_agents, rank_first
 from reliabench.errors import InvalidArgumentError
 from reliabench.importers import load_source
+from reliabench.metrics.analysis import count_pairs
+from reliabench.studies.compare import compare_agents, rank_first
 
 __all__ = ["command"]
 

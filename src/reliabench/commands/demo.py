@@ -14,10 +14,10 @@ from pathlib import Path
 
 import click
 
-from reliabench.analysis import score
 from reliabench.commands._common import console as make_console
 from reliabench.commands._common import sandbox_option, test_workers_option
 from reliabench.commands.run import execute_run
+from reliabench.metrics.analysis import score
 from reliabench.report import render_score
 from reliabench.report.explorer import write_source_page
 from reliabench.store import RunStore

@@ -12,7 +12,7 @@ from rich.table import Table
 from reliabench.commands._common import console, source_options
 from reliabench.errors import InvalidArgumentError
 from reliabench.importers import load_source
-from reliabench.planning import (
+from reliabench.studies.planning import (
     AgentModel,
     Plan,
     default_spread,

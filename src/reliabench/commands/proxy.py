@@ -8,7 +8,7 @@ import click
 
 from reliabench.commands._common import emit, format_option, source_options
 from reliabench.importers import load_source
-from reliabench.proxy import proxy_study, render_proxy
+from reliabench.studies.proxy_validity import proxy_study, render_proxy
 
 __all__ = ["command"]
 

@@ -13,7 +13,7 @@ from rich.table import Table
 from reliabench.commands._common import SIMULATED, source_options
 from reliabench.commands._common import console as make_console
 from reliabench.importers import load_source
-from reliabench.rank import (
+from reliabench.studies.rank import (
     CORRECTIONS,
     METRICS,
     SAMPLINGS,

@@ -7,7 +7,6 @@ from pathlib import Path
 
 import click
 
-from reliabench.analysis import parse_ks, score
 from reliabench.commands._common import (
     bootstrap_options,
     emit,
@@ -18,7 +17,8 @@ from reliabench.commands._common import (
     threshold_option,
 )
 from reliabench.errors import InvalidArgumentError, UsageError
-from reliabench.security import SecurityThreshold
+from reliabench.metrics.analysis import parse_ks, score
+from reliabench.metrics.security import SecurityThreshold
 
 __all__ = ["command"]
 

@@ -10,9 +10,9 @@ from pathlib import Path
 import click
 
 from reliabench.commands._common import emit, sandbox_option
-from reliabench.noise import NoiseReport, harness_noise, noise_to_json
-from reliabench.retest import retest_run
+from reliabench.run.retest import retest_run
 from reliabench.store import RunStore
+from reliabench.studies.noise import NoiseReport, harness_noise, noise_to_json
 
 __all__ = ["command", "render_noise"]
 

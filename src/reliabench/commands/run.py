@@ -27,7 +27,8 @@ from reliabench.commands._common import (
     test_workers_option,
 )
 from reliabench.commands._registry_choice import RegistryChoice
-from reliabench.runner import EXECUTORS, ProgressEvent, RunSettings, RunSummary, run_suite
+from reliabench.run.executors import EXECUTORS
+from reliabench.run.runner import ProgressEvent, RunSettings, RunSummary, run_suite
 from reliabench.scanners import SCANNERS
 from reliabench.tasks.suite import resolve_suite
 
@@ -106,8 +107,8 @@ def execute_run(suite_spec: str, agents_file: Path, n: int, out: Path, *, worker
 
 def _provenance(agents_file: Path) -> dict[str, object]:
     """The command line and the agents' configuration, secrets masked, to keep with the run."""
+    from reliabench.files.toml import read_toml
     from reliabench.report.provenance import mask_argv, mask_secrets
-    from reliabench.tomlfile import read_toml
 
     return {"command_line": mask_argv(invocation()),
             "agents_config": mask_secrets(dict(read_toml(agents_file, "an agents file")))}
@@ -117,8 +118,8 @@ def _policy(path: Path | None) -> dict[str, object] | None:
     """Read a security policy file (validated) to keep with the run."""
     if path is None:
         return None
-    from reliabench.security import load_security_config
-    from reliabench.tomlfile import read_toml
+    from reliabench.files.toml import read_toml
+    from reliabench.metrics.security import load_security_config
 
     load_security_config(path)  # validates, with file:field messages
     return dict(read_toml(path, "a security policy file"))

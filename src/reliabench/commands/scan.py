@@ -20,7 +20,6 @@ import click
 from rich.console import Console
 from rich.table import Table
 
-from reliabench.analysis import parse_ks, ranking_change, score
 from reliabench.commands._common import console as make_console
 from reliabench.commands._common import (
     k_option,
@@ -30,11 +29,12 @@ from reliabench.commands._common import (
 )
 from reliabench.commands._registry_choice import RegistryChoice
 from reliabench.errors import UsageError
+from reliabench.metrics.analysis import parse_ks, ranking_change, score
+from reliabench.metrics.security import FindingFilter, SecurityThreshold
 from reliabench.records import Rollout, ScanError
-from reliabench.runner import scan_workspace
 from reliabench.scanners import SCANNERS, get_scanner
 from reliabench.scanners.changes import quote_path
-from reliabench.security import FindingFilter, SecurityThreshold
+from reliabench.scanners.workspace import scan_workspace
 from reliabench.store import RunStore
 from reliabench.tasks.suite import load_suite, materialize
 

@@ -7,7 +7,6 @@ from pathlib import Path
 
 import click
 
-from reliabench.analysis import parse_ks, score
 from reliabench.commands._common import (
     bootstrap_options,
     emit,
@@ -20,8 +19,9 @@ from reliabench.commands._common import (
 )
 from reliabench.errors import InvalidArgumentError
 from reliabench.importers import load_source
+from reliabench.metrics.analysis import parse_ks, score
+from reliabench.metrics.security import SecurityThreshold
 from reliabench.report import render_score
-from reliabench.security import SecurityThreshold
 
 __all__ = ["command"]
 

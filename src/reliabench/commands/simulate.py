@@ -7,13 +7,13 @@ import sys
 
 import click
 
-from reliabench.analysis import parse_ks
 from reliabench.commands._common import emit, format_option, k_option
 from reliabench.errors import InvalidArgumentError
-from reliabench.proxy import render_proxy
+from reliabench.metrics.analysis import parse_ks
 from reliabench.records import write_jsonl
 from reliabench.report import render_score, score_to_json
-from reliabench.simulate import load_config, render_sweep, run_simulation, sweep, to_records
+from reliabench.studies.proxy_validity import render_proxy
+from reliabench.studies.synthetic import load_config, render_sweep, run_simulation, sweep, to_records
 
 __all__ = ["command", "parse_sweep"]
 
@@ -91,7 +91,7 @@ def command(config_path: str | None, seed: int | None, records_path: str | None,
                           title="reliabench simulate: synthetic benchmark (SIMULATED agents)")
     if fmt == "json":
         doc: dict[str, object] = {
-            "generator": "reliabench.simulate",
+            "generator": "reliabench.studies.synthetic",
             "seed": result.benchmark.seed,
             "config": cfg.to_dict(),
             "score": score_to_json(result.report),

@@ -6,10 +6,10 @@ from pathlib import Path
 
 import click
 
-from reliabench.analysis import parse_ks, score
 from reliabench.commands._common import k_option, resolve_security, security_config_option, threshold_option
 from reliabench.errors import InvalidArgumentError, UsageError
-from reliabench.security import SecurityThreshold
+from reliabench.metrics.analysis import parse_ks, score
+from reliabench.metrics.security import SecurityThreshold
 
 __all__ = ["command"]
 

@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from reliabench import json_input
 from reliabench.errors import InputError
+from reliabench.files import json_input
 from reliabench.records import Rollout
 
 __all__ = [

@@ -37,8 +37,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from reliabench import json_input
 from reliabench.errors import InputError
+from reliabench.files import json_input
 from reliabench.importers._common import (
     FigureKind,
     ImportResult,

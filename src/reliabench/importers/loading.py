@@ -15,8 +15,8 @@ import zipfile
 from pathlib import Path
 from typing import Any
 
-from reliabench import json_input
 from reliabench.errors import InputError, InvalidArgumentError, UsageError
+from reliabench.files import json_input
 from reliabench.importers._common import ImportResult, read_json
 from reliabench.importers.base import IMPORTERS, Importer, SourceShape, importers_for
 from reliabench.records import read_jsonl

@@ -27,8 +27,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
-from reliabench.analysis import ScoreReport
 from reliabench.errors import InvalidArgumentError
+from reliabench.metrics.analysis import ScoreReport
 from reliabench.records import Rollout
 from reliabench.report.figures import cost_figures, proxy_scatter, reliability_curve
 from reliabench.report.heatmap import heatmap_html
@@ -319,9 +319,9 @@ def write_report_page(path: str | Path, text: str) -> Path:
     """Write a page atomically and return its path.
 
     A device such as ``/dev/null`` is written to, never replaced (see
-    :mod:`reliabench.output_files`).
+    :mod:`reliabench.files.output`).
     """
-    from reliabench.output_files import open_output
+    from reliabench.files.output import open_output
 
     dest = Path(path)
     with open_output(dest) as fh:

@@ -18,12 +18,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from reliabench.analysis import Estimate, ScoreReport, score_counts
-from reliabench.estimators import pass_at_k
-from reliabench.proxy import proxy_study
+from reliabench.metrics.analysis import Estimate, ScoreReport, score_counts
+from reliabench.metrics.estimators import pass_at_k
 from reliabench.records import Rollout
 from reliabench.report.html import _PALETTE, _frame, _line_chart, figure_block
 from reliabench.report.rollout_detail import phase_costs
+from reliabench.studies.proxy_validity import proxy_study
 
 __all__ = ["CURVE_MAX_POINTS", "ScatterPoint", "cost_figures", "proxy_scatter", "reliability_curve",
            "scatter_svg"]

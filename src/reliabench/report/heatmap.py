@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from reliabench.analysis import CountTable
+from reliabench.metrics.analysis import CountTable
 
 __all__ = ["HeatmapRow", "cell_color", "heatmap_html", "heatmap_rows"]
 

@@ -17,8 +17,8 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from reliabench.analysis import Estimate, ScoreReport
-from reliabench.output_files import open_output
+from reliabench.files.output import open_output
+from reliabench.metrics.analysis import Estimate, ScoreReport
 from reliabench.report.score_render import SIM_MARK, _r3, score_to_json
 
 __all__ = ["figure_block", "render_html", "sweep_figures", "write_html_report"]
@@ -225,10 +225,10 @@ def _per_task_section(report: ScoreReport) -> str:
 
 
 def _rank_section(report: ScoreReport) -> str:
-    """The rank-interval figure at the first k (``reliabench.rank``), when it can be drawn."""
+    """The rank-interval figure at the first k (``reliabench.studies.rank``), when it can be drawn."""
     from reliabench.errors import InvalidArgumentError
-    from reliabench.rank import rank_agents
     from reliabench.report.rank_figure import rank_section
+    from reliabench.studies.rank import rank_agents
 
     if len(report.agents) < 2 or report.n_resamples < 1:
         return ""

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import html
 
-from reliabench.rank import Ranking
+from reliabench.studies.rank import Ranking
 
 __all__ = ["rank_figure_svg", "rank_section"]
 

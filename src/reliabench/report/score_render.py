@@ -16,9 +16,9 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from reliabench.analysis import AgentSummary, Estimate, ScoreReport
-from reliabench.costs import AgentCost, CostFigure
 from reliabench.errors import InvalidArgumentError
+from reliabench.metrics.analysis import AgentSummary, Estimate, ScoreReport
+from reliabench.metrics.costs import AgentCost, CostFigure
 
 __all__ = ["FORMATS", "cost_to_json", "render_score", "score_to_json"]
 

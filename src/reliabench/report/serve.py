@@ -19,8 +19,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
-from reliabench.analysis import ScoreReport
 from reliabench.errors import InvalidArgumentError
+from reliabench.metrics.analysis import ScoreReport
 from reliabench.records import Rollout
 from reliabench.report.explorer import embed_json, render_report_page, rollout_detail_json
 from reliabench.report.rollout_detail import DetailLimits, rollout_id

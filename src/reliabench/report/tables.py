@@ -24,8 +24,8 @@ import io
 import math
 from typing import Final
 
-from reliabench.analysis import AgentSummary, ScoreReport
 from reliabench.errors import InvalidArgumentError
+from reliabench.metrics.analysis import AgentSummary, ScoreReport
 from reliabench.report.score_render import SIM_MARK, _fmt
 
 __all__ = ["TABLE_FORMATS", "latex_escape", "render_tables"]

@@ -21,10 +21,10 @@ jail of a warm server (``reliabench.warm.backend``), or -- not built in -- in a 
   failure (``infra_error``, excluded from scores), never as a failed rollout. Note what needs
   ``pass_fds`` today: every command agent passes its usage channel
   (``reliabench.agents.usage``), and fresh-process hidden tests pass the signed outcome
-  channel and its key (``reliabench.testing``). Through a backend that refuses ``pass_fds`` those end as
-  ``infra_error``; the warm test path (``--test-workers warm``) does not go through the
-  backend. Turning those channels into files in a directory the backend shows is what would
-  let such a backend run them;
+  channel and its key (``reliabench.hidden_tests.fresh``). Through a backend that refuses
+  ``pass_fds`` those end as ``infra_error``; the warm test path (``--test-workers warm``)
+  does not go through the backend. Turning those channels into files in a directory the
+  backend shows is what would let such a backend run them;
 * enforces :class:`Limits` its own way (a container's cgroup instead of rlimits) and reports
   a limit that stopped the run in :attr:`SandboxResult.killed_reason` with the same words;
 * leaves no process of the run behind when ``run`` returns, and names the isolation it gave

@@ -20,8 +20,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from reliabench.errors import SandboxError
+from reliabench.files.untrusted import ChownReport, chown_tree, remove_tree
 from reliabench.sandbox.base import DEFAULT_PATH
-from reliabench.untrusted_files import ChownReport, chown_tree, remove_tree
 
 __all__ = ["SLOT_UID_BASE", "slot_uid"]
 

@@ -38,8 +38,8 @@ from types import MappingProxyType
 from typing import Final, Literal
 
 from reliabench.errors import InvalidArgumentError
+from reliabench.files.untrusted import read_bounded, walk_tree
 from reliabench.records import Finding
-from reliabench.untrusted_files import read_bounded, walk_tree
 
 __all__ = [
     "CACHE_DIRS",

@@ -26,16 +26,16 @@ from pathlib import Path
 from typing import Any
 
 from reliabench.errors import SuiteError, UsageError
+from reliabench.files.toml import tomllib
+from reliabench.hidden_tests.stdio_config import StdioConfig, parse_stdio_config
 from reliabench.sandbox import MAX_SECONDS
-from reliabench.stdio_config import StdioConfig, parse_stdio_config
-from reliabench.tomlfile import tomllib
 
 __all__ = ["Suite", "Task", "Variant", "bundled_suites", "load_suite", "materialize", "resolve_suite"]
 
 _TEST_RUNNERS = ("pytest", "plain", "stdio")
 """Values of a task's ``test_runner``: ``pytest`` (default), ``plain`` (top-level ``test_*``
 functions without fixtures, which a lean runner may run), ``stdio`` (stdin/stdout cases, see
-:mod:`reliabench.stdio_tests`)."""
+:mod:`reliabench.hidden_tests.stdio`)."""
 
 BUNDLED_ROOT = Path(__file__).parent / "bundled"
 _IGNORED = {"__pycache__", ".pytest_cache", ".DS_Store"}

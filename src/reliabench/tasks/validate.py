@@ -24,13 +24,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from reliabench.errors import SuiteError
+from reliabench.hidden_tests.fresh import collect_hidden_tests, run_hidden_tests
+from reliabench.hidden_tests.stdio import expected_stdio_tests, run_stdio_tests
+from reliabench.metrics.security import DEFAULT_THRESHOLD, judge_security
 from reliabench.records import Rollout
 from reliabench.sandbox import Limits, SandboxBackend, get_backend
 from reliabench.scanners import Scanner, get_scanner
-from reliabench.security import DEFAULT_THRESHOLD, judge_security
-from reliabench.stdio_tests import expected_stdio_tests, run_stdio_tests
 from reliabench.tasks.suite import Suite, Task, materialize
-from reliabench.testing import collect_hidden_tests, run_hidden_tests
 
 __all__ = ["TaskCheck", "VariantCheck", "validate_suite"]
 
@@ -65,7 +65,7 @@ class TaskCheck:
 
 
 def _check_task(task: Task, backend: SandboxBackend, scanners: Sequence[Scanner], slot: int) -> TaskCheck:
-    from reliabench.runner import scan_workspace  # the runner's own scan path
+    from reliabench.scanners.workspace import scan_workspace  # the runner's own scan path
 
     problems: list[str] = []
     scratch = Path(tempfile.mkdtemp(prefix=f"validate-{task.id}-"))

@@ -5,7 +5,7 @@ Modules: :mod:`~reliabench.warm.client` (the servers, one per slot; the availabi
 :mod:`~reliabench.warm.jail` (namespaces, the minimal root, the privilege drop),
 :mod:`~reliabench.warm.plain_runner` (the lean runner for ``test_runner = "plain"``),
 :mod:`~reliabench.warm.plain_tests` (expected plain tests from the source, on the host),
-:mod:`~reliabench.warm.hidden` (the glue with :mod:`reliabench.testing`).
+:mod:`~reliabench.warm.hidden` (the glue with :mod:`reliabench.hidden_tests.fresh`).
 See docs/threat-model.md ("warm") for what a warm worker isolates.
 """
 

@@ -2,7 +2,7 @@
 
 :class:`WarmWorkers` keeps one :mod:`reliabench.warm.server` process per slot (root, started
 with ``python -I -B``). :meth:`WarmWorkers.run_raw` runs one rollout's hidden tests there,
-with what :func:`reliabench.testing.run_hidden_tests` gives the fresh-process path: the tests
+with what :func:`reliabench.hidden_tests.fresh.run_hidden_tests` gives the fresh-process path: the tests
 staged to a private read-only copy, the workspace lent to the slot uid, the host-wide slot
 lock held, a per-run secret for the signed outcome channel. A server that died (whatever
 killed it) is restarted before the next request; a request whose server died under it is

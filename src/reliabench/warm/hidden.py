@@ -1,7 +1,7 @@
-"""Hidden tests on a warm worker: the glue between :mod:`reliabench.testing` and the servers.
+"""Hidden tests on a warm worker: the glue between :mod:`reliabench.hidden_tests.fresh` and the servers.
 
-:class:`WarmTests` is what :func:`reliabench.testing.run_hidden_tests` and
-:func:`~reliabench.testing.collect_hidden_tests` take as ``worker``: the same staging, the same
+:class:`WarmTests` is what :func:`reliabench.hidden_tests.fresh.run_hidden_tests` and
+:func:`~reliabench.hidden_tests.fresh.collect_hidden_tests` take as ``worker``: the same staging, the same
 signed channel and the same parsing as the fresh-process path, only the process that runs the
 tests differs (a jailed fork of a warm server instead of a new sandboxed interpreter).
 """
@@ -19,8 +19,9 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from reliabench.errors import InvalidArgumentError, SandboxError
+from reliabench.hidden_tests.channel import parse_channel
+from reliabench.hidden_tests.staging import RawRun, pytest_command, staged
 from reliabench.sandbox import Limits
-from reliabench.testing import _parse_channel, _pytest_command, _RawRun, _staged
 from reliabench.warm.client import TEST_PATHS, WarmWorkers, new_key, warm_unavailable_reason
 
 __all__ = ["WarmTests", "open_test_workers", "probe_round_trip"]
@@ -84,7 +85,7 @@ class WarmTests:
             if hit is not None and hit[0] == stamp and hit[1].is_dir():
                 return hit[1]
             stack = contextlib.ExitStack()
-            staging = stack.enter_context(_staged(Path(real), slot, self._stage_root))
+            staging = stack.enter_context(staged(Path(real), slot, self._stage_root))
             self._staged[key] = (stamp, staging, stack)
         if hit is not None:
             hit[2].close()
@@ -100,7 +101,7 @@ class WarmTests:
         extra: Sequence[str],
         expected: set[str] | None,
         test_runner: str = "pytest",
-    ) -> _RawRun:
+    ) -> RawRun:
         """Stage ``tests_dir``, run it on ``workspace`` in the slot's warm worker, parse the channel.
 
         ``test_runner`` ``plain`` uses the lean runner (not with ``extra`` arguments, which
@@ -115,10 +116,10 @@ class WarmTests:
         runner = "plain" if test_runner == "plain" and not extra else "pytest"
         key = new_key()
         staging = self._staging(Path(tests_dir), slot)
-        args = _pytest_command("python", staging, extra)[5:]
+        args = pytest_command("python", staging, extra)[5:]
         raw = self.workers.run_raw(workspace, staging, runner=runner, pytest_args=args,
                                    key=key, limits=limits, slot=slot)
-        return _RawRun(raw.result, _parse_channel(raw.channel, key, expected))
+        return RawRun(raw.result, parse_channel(raw.channel, key, expected))
 
 
 _spare: list[WarmWorkers] = []

@@ -198,9 +198,9 @@ def declare_reference_findings(suite: Suite) -> dict[str, tuple[str, ...]]:
     """
     import tempfile
 
-    from reliabench.runner import scan_workspace
+    from reliabench.metrics.security import DEFAULT_THRESHOLD, FindingFilter
     from reliabench.scanners import get_scanner
-    from reliabench.security import DEFAULT_THRESHOLD, FindingFilter
+    from reliabench.scanners.workspace import scan_workspace
     from reliabench.tasks.convert._common import toml_value
     from reliabench.tasks.suite import materialize
 

@@ -10,8 +10,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
-from reliabench import json_input
 from reliabench.errors import InputError, UsageError
+from reliabench.files import json_input
 
 __all__ = [
     "JsonRecord",

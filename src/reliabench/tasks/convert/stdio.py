@@ -17,7 +17,7 @@ One JSON object per line, its shape detected from its keys:
 
 Each task gets ``test_runner = "stdio"``, ``workspace/solution.py`` (a comment: the agent writes
 the program), ``solution/solution.py`` when there is a reference, and ``tests/NNN.in`` /
-``tests/NNN.out`` per case (:mod:`reliabench.stdio_config`). ``reliabench validate`` runs the
+``tests/NNN.out`` per case (:mod:`reliabench.hidden_tests.stdio_config`). ``reliabench validate`` runs the
 reference on every case: a problem whose reference fails its own cases is reported, never kept
 silently.
 """
@@ -28,7 +28,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from reliabench.stdio_config import COMPARE_MODES
+from reliabench.hidden_tests.stdio_config import COMPARE_MODES
 from reliabench.tasks.convert import (
     ConversionResult,
     ConvertOptions,

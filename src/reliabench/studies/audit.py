@@ -50,10 +50,10 @@ from typing import Any, Literal
 import numpy as np
 import numpy.typing as npt
 
-from reliabench.analysis import CountTable, Estimate, ScoreReport, count_pairs, parse_ks, score
 from reliabench.errors import InvalidArgumentError, ReliabenchError
-from reliabench.estimators import misapplied_pass_at_k, pass_at_k, pass_hat_k
 from reliabench.importers import ReportedFigure, StatedTotal, load_foreign
+from reliabench.metrics.analysis import CountTable, Estimate, ScoreReport, count_pairs, parse_ks, score
+from reliabench.metrics.estimators import misapplied_pass_at_k, pass_at_k, pass_hat_k
 from reliabench.records import Rollout
 
 __all__ = [

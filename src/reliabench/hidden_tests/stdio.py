@@ -1,6 +1,6 @@
 """Judge a stdin/stdout task: one sandboxed process per case, compared OUTSIDE the sandbox.
 
-For each case of a ``test_runner = "stdio"`` task (:mod:`reliabench.stdio_config`), the
+For each case of a ``test_runner = "stdio"`` task (:mod:`reliabench.hidden_tests.stdio_config`), the
 agent's program (``python -E -s PROGRAM`` in the workspace, the workspace its only writable
 place) runs in a fresh sandboxed process with the case's input on standard input. The parent
 opens the input file and hands the process only the open descriptor; the expected output is
@@ -27,6 +27,8 @@ from pathlib import Path
 from typing import Literal
 
 from reliabench.errors import SandboxError
+from reliabench.hidden_tests.fresh import HiddenTestRun
+from reliabench.hidden_tests.stdio_config import StdioCase, StdioConfig
 from reliabench.records import TestOutcome
 from reliabench.sandbox import (
     DEFAULT_PATH,
@@ -37,8 +39,6 @@ from reliabench.sandbox import (
     slot_uid,
 )
 from reliabench.sandbox.slots import _uid_can_reach
-from reliabench.stdio_config import StdioCase, StdioConfig
-from reliabench.testing import HiddenTestRun
 
 __all__ = ["compare_output", "expected_stdio_tests", "run_stdio_tests"]
 
@@ -62,7 +62,7 @@ def _tokens_equal_float(out: list[str], exp: list[str], tol: float) -> bool:
 
 
 def compare_output(output: str, expected: str, mode: str, tolerance: float = 1e-6) -> bool:
-    r"""Whether ``output`` matches ``expected`` under ``mode`` (see :mod:`reliabench.stdio_config`).
+    r"""Whether ``output`` matches ``expected`` under ``mode`` (see :mod:`.stdio_config`).
 
     Examples:
         >>> compare_output("1 2\n3\n", "1 2 3", "whitespace"), compare_output("1 2\n", "1 2", "exact")

@@ -68,11 +68,11 @@ import numpy as np
 import numpy.typing as npt
 from scipy import stats as sps
 
-from reliabench.analysis import CountTable, count_pairs
 from reliabench.errors import InvalidArgumentError
-from reliabench.estimators import pass_at_k, pass_hat_k
+from reliabench.metrics.analysis import CountTable, count_pairs
+from reliabench.metrics.estimators import pass_at_k, pass_hat_k
+from reliabench.metrics.stats import resample_weights, sign_flip_p_values
 from reliabench.records import Rollout
-from reliabench.stats import resample_weights, sign_flip_p_values
 
 __all__ = [
     "CORRECTIONS",

@@ -24,18 +24,18 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 import numpy.typing as npt
 
-from reliabench.costs import AgentCost, cost_summary
 from reliabench.errors import InvalidArgumentError
-from reliabench.estimators import misapplied_pass_at_k, pass_at_k, pass_hat_k
-from reliabench.records import Rollout
-from reliabench.security import (
+from reliabench.metrics.costs import AgentCost, cost_summary
+from reliabench.metrics.estimators import misapplied_pass_at_k, pass_at_k, pass_hat_k
+from reliabench.metrics.security import (
     DEFAULT_THRESHOLD,
     FindingFilter,
     SecurityThreshold,
     has_security_data,
     judge_security,
 )
-from reliabench.stats import bootstrap_task_means
+from reliabench.metrics.stats import bootstrap_task_means
+from reliabench.records import Rollout
 
 __all__ = [
     "AgentSummary",
@@ -231,7 +231,7 @@ class AgentSummary:
 class ScoreReport:
     """What ``score`` computed, with the settings that produced it.
 
-    ``costs`` (cost and time per agent, :mod:`reliabench.costs`) is filled by :func:`score`;
+    ``costs`` (cost and time per agent, :mod:`reliabench.metrics.costs`) is filled by :func:`score`;
     a report made from counts alone has none.
     """
 

@@ -35,8 +35,8 @@ from pathlib import Path, PurePosixPath
 from typing import Any, Final
 
 from reliabench.errors import OutputError
+from reliabench.files.untrusted import read_bounded, remove_tree
 from reliabench.records import SEVERITY_LEVELS, Finding, Rollout
-from reliabench.untrusted_files import read_bounded, remove_tree
 
 __all__ = [
     "DEFAULT_BUDGET",

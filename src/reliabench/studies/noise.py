@@ -1,6 +1,6 @@
 r"""Harness noise: which tests and verdicts change on identical code, and how scoring can allow for it.
 
-Inputs are a run's rollout records and its re-tests (``reliabench.retest``: the hidden tests
+Inputs are a run's rollout records and its re-tests (``reliabench.run.retest``: the hidden tests
 re-run R times on the files each rollout left). For one rollout, its *runs* are the original
 test run and every re-run that completed or timed out (re-runs the harness could not run at
 all are left out and counted). Everything below compares runs of the SAME code, so every

@@ -19,8 +19,8 @@ from pathlib import Path
 from typing import Any
 
 from reliabench.errors import ConfigError, InvalidArgumentError
+from reliabench.files.toml import read_toml
 from reliabench.records import CONFIDENCE_LEVELS, SEVERITY_LEVELS, Finding, Rollout
-from reliabench.tomlfile import read_toml
 
 __all__ = [
     "DEFAULT_THRESHOLD",

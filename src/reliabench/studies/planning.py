@@ -58,9 +58,9 @@ import numpy as np
 import numpy.typing as npt
 from scipy import optimize, special, stats
 
-from reliabench.analysis import count_pairs
 from reliabench.errors import InvalidArgumentError
-from reliabench.estimators import pass_at_k
+from reliabench.metrics.analysis import count_pairs
+from reliabench.metrics.estimators import pass_at_k
 from reliabench.records import Rollout
 
 __all__ = [

@@ -67,11 +67,11 @@ import numpy as np
 import numpy.typing as npt
 from scipy.special import expit, logit
 
-from reliabench.analysis import CountTable, ScoreReport, parse_ks, score_counts
 from reliabench.errors import ConfigError, InvalidArgumentError
-from reliabench.proxy import ProxyStudy, proxy_study
+from reliabench.files.toml import read_toml, tomllib
+from reliabench.metrics.analysis import CountTable, ScoreReport, parse_ks, score_counts
 from reliabench.records import Rollout
-from reliabench.tomlfile import read_toml, tomllib
+from reliabench.studies.proxy_validity import ProxyStudy, proxy_study
 
 __all__ = [
     "DEFAULT_CONFIG_RESOURCE",
@@ -94,7 +94,7 @@ __all__ = [
     "to_records",
 ]
 
-GENERATOR: Final = "reliabench.simulate"
+GENERATOR: Final = "reliabench.studies.synthetic"
 DEFAULT_CONFIG_RESOURCE: Final = "simulate_default.toml"
 MAX_ROLLOUTS: Final = 10**8  # tasks x agents x rollouts (int32 counts: 400 MB at most)
 _BLOCK_ROLLOUTS: Final = 1 << 18  # rollouts generated per block (bounds working memory)
@@ -391,7 +391,7 @@ def to_records(bench: SimulatedBenchmark) -> Iterator[Rollout]:
     """The benchmark as ``Rollout`` records (lazily), marked ``simulated=True``.
 
     Each record has ``tests_total`` / ``tests_passed`` (no per-test names) and
-    ``meta = {"generator": "reliabench.simulate", "seed": seed}``; the meta mapping is shared.
+    ``meta = {"generator": "reliabench.studies.synthetic", "seed": seed}``; the meta mapping is shared.
     """
     meta = MappingProxyType({"generator": GENERATOR, "seed": bench.seed})
     totals = bench.tests_total.tolist()

@@ -4,7 +4,7 @@ A fixed design runs n rollouts of every agent on every task. An adaptive run sta
 ``first`` rollouts, looks at the data, and gives the next round's rollouts only to the agents
 whose interval is still too wide (``target_half_width``) or whose comparison is still open
 (``settle``), until the target is met or ``max_n`` is reached. This module holds the design
-as pure functions (no I/O); ``reliabench.adaptive_run`` drives real runs with it.
+as pure functions (no I/O); ``reliabench.run.adaptive`` drives real runs with it.
 
 **The design** (all choices fixed before any data is seen):
 
@@ -28,7 +28,7 @@ as pure functions (no I/O); ``reliabench.adaptive_run`` drives real runs with it
   quantile (T - 1 df) at the same tail probability. These intervals hold *simultaneously* for
   all looks, so they keep coverage at any stopping time, whatever the stopping rule.
   Future variances are projected from the data at the current look with the Beta model of
-  ``reliabench.planning`` (only the within-task part changes with n).
+  ``reliabench.studies.planning`` (only the within-task part changes with n).
 * *Pairs* (``settle``): :math:`d_t = v_{tA} - v_{tB}` on shared tasks; the same argument
   holds for the pair's sequence of (n_A, n_B) states. A pair is settled when its repeated
   interval excludes 0 (a winner) or lies inside ``+-margin`` (equivalent). With several pairs
@@ -57,8 +57,8 @@ import numpy.typing as npt
 from scipy import stats
 
 from reliabench.errors import InvalidArgumentError
-from reliabench.estimators import pass_at_k
-from reliabench.planning import AgentModel, fit_counts, variance_components
+from reliabench.metrics.estimators import pass_at_k
+from reliabench.studies.planning import AgentModel, fit_counts, variance_components
 
 __all__ = [
     "AdaptiveDesign",
@@ -815,7 +815,7 @@ def continuation(design: AdaptiveDesign, counts: Mapping[str, AgentCounts]) -> C
 
     The pilot is look 1 (every agent at ``design.first`` rollouts per task). Later looks
     keep the pilot's estimates and shrink only the within-task variance, as the Beta model
-    fitted to the pilot says (``reliabench.planning``); the repeated-interval critical values
+    fitted to the pilot says (``reliabench.studies.planning``); the repeated-interval critical values
     are those of the projected look sequence. It is a projection, not a promise: the
     estimates will move.
     """

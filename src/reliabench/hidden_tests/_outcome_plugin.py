@@ -1,6 +1,6 @@
 """The pytest plugin that runs inside the sandbox and reports one outcome line per test.
 
-``reliabench.testing`` copies this file into a private staging directory and loads it with
+``reliabench.hidden_tests.fresh`` copies this file into a private staging directory and loads it with
 ``-p _reliabench_outcome_plugin``; it must therefore import nothing but the standard library
 and pytest. It is not meant to be used on its own.
 

@@ -1,8 +1,8 @@
-"""Drive a real adaptive run: rounds of ``run_suite`` with per-agent n chosen by ``reliabench.adaptive``.
+"""Drive a real adaptive run: rounds of ``run_suite``, per-agent n from ``reliabench.studies.adaptive``.
 
 Round 1 runs ``first`` rollouts of every agent on every task. After each round the store's
 records (only each task's first n rollouts of each agent, so a round never sees more than
-its design allows) go to :func:`reliabench.adaptive.evaluate`, which says which agents get
+its design allows) go to :func:`reliabench.studies.adaptive.evaluate`, which says which agents get
 the next step of the schedule. Rollout i of a (task, agent) has the same seed as in a fixed-n
 run, so an adaptive run is a prefix of the fixed run with the same seed.
 
@@ -25,12 +25,12 @@ from typing import Any
 
 import numpy as np
 
-from reliabench.adaptive import AdaptiveDesign, AgentCounts, Step, evaluate
 from reliabench.agents.base import Agent
 from reliabench.errors import InvalidArgumentError
 from reliabench.records import Rollout
-from reliabench.runner import ProgressEvent, RunSettings, RunSummary, run_suite
+from reliabench.run.runner import ProgressEvent, RunSettings, RunSummary, run_suite
 from reliabench.store import RunStore
+from reliabench.studies.adaptive import AdaptiveDesign, AgentCounts, Step, evaluate
 from reliabench.tasks.suite import Suite
 
 __all__ = ["ADAPTIVE_FILE", "AdaptiveRunResult", "counts_at", "run_adaptive", "step_to_json"]

@@ -8,12 +8,12 @@ backend and limits as the run, ``times`` times, each time on a FRESH copy (a tes
 writes files cannot change the next run). By default each re-run draws a seeded random test
 order, so tests that depend on the order of tests show up too (``shuffle=False`` keeps the
 collection order). A rollout whose changed files were not all kept (over the per-rollout
-artifact budget of ``reliabench.artifacts``, not a regular file, or a run made before deletions
+artifact budget of ``reliabench.run.artifacts``, not a regular file, or a run made before deletions
 were recorded) cannot be rebuilt: it is refused with its name and the file, or skipped and
 counted with ``skip_unreproducible``.
 
 Results go to the run store's ``retests`` table (one row per re-run); the statistics are in
-``reliabench.noise``.
+``reliabench.studies.noise``.
 """
 
 from __future__ import annotations
@@ -29,12 +29,12 @@ from pathlib import Path
 from typing import Any
 
 from reliabench.errors import InvalidArgumentError, SandboxError, UsageError
+from reliabench.files.untrusted import remove_tree
+from reliabench.hidden_tests.fresh import collect_hidden_tests, run_hidden_tests
 from reliabench.records import Rollout, TestOutcome
 from reliabench.sandbox import Limits, SandboxBackend, get_backend
 from reliabench.store import RunStore
 from reliabench.tasks.suite import Task, load_suite, materialize
-from reliabench.testing import collect_hidden_tests, run_hidden_tests
-from reliabench.untrusted_files import remove_tree
 
 __all__ = [
     "NotReproducibleError",

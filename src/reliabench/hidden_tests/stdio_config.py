@@ -2,7 +2,7 @@
 
 A task with ``test_runner = "stdio"`` is judged by running the agent's program once per case
 with the case's input on standard input, and comparing what it prints with the expected
-output OUTSIDE the sandboxed process (:mod:`reliabench.stdio_tests`)::
+output OUTSIDE the sandboxed process (:mod:`reliabench.hidden_tests.stdio`)::
 
     task.toml
         test_runner = "stdio"
