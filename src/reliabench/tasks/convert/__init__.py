@@ -17,14 +17,12 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol, runtime_checkable
+from typing import Protocol, runtime_checkable
 
 from reliabench.errors import InvalidArgumentError, SuiteError, UsageError
 from reliabench.plugins import Registry
+from reliabench.tasks.convert._common import JsonRecord, TaskFiles, field_str, task_id_for
 from reliabench.tasks.suite import Suite
-
-if TYPE_CHECKING:
-    from reliabench.tasks.convert._common import JsonRecord, TaskFiles
 
 __all__ = [
     "CONVERTERS",
@@ -32,10 +30,14 @@ __all__ = [
     "ConversionResult",
     "ConvertOptions",
     "Converter",
+    "JsonRecord",
+    "TaskFiles",
     "declare_reference_findings",
+    "field_str",
     "get_converter",
     "import_suite",
     "register_converter",
+    "task_id_for",
     "write_converted_suite",
 ]
 
