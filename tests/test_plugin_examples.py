@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import warnings
@@ -23,6 +24,23 @@ from entry_point_helpers import install_plugin_dist
 from reliabench.errors import ConfigError, InvalidArgumentError, SandboxError
 
 FOREIGN = Path(__file__).parent / "fixtures" / "foreign"
+GUIDE = Path(__file__).resolve().parents[1] / "docs" / "guide.md"
+
+PLUGINS: dict[str, tuple[str, str, str]] = {
+    # kind: (example module, entry-point name, target) -- the one line of the plugin's pyproject
+    "scanners": ("eval_scanner", "eval-calls", "eval_scanner:EvalCallScanner"),
+    "sandboxes": ("capped_sandbox", "capped", "capped_sandbox:CappedBackend"),
+    "agents": ("fixed_files_agent", "fixed-files", "fixed_files_agent:make_fixed_files_agent"),
+    "importers": ("scores_importer", "scorelog", "scores_importer:importer"),
+    "executors": ("serial_executor", "serial", "serial_executor:executor"),
+    "converters": ("cases_converter", "cases", "cases_converter:CasesConverter"),
+}
+
+
+def _install(monkeypatch: pytest.MonkeyPatch, site: Path, kind: str) -> None:
+    """Install the example of ``kind`` as its own distribution, with its one entry point."""
+    module, name, target = PLUGINS[kind]
+    install_plugin_dist(monkeypatch, site, module.replace("_", "-"), {f"reliabench.{kind}": {name: target}})
 
 
 def _choices(command: click.Command, param: str) -> list[str]:
@@ -43,8 +61,7 @@ def test_scanner_example(monkeypatch: pytest.MonkeyPatch, site: Path, tmp_path: 
     from reliabench.commands.scan import command as scan_command
     from reliabench.scanners import available_scanners, get_scanner
 
-    install_plugin_dist(monkeypatch, site, "eval-scanner",
-                        {"reliabench.scanners": {"eval-calls": "eval_scanner:EvalCallScanner"}})
+    _install(monkeypatch, site, "scanners")
     assert "eval-calls" in available_scanners()
     assert "eval-calls" in _choices(scan_command, "scanners")
 
@@ -77,8 +94,7 @@ def test_sandbox_backend_example(monkeypatch: pytest.MonkeyPatch, site: Path, tm
             get_backend("auto")
     except (SandboxError, RuntimeWarning) as exc:
         pytest.skip(f"no isolating built-in backend here for the example to wrap: {exc}")
-    install_plugin_dist(monkeypatch, site, "capped-sandbox",
-                        {"reliabench.sandboxes": {"capped": "capped_sandbox:CappedBackend"}})
+    _install(monkeypatch, site, "sandboxes")
     registry._probe.cache_clear()
     try:
         assert available_backends()[-1] == "capped"
@@ -105,8 +121,7 @@ def test_sandbox_backend_example(monkeypatch: pytest.MonkeyPatch, site: Path, tm
 def test_agent_kind_example(monkeypatch: pytest.MonkeyPatch, site: Path, tmp_path: Path) -> None:
     from reliabench.agents import AGENT_KINDS, AgentRequest, load_agents
 
-    install_plugin_dist(monkeypatch, site, "fixed-files-agent",
-                        {"reliabench.agents": {"fixed-files": "fixed_files_agent:make_fixed_files_agent"}})
+    _install(monkeypatch, site, "agents")
     assert "fixed-files" in AGENT_KINDS
     agents_file = tmp_path / "agents.toml"
     agents_file.write_text('[[agents]]\nname = "baseline"\nkind = "fixed-files"\n'
@@ -135,8 +150,7 @@ def test_importer_example(monkeypatch: pytest.MonkeyPatch, site: Path, tmp_path:
     from reliabench.commands.import_ import build_command
     from reliabench.importers import FORMATS, detect_format, load_foreign, load_source
 
-    install_plugin_dist(monkeypatch, site, "scorelog-importer",
-                        {"reliabench.importers": {"scorelog": "scores_importer:importer"}})
+    _install(monkeypatch, site, "importers")
     assert list(FORMATS)[-1] == "scorelog"
     source = tmp_path / "results.json"
     source.write_text(json.dumps({"harness": "scorelog", "agent": "m1",
@@ -194,8 +208,7 @@ def test_executor_example(monkeypatch: pytest.MonkeyPatch, site: Path, tmp_path:
     from reliabench.run.runner import RunSettings, run_suite
     from reliabench.tasks.suite import load_suite
 
-    install_plugin_dist(monkeypatch, site, "serial-executor",
-                        {"reliabench.executors": {"serial": "serial_executor:executor"}})
+    _install(monkeypatch, site, "executors")
     assert EXECUTORS.names() == ["local", "ray", "serial"]
     assert _choices(run_command, "executor") == ["local", "ray", "serial"]
     with pytest.raises(InvalidArgumentError, match=r"executor must be one of local, ray, serial, got 'dask'"):
@@ -226,8 +239,7 @@ def test_converter_example(monkeypatch: pytest.MonkeyPatch, site: Path, tmp_path
     from reliabench.tasks.convert import CONVERTERS, import_suite
     from reliabench.tasks.suite import load_suite
 
-    install_plugin_dist(monkeypatch, site, "cases-converter",
-                        {"reliabench.converters": {"cases": "cases_converter:CasesConverter"}})
+    _install(monkeypatch, site, "converters")
     assert "cases" in CONVERTERS
     import_command = suites_command.commands["import"]  # type: ignore[attr-defined]
     assert _choices(import_command, "fmt") == ["humaneval", "mbpp", "stdio", "cases"]
@@ -264,3 +276,23 @@ def test_converter_example(monkeypatch: pytest.MonkeyPatch, site: Path, tmp_path
 
     with pytest.raises(InputError, match=r"bad\.jsonl:1: function: expected a Python identifier"):
         import_suite("cases", bad, tmp_path / "suite2")
+
+
+# ------------------------------------------------------------------ the guide shows what runs
+
+
+def test_the_guide_shows_one_example_per_kind_exactly_as_tested() -> None:
+    from entry_point_helpers import EXAMPLES
+
+    from reliabench.plugins import KINDS
+
+    guide = GUIDE.read_text(encoding="utf-8")
+    section = guide[guide.index("## Adding a plugin"):]
+    shown = dict(re.findall(r"<!-- plugin-example: (\w+)\.py -->\n```python\n(.*?)```\n", section, re.S))
+    assert set(shown) == {module for module, _, _ in PLUGINS.values()}
+    for module, code in shown.items():
+        assert code == (EXAMPLES / f"{module}.py").read_text(encoding="utf-8"), f"{module}.py differs"
+    lines = re.findall(r'\[project\.entry-points\."reliabench\.(\w+)"\]\n([\w-]+) = "([\w.:]+)"', section)
+    assert {kind: (name, target) for kind, name, target in lines} == {
+        kind: (name, target) for kind, (_, name, target) in PLUGINS.items()}
+    assert set(PLUGINS) == set(KINDS)
