@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import functools
 import logging
 import os
 import shutil
@@ -22,9 +23,9 @@ from reliabench.errors import InvalidArgumentError, SandboxError
 from reliabench.hidden_tests.channel import parse_channel
 from reliabench.hidden_tests.staging import RawRun, pytest_command, staged
 from reliabench.sandbox import Limits
-from reliabench.warm.client import TEST_PATHS, WarmWorkers, new_key, warm_unavailable_reason
+from reliabench.warm.client import TEST_PATHS, WarmWorkers, new_key
 
-__all__ = ["WarmTests", "open_test_workers", "probe_round_trip"]
+__all__ = ["WarmTests", "open_test_workers", "probe_round_trip", "warm_unavailable_reason"]
 
 logger = logging.getLogger(__name__)
 
@@ -176,11 +177,25 @@ def probe_round_trip() -> str | None:
         shutil.rmtree(base, ignore_errors=True)
 
 
+@functools.cache
+def warm_unavailable_reason() -> str | None:
+    """Why warm test workers cannot run here, or None when a jailed round trip works.
+
+    Probed once per process: root, ``pidfd_open``, and one plain test run in a jail.
+    """
+    if os.geteuid() != 0:
+        return "warm test workers need root (unprivileged user namespaces are not used yet)"
+    try:
+        return probe_round_trip()
+    except (SandboxError, OSError) as exc:
+        return str(exc)
+
+
 def open_test_workers(choice: str) -> WarmTests | None:
     """The test workers of a run: warm servers, or None for fresh sandboxed processes.
 
     Args:
-        choice: ``auto`` (warm where :func:`~reliabench.warm.client.warm_unavailable_reason`
+        choice: ``auto`` (warm where :func:`warm_unavailable_reason`
             says it works, else fresh), ``warm`` (warm or an error) or ``fresh``.
 
     Returns:
