@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from reliabench.run.executors import ExecutionContext
+from reliabench.run.executors.context import ExecutionContext
 from reliabench.run.plan import Job
 
 __all__ = ["SerialExecutor", "executor"]

@@ -24,7 +24,8 @@ from typing import Any
 from reliabench.agents.base import Agent
 from reliabench.agents.infra import InfraStopWatch
 from reliabench.errors import InfraStopError, InvalidArgumentError
-from reliabench.run.executors import EXECUTORS, ExecutionContext
+from reliabench.run.executors import EXECUTORS
+from reliabench.run.executors.context import ExecutionContext
 from reliabench.run.expected import collect_expected
 from reliabench.run.plan import derive_seed, plan_jobs, run_identity
 from reliabench.run.recording import store_rollout

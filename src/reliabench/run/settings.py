@@ -9,6 +9,7 @@ from typing import Any
 
 from reliabench.errors import InvalidArgumentError
 from reliabench.records import Rollout
+from reliabench.run.executors.base import EXECUTORS
 from reliabench.sandbox import MAX_SECONDS, Limits
 
 __all__ = ["ProgressEvent", "RunSettings", "RunSummary"]
@@ -55,8 +56,6 @@ class RunSettings:
     test_workers: str = "auto"
 
     def __post_init__(self) -> None:
-        from reliabench.run.executors.base import EXECUTORS  # it imports this module
-
         if self.executor not in EXECUTORS:
             raise InvalidArgumentError(f"executor must be one of {', '.join(EXECUTORS.names())}, "
                                        f"got {self.executor!r}")

@@ -7,7 +7,7 @@ import threading
 from collections.abc import Callable, Iterable
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 
-from reliabench.run.executors.base import ExecutionContext
+from reliabench.run.executors.context import ExecutionContext
 from reliabench.run.plan import Job
 from reliabench.run.rollout import Outcome
 

@@ -12,7 +12,7 @@ from typing import Any
 
 from reliabench.errors import InvalidArgumentError, MissingExtraError, SandboxError
 from reliabench.records import TestOutcome
-from reliabench.run.executors.base import ExecutionContext
+from reliabench.run.executors.context import ExecutionContext
 from reliabench.run.plan import Job
 from reliabench.run.rollout import Outcome, RolloutRunner
 from reliabench.run.settings import RunSettings
