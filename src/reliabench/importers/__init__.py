@@ -39,6 +39,7 @@ from reliabench.importers._common import (
 from reliabench.importers.base import (
     IMPORTERS,
     DeclaredOption,
+    FormatImporter,
     Importer,
     ImporterOption,
     SourceShape,
@@ -51,6 +52,7 @@ __all__ = [
     "FORMATS",
     "IMPORTERS",
     "DeclaredOption",
+    "FormatImporter",
     "ImportResult",
     "Importer",
     "ImporterOption",

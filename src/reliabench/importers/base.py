@@ -24,7 +24,7 @@ object::
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, Protocol, runtime_checkable
@@ -39,6 +39,7 @@ __all__ = [
     "RESERVED_OPTION_NAMES",
     "SHAPES",
     "DeclaredOption",
+    "FormatImporter",
     "Importer",
     "ImporterOption",
     "SourceShape",
@@ -94,6 +95,37 @@ class Importer(Protocol):
             InputError: naming the file and the position at fault.
         """
         ...
+
+
+@dataclass(frozen=True, slots=True)
+class FormatImporter:
+    """An :class:`Importer` made of a format module's functions (how the built-ins are made).
+
+    Attributes:
+        name: The format's name.
+        label: The harness, for messages.
+        shapes: What the format reads.
+        detector: ``(path, data) -> bool``, as :meth:`Importer.detect`.
+        loader: The module's ``load(path, data, *, agent=None, **options)``; it gets the
+            options given, as keywords.
+        options: The options ``loader`` takes.
+    """
+
+    name: str
+    label: str
+    shapes: frozenset[SourceShape]
+    detector: Callable[[Path, Any], bool]
+    loader: Callable[..., ImportResult]
+    options: tuple[ImporterOption, ...] = ()
+
+    def detect(self, path: Path, data: Any) -> bool:
+        """See :meth:`Importer.detect`."""
+        return self.detector(path, data)
+
+    def load(self, path: Path, data: Any, *, agent: str | None = None,
+             options: Mapping[str, Any] | None = None) -> ImportResult:
+        """See :meth:`Importer.load`."""
+        return self.loader(path, data, agent=agent, **dict(options or {}))
 
 
 def _is_importer(obj: Any) -> bool:

