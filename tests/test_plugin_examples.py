@@ -58,12 +58,10 @@ def site(tmp_path: Path) -> Path:
 
 
 def test_scanner_example(monkeypatch: pytest.MonkeyPatch, site: Path, tmp_path: Path) -> None:
-    from reliabench.commands.scan import command as scan_command
     from reliabench.scanners import available_scanners, get_scanner
 
     _install(monkeypatch, site, "scanners")
     assert "eval-calls" in available_scanners()
-    assert "eval-calls" in _choices(scan_command, "scanners")
 
     ws = tmp_path / "ws"
     ws.mkdir()

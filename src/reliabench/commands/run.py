@@ -29,7 +29,6 @@ from reliabench.commands._common import (
 from reliabench.commands._registry_choice import RegistryChoice
 from reliabench.run.executors import EXECUTORS
 from reliabench.run.runner import ProgressEvent, RunSettings, RunSummary, run_suite
-from reliabench.scanners import SCANNERS
 from reliabench.tasks.suite import resolve_suite
 
 __all__ = ["command", "execute_run"]
@@ -129,7 +128,6 @@ def _policy(path: Path | None) -> dict[str, object] | None:
 @click.option("--seed", type=int, default=0, show_default=True, help="Run seed.")
 @sandbox_option()
 @click.option("--scanner", "scanners", multiple=True, default=("bandit",), show_default=True,
-              type=RegistryChoice(SCANNERS),
               help="Scanner to run on what agents wrote (repeatable).")
 @click.option("--task", "tasks", multiple=True, help="Only this task id (repeatable).")
 @click.option("--test-timeout", type=click.FloatRange(min=0.5), default=None,

@@ -27,12 +27,11 @@ from reliabench.commands._common import (
     security_config_option,
     threshold_option,
 )
-from reliabench.commands._registry_choice import RegistryChoice
 from reliabench.errors import UsageError
 from reliabench.metrics.analysis import parse_ks, ranking_change, score
 from reliabench.metrics.security import FindingFilter, SecurityThreshold
 from reliabench.records import Rollout, ScanError
-from reliabench.scanners import SCANNERS, get_scanner
+from reliabench.scanners import get_scanner
 from reliabench.scanners.changes import quote_path
 from reliabench.scanners.workspace import scan_workspace
 from reliabench.store import RunStore
@@ -135,7 +134,6 @@ def security_table(records: list[Rollout], ks: tuple[int, ...], threshold: Secur
 @click.command("scan")
 @click.argument("run_dir", metavar="RUN", type=click.Path(path_type=Path, file_okay=False, readable=False))
 @click.option("--scanner", "scanners", multiple=True, default=("bandit",), show_default=True,
-              type=RegistryChoice(SCANNERS),
               help="Scanner(s) to run (repeatable): bandit, semgrep, or a plugin.")
 @threshold_option()
 @security_config_option()
