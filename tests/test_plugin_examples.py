@@ -74,6 +74,8 @@ def test_scanner_example(monkeypatch: pytest.MonkeyPatch, site: Path, tmp_path: 
         ("call-eval", 2, "medium", 95), ("call-exec", 3, "medium", 95)]
     assert [(e.tool, e.path) for e in result.errors] == [("eval-calls", "broken.py")]
     assert result.files_scanned == 1  # a.py; broken.py is an error, notes.txt not Python
+    with pytest.raises(InvalidArgumentError, match=r"severity must be one of info, .* got 'severe'"):
+        get_scanner("eval-calls", severity="severe")
     # only what the agent changed: line 3
     changed = scanner.scan(ws, ["a.py"], {"a.py": frozenset({3})})
     assert [f.rule_id for f in changed.findings] == ["call-exec"]

@@ -14,7 +14,8 @@ import ast
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from reliabench.records import Finding, ScanError
+from reliabench.errors import InvalidArgumentError
+from reliabench.records import SEVERITY_LEVELS, Finding, ScanError, Severity
 from reliabench.scanners import ScanResult, keep_changed, prepare_targets, silence_parse_warnings
 
 __all__ = ["EvalCallScanner"]
@@ -27,12 +28,18 @@ class EvalCallScanner:
 
     Args:
         severity: The severity of a finding (``high`` by default).
+
+    Raises:
+        InvalidArgumentError: ``severity`` is not a severity level.
     """
 
     name = "eval-calls"
 
-    def __init__(self, severity: str = "high") -> None:
-        self.severity = severity
+    def __init__(self, severity: Severity = "high") -> None:
+        if severity not in SEVERITY_LEVELS:
+            raise InvalidArgumentError(f"severity must be one of {', '.join(SEVERITY_LEVELS)}, "
+                                       f"got {severity!r}")
+        self.severity: Severity = severity
 
     def scan(self, root: Path, files: Sequence[str],
              changed_lines: Mapping[str, frozenset[int]] | None = None) -> ScanResult:

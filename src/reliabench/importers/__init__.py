@@ -33,7 +33,6 @@ from reliabench.importers._common import (
     StatedTotal,
     expect_dict,
     expect_list,
-    iter_jsonl,
     read_json,
 )
 from reliabench.importers.base import (
@@ -64,7 +63,6 @@ __all__ = [
     "expect_dict",
     "expect_list",
     "get_importer",
-    "iter_jsonl",
     "load_foreign",
     "load_source",
     "read_json",

@@ -16,9 +16,10 @@ from pathlib import Path
 from typing import Any
 
 from reliabench.errors import InputError
-from reliabench.importers._common import ImportResult, expect_dict, iter_jsonl
+from reliabench.files.jsonl import read_jsonl_lines
+from reliabench.importers._common import ImportResult
 from reliabench.importers.base import FormatImporter
-from reliabench.records import Rollout
+from reliabench.records import Rollout, RolloutStatus
 
 __all__ = ["FORMAT", "IMPORTER", "detect_line", "load"]
 
@@ -55,8 +56,8 @@ def load(path: Path, data: Any = None, *, agent: str | None = None) -> ImportRes
     name = agent or stem
     counter: dict[str, int] = defaultdict(int)
     records: list[Rollout] = []
-    for lineno, raw in iter_jsonl(path):
-        obj = expect_dict(raw, path, "line", line=lineno)
+    for item in read_jsonl_lines(path, objects=True):
+        obj, lineno = item.value, item.line
         task = obj.get("task_id")
         if not isinstance(task, str) or not task:
             raise InputError(path, f"expected a non-empty string, got {task!r}", line=lineno,
@@ -69,7 +70,7 @@ def load(path: Path, data: Any = None, *, agent: str | None = None) -> ImportRes
         if not isinstance(passed, bool):
             raise InputError(path, f"expected true or false, got {passed!r}", line=lineno, field="passed")
         result = obj.get("result")
-        status = "timeout" if result == "timed out" else "completed"
+        status: RolloutStatus = "timeout" if result == "timed out" else "completed"
         records.append(Rollout(task_id=task, agent=name, rollout=counter[task], verdict=passed,
                                status=status,
                                meta={"source": FORMAT, "result": str(result)[:200]}))

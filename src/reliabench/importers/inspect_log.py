@@ -46,7 +46,7 @@ from reliabench.importers._common import (
     expect_list,
 )
 from reliabench.importers.base import FormatImporter, ImporterOption
-from reliabench.records import Rollout
+from reliabench.records import Rollout, RolloutStatus
 
 __all__ = ["FORMAT", "IMPORTER", "detect_zip", "load"]
 
@@ -243,7 +243,7 @@ def load(path: Path, data: Any = None, *, agent: str | None = None,
                              field=where)
         seen[key] = where
         scores = e.get("scores") or {}
-        status = "completed"
+        status: RolloutStatus = "completed"
         if e.get("error"):
             status = "agent_error"
         elif e.get("limit"):

@@ -10,13 +10,13 @@ loader of every command that takes records.
 from __future__ import annotations
 
 import dataclasses
-import json
 import zipfile
+from contextlib import closing
 from pathlib import Path
 from typing import Any
 
 from reliabench.errors import InputError, InvalidArgumentError, UsageError
-from reliabench.files import json_input
+from reliabench.files.jsonl import read_jsonl_lines
 from reliabench.importers._common import ImportResult, read_json
 from reliabench.importers.base import IMPORTERS, Importer, SourceShape, importers_for
 from reliabench.records import read_jsonl
@@ -36,14 +36,12 @@ def _detect(path: Path, shape: SourceShape, data: Any) -> str | None:
 
 
 def _first_line(path: Path) -> Any:
-    with path.open(encoding="utf-8", errors="replace") as fh:
-        for lineno, text in enumerate(fh, start=1):
-            if text.strip():
-                try:
-                    return json_input.loads(text)
-                except json.JSONDecodeError as exc:
-                    raise InputError(path, f"neither JSON nor JSONL ({exc.msg} at column {exc.colno})",
-                                     line=lineno) from None
+    with closing(read_jsonl_lines(path)) as lines:
+        try:
+            for item in lines:
+                return item.value
+        except InputError as exc:
+            raise InputError(path, f"neither JSON nor JSONL: {exc.detail}", line=exc.line) from None
     raise InputError(path, "empty file")
 
 

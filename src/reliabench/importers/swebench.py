@@ -48,7 +48,7 @@ from reliabench.importers._common import (
 )
 from reliabench.importers.base import FormatImporter, ImporterOption
 from reliabench.importers.terminal_bench import detect as _is_terminal_bench
-from reliabench.records import Rollout, TestOutcome
+from reliabench.records import Rollout, RolloutStatus, TestOutcome
 
 __all__ = ["FORMAT", "IMPORTER", "detect", "detect_dir", "load"]
 
@@ -186,7 +186,7 @@ def _load_summary(path: Path, data: dict[str, Any], agent: str | None) -> Import
     model, _, run_id = stem.partition(".")
     name = agent or model or stem
     infra_keys = [k for k in data if k.startswith("infra_failure")]
-    status_of: dict[str, tuple[bool, str]] = {}
+    status_of: dict[str, tuple[bool, RolloutStatus]] = {}
 
     def ids(key: str) -> list[str]:
         value = expect_list(data.get(key, []), path, key)

@@ -24,6 +24,7 @@ from typing import Any
 from reliabench.agents.base import Agent
 from reliabench.agents.infra import InfraStopWatch
 from reliabench.errors import InfraStopError, InvalidArgumentError
+from reliabench.meta_keys import TestPath
 from reliabench.run.executors import EXECUTORS
 from reliabench.run.executors.context import ExecutionContext
 from reliabench.run.expected import collect_expected
@@ -115,7 +116,7 @@ def run_suite(
         passed = sum(1 for r in store.rollouts() if r.passes) if done else 0
         executed = infra = 0
         watch = InfraStopWatch()
-        test_path = ""
+        test_path: TestPath | None = None  # None: nothing ran
         if jobs:
             needed = sorted({j.task.id for j in jobs})
             warm = open_test_workers(settings.test_workers)  # None: fresh sandboxed processes
