@@ -1,6 +1,6 @@
 """Run settings (reliabench.run.settings): validated once, messages name the field and the value.
 
-The executor name is validated with the executor registry (tests of run/executors/).
+Executor plugins joining the choices are tested in tests/test_plugin_examples.py.
 """
 
 from __future__ import annotations
@@ -50,6 +50,12 @@ def test_test_timeout_must_be_seconds_in_range(t: object) -> None:
 @pytest.mark.parametrize("t", [None, 0.5, 10, MAX_SECONDS])
 def test_valid_test_timeouts(t: float | None) -> None:
     assert RunSettings(n=1, test_timeout_s=t).test_timeout_s == t
+
+
+def test_executor_is_a_name_of_the_registry() -> None:
+    assert RunSettings(n=1, executor="ray").executor == "ray"
+    with pytest.raises(InvalidArgumentError, match=r"executor must be one of local, ray(, [a-z]+)*, got 'dask'"):
+        RunSettings(n=1, executor="dask")
 
 
 def test_invalid_argument_is_a_value_error() -> None:

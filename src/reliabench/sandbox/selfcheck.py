@@ -201,18 +201,33 @@ class ContainmentCheck:
     run: Callable[[_Context], str]
 
 
-def _kill_by_token(token: str) -> None:
-    """Kill every host process whose command line holds ``token`` (an escaped attack)."""
-    needle = token.encode()
+def _pids_with_token(token: bytes) -> list[int]:
+    """Live host processes whose command line holds ``token`` (a zombie's is empty)."""
+    pids = []
     for entry in os.scandir("/proc"):
         if not entry.name.isdigit():
             continue
         try:
             with open(f"/proc/{entry.name}/cmdline", "rb") as fh:
-                if needle in fh.read():
-                    os.kill(int(entry.name), signal.SIGKILL)
-        except (OSError, ValueError):
+                if token in fh.read():
+                    pids.append(int(entry.name))
+        except OSError:
             continue
+    return pids
+
+
+def _kill_by_token(token: str, timeout: float = 5.0) -> None:
+    """Kill every host process whose command line holds ``token`` (an escaped attack); wait until gone."""
+    needle = token.encode()
+    deadline = time.monotonic() + timeout
+    while True:
+        pids = _pids_with_token(needle)
+        if not pids or time.monotonic() > deadline:
+            return
+        for pid in pids:
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+        time.sleep(0.02)
 
 
 # --------------------------------------------------------------------------------------------
