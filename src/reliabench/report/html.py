@@ -20,6 +20,7 @@ from typing import Any
 from reliabench.files.output import open_output
 from reliabench.metrics.analysis import Estimate, ScoreReport
 from reliabench.report.score_render import SIM_MARK, _r3, score_to_json
+from reliabench.studies.noise import NoiseReport
 
 __all__ = ["figure_block", "render_html", "sweep_figures", "write_html_report"]
 
@@ -241,11 +242,13 @@ def _rank_section(report: ScoreReport) -> str:
 
 
 def render_html(report: ScoreReport, *, title: str = "reliabench report",
-                extra_sections: Sequence[str] = (), lead_sections: Sequence[str] = ()) -> str:
+                extra_sections: Sequence[str] = (), lead_sections: Sequence[str] = (),
+                noise: NoiseReport | None = None) -> str:
     """Render ``report`` as one self-contained HTML document.
 
     ``extra_sections`` are trusted HTML fragments (e.g. ``sweep_figures``) placed after the
     tables; ``lead_sections`` likewise, placed before the figures (the report page's heatmap).
+    ``noise`` (a run with re-tests) adds the harness-noise section after the tables.
     """
     ks = report.ks
     names = [a.agent + (f" {SIM_MARK}" if a.simulated else "") for a in report.agents]
@@ -375,6 +378,10 @@ def render_html(report: ScoreReport, *, title: str = "reliabench report",
         )
 
 
+    if noise is not None:
+        from reliabench.report.noise_section import noise_section
+
+        out.append(noise_section(noise))
     out.append(_rank_section(report))
     out.append(_per_task_section(report))
     out.extend(extra_sections)
