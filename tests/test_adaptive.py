@@ -306,6 +306,14 @@ def test_adaptive_run_resume_and_plan(tmp_path: Path, monkeypatch: pytest.Monkey
             [(f"add{t}", i) for t in range(4) for i in range(n)]
     assert doc["rollouts"] == 4 * sum(final_n.values()) and doc["fixed_rollouts"] == 4 * 8 * 2
     assert "round 1:" in err and "adaptive run finished" in err
+    # the reported estimates at the stop: Rao-Blackwellised, seeded with the run's seed
+    assert "estimates at the stop (Rao-Blackwellised" in err
+    est = doc["estimate"]
+    assert {e["agent"] for e in est["agents"]} == {"good", "coin"} and est["seed"] == doc["design"]["seed"]
+    (pair,) = est["pairs"]
+    assert (pair["a"], pair["b"]) == ("good", "coin") and pair["ci_low"] <= pair["value"] <= pair["ci_high"]
+    good = next(e for e in est["agents"] if e["agent"] == "good")
+    assert good["value"] == good["plain_value"] == good["first_look_value"] == 1.0  # passes every rollout
     # the good agent shows no within-task variance: the next rollouts go to the other one
     assert doc["rounds"][0]["advance"] == {"coin": 4}
     # resume: the same command replays the rounds from the store and runs nothing new
@@ -315,11 +323,23 @@ def test_adaptive_run_resume_and_plan(tmp_path: Path, monkeypatch: pytest.Monkey
     with RunStore.open_existing(out) as store:
         assert len(store.done_keys()) == len(recs)
     assert json.loads((out / "adaptive.json").read_text())["rounds"] == json.loads(before)["rounds"]
+    assert json.loads((out / "adaptive.json").read_text())["estimate"] == est
+    # score on the run adds the adaptive section; JSON keeps its keys and adds "adaptive"
+    assert main(["score", str(out), "-k", "1"]) == 0
+    text = capsys.readouterr().out
+    assert "== adaptive run: stopped after" in text and "estimates at the stop" in text
+    assert main(["score", str(out), "-k", "1", "--format", "json"]) == 0
+    scored = json.loads(capsys.readouterr().out)
+    by_agent = {e["agent"]: e for e in scored["adaptive"]["estimate"]["agents"]}
+    assert by_agent == {e["agent"]: e for e in est["agents"]} and "agents" in scored
+    assert scored["adaptive"]["estimate"]["pairs"] == est["pairs"]
     # plan reads the finished run as a pilot
     assert main(["plan", "--pilot", str(out), "--max-n", "16", "--settle", "good,coin", "--format", "json"]) == 0
     plan = json.loads(capsys.readouterr().out)
     assert plan["pilot_n"] == 2 and isinstance(plan["settled"], bool)
     assert plan["settled"] == (plan["extra_rollouts"] == 0)
+    # an adaptive pilot: its own estimates at the stop
+    assert {e["agent"]: e for e in plan["estimate"]["agents"]} == {e["agent"]: e for e in est["agents"]}
 
 
 def test_continuation_projects_more_rollouts_for_an_open_pair() -> None:

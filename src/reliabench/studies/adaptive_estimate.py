@@ -37,10 +37,11 @@ in their slots; only pass/fail outcomes are permuted among a task's eligible rol
 :math:`s^2_{first}/T` (the first-look data are always observed, so their law is untouched by
 the stop) and the variance of :math:`U` over the kept orderings (times ``m/(m+1)`` with m
 kept draws, which also counts the Monte Carlo error of the average). The interval is
-:math:`\hat\theta_{RB} \pm t_{T-1}\sqrt{\hat V}` at the design's level (per pair:
-``design.pair_alpha``, the Bonferroni split), with :math:`\hat V` floored at the variance of
-the per-task conditioned values over tasks. A plain interval at the stop (the spread of the
-per-task values at the final n) is too narrow here: the estimate also moves with the stop.
+:math:`\hat\theta_{RB} \pm t_{T-1}\sqrt{\hat V}`, clipped to the range of the estimand, at
+the design's level (per pair: ``design.pair_alpha``, the Bonferroni split), with
+:math:`\hat V` floored at the variance of the per-task conditioned values over tasks. A plain
+interval at the stop (the spread of the per-task values at the final n) is too narrow here:
+the estimate also moves with the stop.
 Unlike the repeated intervals that drive the stopping decisions (simultaneous over looks,
 hence conservative at the stop), its coverage at the stop is close to nominal;
 ``benchmarks/bench_adaptive.py`` measures both (docs/statistics.md).
@@ -113,8 +114,11 @@ class StopEstimates:
         raise KeyError(name)
 
 
-def _rb_interval(rows: FloatArray, alpha: float) -> Interval:
-    """Estimate and interval from per-task first-look values: row 0 observed, the others kept draws."""
+def _rb_interval(rows: FloatArray, alpha: float, lowest: float) -> Interval:
+    """Estimate and interval from per-task first-look values: row 0 observed, the others kept draws.
+
+    The interval is clipped to ``[lowest, 1]`` (what the estimand can be).
+    """
     ok = ~np.isnan(rows[0])
     v = rows[:, ok]
     t = int(v.shape[1])
@@ -130,7 +134,7 @@ def _rb_interval(rows: FloatArray, alpha: float) -> Interval:
     floor = float(v.mean(axis=0).var(ddof=1)) / t  # the per-task spread of the estimate itself
     se = math.sqrt(max(var, floor))
     crit = float(stats.t.ppf(1.0 - alpha / 2.0, df=t - 1))
-    return Interval(value, value - crit * se, value + crit * se, se, t, crit)
+    return Interval(value, max(value - crit * se, lowest), min(value + crit * se, 1.0), se, t, crit)
 
 
 def _mean(v: FloatArray) -> float:
@@ -195,7 +199,7 @@ def stop_estimates(design: AdaptiveDesign, history: Sequence[Mapping[str, int]],
     if proposals:
         # chains[a][j]: (draws, tasks) pass counts at look j, drawn backwards from the final look
         chains: dict[str, list[IntArray]] = {}
-        for a in names:
+        for a in sorted(names):  # the draws do not depend on the order the agents come in
             chain: list[IntArray] = [np.broadcast_to(final_c[a], (proposals, final_c[a].size)).copy()]
             for j in range(looks - 2, -1, -1):
                 upper, n_up, n_lo = chain[0], n[a][j + 1], n[a][j]
@@ -232,10 +236,10 @@ def stop_estimates(design: AdaptiveDesign, history: Sequence[Mapping[str, int]],
                                        np.stack(kept[a]), k, k_exceeds_n="nan"), dtype=np.float64)
         plains[a] = np.asarray(pass_at_k(n[a][-1], final_c[a], k, k_exceeds_n="nan"), dtype=np.float64)
     alpha = 1.0 - design.confidence
-    agents = tuple(StopEstimate(a, _rb_interval(rows[a], alpha), _mean(rows[a][0]), _mean(plains[a]))
+    agents = tuple(StopEstimate(a, _rb_interval(rows[a], alpha, 0.0), _mean(rows[a][0]), _mean(plains[a]))
                    for a in names)
     # settle mode accepts orderings of all agents together, so the rows of a pair line up
-    pairs = tuple(StopEstimate(f"{a} - {b}", _rb_interval(rows[a] - rows[b], design.pair_alpha),
+    pairs = tuple(StopEstimate(f"{a} - {b}", _rb_interval(rows[a] - rows[b], design.pair_alpha, -1.0),
                                _mean(rows[a][0] - rows[b][0]), _mean(plains[a] - plains[b]))
                   for a, b in design.settle)
     return StopEstimates(agents, pairs, proposals, accepted, seed)
