@@ -19,7 +19,7 @@ from scipy import stats
 from reliabench.cli import main
 from reliabench.errors import InvalidArgumentError
 from reliabench.metrics.estimators import pass_at_k
-from reliabench.records import Rollout
+from reliabench.records import Rollout, TestOutcome
 from reliabench.run.adaptive import counts_at
 from reliabench.store import RunStore
 from reliabench.studies.adaptive import (
@@ -355,3 +355,26 @@ def test_continuation_projects_more_rollouts_for_an_open_pair() -> None:
     assert res.extra_rollouts is not None and res.extra_rollouts == res.looks[-1].extra_rollouts > 0
     assert res.looks[-1].met and not any(look.met for look in res.looks[:-1])
     assert math.isfinite(res.now.pairs[0].interval.value)
+
+
+def test_plan_pilot_prints_the_estimates_if_the_run_stops_now(tmp_path: Path,
+                                                              capsys: pytest.CaptureFixture[str]) -> None:
+    from reliabench.records import write_jsonl
+
+    rng = np.random.default_rng(3)
+    recs = [Rollout(task_id=f"t{t}", agent=agent, rollout=i, status="completed",
+                    tests=(TestOutcome("test_x", "passed" if rng.random() < p else "failed"),))
+            for t in range(12) for agent, p in (("A", 0.8), ("B", 0.3)) for i in range(3)]
+    pilot = tmp_path / "pilot.jsonl"
+    write_jsonl(recs, pilot)
+    assert main(["plan", "--pilot", str(pilot), "--max-n", "12", "--settle", "A,B"]) == 0
+    text = capsys.readouterr().out
+    assert "estimates at the stop (one look: the plain estimate" in text
+    assert main(["plan", "--pilot", str(pilot), "--max-n", "12", "--settle", "A,B", "--format", "json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    (pair,) = doc["estimate"]["pairs"]
+    by_agent = {e["agent"]: e["value"] for e in doc["estimate"]["agents"]}
+    passes = {a: np.mean([r.passes for r in recs if r.agent == a]) for a in ("A", "B")}
+    assert by_agent == pytest.approx(passes, abs=1e-6)
+    assert pair["value"] == pytest.approx(passes["A"] - passes["B"], abs=1e-6)
+    assert doc["estimate"]["draws"] == 0 and pair["ci_low"] < pair["value"] < pair["ci_high"]

@@ -65,9 +65,12 @@ def render_step(step: Step, k: int) -> list[str]:
 def render_estimates(est: StopEstimates, design: AdaptiveDesign) -> list[str]:
     """Lines with the reported estimates at the stop (Rao-Blackwellised, unbiased)."""
     k = design.k
-    accepted = ", ".join(f"{a} {n}" for a, n in est.accepted.items())
-    lines = [f"estimates at the stop (Rao-Blackwellised first-look estimate, unbiased under the stopping "
-             f"rule; {est.draws} orderings drawn, consistent: {accepted or 'none needed'}; seed {est.seed}):"]
+    if est.draws:
+        accepted = ", ".join(f"{a} {n}" for a, n in est.accepted.items())
+        lines = [f"estimates at the stop (Rao-Blackwellised first-look estimate, unbiased under the "
+                 f"stopping rule; {est.draws} orderings drawn, consistent: {accepted}; seed {est.seed}):"]
+    else:
+        lines = ["estimates at the stop (one look: the plain estimate, unbiased; t-interval over tasks):"]
     level = round(100 * design.confidence)
     for e in est.agents:
         iv = e.interval
