@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import itertools
 import sys
+from collections.abc import Collection
 from dataclasses import replace
 from pathlib import Path
 
@@ -62,8 +63,14 @@ def render_step(step: Step, k: int) -> list[str]:
     return lines
 
 
-def render_estimates(est: StopEstimates, design: AdaptiveDesign) -> list[str]:
-    """Lines with the reported estimates at the stop (Rao-Blackwellised, unbiased)."""
+def render_estimates(est: StopEstimates, design: AdaptiveDesign,
+                     simulated: Collection[str] = ()) -> list[str]:
+    """Lines with the reported estimates at the stop (Rao-Blackwellised, unbiased).
+
+    Agents named in ``simulated`` are marked ``[SIMULATED]``.
+    """
+    from reliabench.report.score_render import SIM_MARK
+
     k = design.k
     if est.draws:
         accepted = ", ".join(f"{a} {n}" for a, n in est.accepted.items())
@@ -74,7 +81,8 @@ def render_estimates(est: StopEstimates, design: AdaptiveDesign) -> list[str]:
     level = round(100 * design.confidence)
     for e in est.agents:
         iv = e.interval
-        lines.append(f"  {e.target:<20} reliability@{k} {iv.value:.3f} [{iv.low:.3f}, {iv.high:.3f}] "
+        name = f"{e.target} {SIM_MARK}" if e.target in simulated else e.target
+        lines.append(f"  {name:<20} reliability@{k} {iv.value:.3f} [{iv.low:.3f}, {iv.high:.3f}] "
                      f"({level}% t-interval over {iv.tasks} tasks); plain at stop {e.plain_value:.3f}, "
                      f"first-look {e.first_value:.3f}")
     pair_level = 100 * (1 - design.pair_alpha)
@@ -128,8 +136,8 @@ def execute_adaptive(suite_spec: str, agents_file: Path, out: Path, settings: Ru
     result = run_adaptive(suite, agents, out, settings, design, tasks=tasks or None, on_round=on_round,
                           agents_file=agents_file, progress=progress, provenance=_provenance(agents_file))
     if result.estimates is not None:
-        for line in render_estimates(result.estimates, design):
-            err.print(line, highlight=False)
+        for line in render_estimates(result.estimates, design, simulated):
+            err.print(line, highlight=False, markup=False)
     if result.stop_reason == "interrupted":
         err.print("stopped before the round finished: run the same command again to resume")
     else:

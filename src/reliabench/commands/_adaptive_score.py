@@ -25,14 +25,15 @@ class AdaptiveScore:
     estimates: StopEstimates
     rollouts: int
     fixed_rollouts: int
+    simulated: frozenset[str] = frozenset()
 
     def lines(self) -> list[str]:
         """The text section."""
         from reliabench.commands._adaptive import render_estimates
 
         head = [f"== adaptive run: stopped after {self.rollouts} of the fixed design's {self.fixed_rollouts} "
-                "rollouts; the plain figures above are biased by the data-dependent stop =="]
-        return head + render_estimates(self.estimates, self.design)
+                "rollouts; the plain figures above can be biased by the data-dependent stop =="]
+        return head + render_estimates(self.estimates, self.design, self.simulated)
 
     def attach(self, text: str, fmt: str) -> str:
         """Add the section to a rendered score report (JSON: an ``adaptive`` key)."""
@@ -83,4 +84,6 @@ def adaptive_for_score(source: str, records: Sequence[Rollout]) -> AdaptiveScore
     if len(tasks) != int(doc.get("tasks", len(tasks))):
         return None  # a subset of the run's records: the design's statistic is not available
     est = estimates_for_run(records, tasks, design, history, seed)
-    return AdaptiveScore(design, est, int(doc.get("rollouts", 0)), int(doc.get("fixed_rollouts", 0)))
+    simulated = frozenset(r.agent for r in records if r.simulated)
+    return AdaptiveScore(design, est, int(doc.get("rollouts", 0)), int(doc.get("fixed_rollouts", 0)),
+                         simulated)

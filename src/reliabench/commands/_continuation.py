@@ -79,7 +79,7 @@ def plan_continuation(pilot: str | Path, input_format: str, leaderboard: str | N
         if not line.lstrip().startswith("next:"):
             click.echo(line)
     shown = adaptive.design if adaptive is not None else design
-    for line in render_estimates(estimates, shown):
+    for line in render_estimates(estimates, shown, {r.agent for r in records if r.simulated}):
         click.echo(line)
     if result.settled:
         click.echo("settled: the target is met with the pilot's rollouts; no more are needed")
