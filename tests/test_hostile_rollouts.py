@@ -39,7 +39,7 @@ from reliabench.errors import InvalidArgumentError, OutputError, SuiteError
 from reliabench.files.untrusted import remove_tree
 from reliabench.hidden_tests.fresh import find_tamper_files, run_hidden_tests
 from reliabench.records import Rollout, TestOutcome
-from reliabench.run import artifacts, runner
+from reliabench.run import artifacts, rollout
 from reliabench.run.artifacts import ArtifactBudget
 from reliabench.run.runner import RunSettings, run_suite
 from reliabench.sandbox import Limits
@@ -374,7 +374,7 @@ def test_un_chownable_deep_tree_of_a_sandboxed_agent_is_not_infra(base: Path, sa
 STAGES = {
     "workspace_diff": "diffing the workspace",
     "take_snapshot": "keeping the agent's files",
-    "_scan": "scanning the workspace",
+    "scan_changes": "scanning the workspace",
     "run_hidden_tests": "running the hidden tests",
 }
 
@@ -394,7 +394,7 @@ class GoodAgent:
 def test_an_exception_in_any_stage_fails_only_that_rollout(base: Path, monkeypatch: pytest.MonkeyPatch,
                                                            stage: str) -> None:
     backend_or_skip("bubblewrap")
-    real = getattr(runner, stage)
+    real = getattr(rollout, stage)
     calls = {"n": 0}
 
     def flaky(*args: Any, **kw: Any) -> Any:
@@ -403,7 +403,7 @@ def test_an_exception_in_any_stage_fails_only_that_rollout(base: Path, monkeypat
             raise RecursionError("maximum recursion depth exceeded (planted)")
         return real(*args, **kw)
 
-    monkeypatch.setattr(runner, stage, flaky)
+    monkeypatch.setattr(rollout, stage, flaky)
     suite = load_suite(_suite(base))
     summary = run_suite(suite, [GoodAgent()], base / "run", _settings("bubblewrap", n=3))
     with RunStore.open_existing(base / "run", readonly=True) as store:
@@ -440,7 +440,7 @@ def test_a_record_the_store_cannot_take_is_kept_as_a_failure(base: Path,
 def test_a_failure_before_the_agent_ran_is_infra(base: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     backend_or_skip("bubblewrap")
 
-    real = runner.materialize
+    real = rollout.materialize
 
     def broken(dest: Path, layers: Any) -> None:
         if dest.name == "workspace":  # a rollout's, not the collection of the expected tests
@@ -448,7 +448,7 @@ def test_a_failure_before_the_agent_ran_is_infra(base: Path, monkeypatch: pytest
         real(dest, layers)
 
     suite = load_suite(_suite(base))
-    monkeypatch.setattr(runner, "materialize", broken)
+    monkeypatch.setattr(rollout, "materialize", broken)
     monkeypatch.setenv("RELIABENCH_BACKOFF_SCALE", "0")
     summary = run_suite(suite, [GoodAgent()], base / "run", _settings("bubblewrap"))
     with RunStore.open_existing(base / "run", readonly=True) as store:

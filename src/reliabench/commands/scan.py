@@ -31,9 +31,9 @@ from reliabench.errors import UsageError
 from reliabench.metrics.analysis import parse_ks, ranking_change, score
 from reliabench.metrics.security import FindingFilter, SecurityThreshold
 from reliabench.records import Rollout, ScanError
-from reliabench.run.runner import scan_workspace
 from reliabench.scanners import get_scanner
 from reliabench.scanners.changes import quote_path
+from reliabench.scanners.workspace import scan_workspace
 from reliabench.store import RunStore
 from reliabench.tasks.suite import load_suite, materialize
 

@@ -65,7 +65,7 @@ class TaskCheck:
 
 
 def _check_task(task: Task, backend: SandboxBackend, scanners: Sequence[Scanner], slot: int) -> TaskCheck:
-    from reliabench.run.runner import scan_workspace  # the runner's own scan path
+    from reliabench.scanners.workspace import scan_workspace  # the runner's own scan path
 
     problems: list[str] = []
     scratch = Path(tempfile.mkdtemp(prefix=f"validate-{task.id}-"))

@@ -181,8 +181,8 @@ def declare_reference_findings(suite: Suite) -> dict[str, tuple[str, ...]]:
     import tempfile
 
     from reliabench.metrics.security import DEFAULT_THRESHOLD, FindingFilter
-    from reliabench.run.runner import scan_workspace
     from reliabench.scanners import get_scanner
+    from reliabench.scanners.workspace import scan_workspace
     from reliabench.tasks.convert._common import toml_value
     from reliabench.tasks.suite import materialize
 

@@ -1,0 +1,68 @@
+"""The local executor: rollouts on a thread pool, each thread borrowing a sandbox slot."""
+
+from __future__ import annotations
+
+import queue
+import threading
+from collections.abc import Callable, Iterable
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+
+from reliabench.run.plan import Job
+from reliabench.run.rollout import Outcome, RolloutRunner
+
+__all__ = ["run_local"]
+
+
+def run_local(jobs: Iterable[Job], workers: int, executor: RolloutRunner,
+               record: Callable[[Outcome | None], None], stop: threading.Event | None,
+               finish: Callable[[Outcome], Outcome] | None = None) -> None:
+    """Run ``jobs`` on a thread pool; each thread borrows a sandbox slot per rollout.
+
+    ``finish`` (writing the artifacts) runs in the worker thread, so that only the store
+    commit is left to the single writer.
+    """
+    slots: queue.Queue[int] = queue.Queue()
+    for slot in range(workers):
+        slots.put(slot)
+
+    def work(job: Job) -> Outcome | None:
+        slot = slots.get()
+        try:
+            outcome = executor.run_one(job, slot)
+        finally:
+            slots.put(slot)
+        return finish(outcome) if finish is not None and outcome is not None else outcome
+
+    pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="rollout")
+    pending: set[Future[Outcome | None]] = set()
+    jobs_left = iter(jobs)
+
+    def refill() -> None:
+        if stop is not None and stop.is_set():
+            return
+        for job in jobs_left:
+            pending.add(pool.submit(work, job))
+            if len(pending) >= workers * 2:
+                break
+
+    try:
+        refill()
+        while pending:
+            finished, _ = wait(pending, return_when=FIRST_COMPLETED)
+            for fut in finished:
+                pending.discard(fut)
+                record(fut.result())
+            refill()
+    except BaseException:
+        # Interrupted (Ctrl-C) or failed: drop the rollouts that have not started, let the
+        # running ones finish, and record every finished one -- then re-raise.
+        for fut in pending:
+            fut.cancel()
+        pool.shutdown(wait=True)
+        for fut in list(pending):
+            if fut.done() and not fut.cancelled() and fut.exception() is None:
+                pending.discard(fut)
+                record(fut.result())
+        raise
+    finally:
+        pool.shutdown(wait=True)
