@@ -28,7 +28,8 @@ def _retest_rows(records: list[Rollout], flaky_key: tuple[str, str, int], reps: 
                 first = next(t for t in tests if not t[2])
                 first[1] = "failed"
             rows.append({"task_id": r.task_id, "agent": r.agent, "rollout": r.rollout, "rep": rep,
-                         "status": "completed", "tests": tests})
+                         "status": "completed", "tests": tests, "order_seed": rep, "seconds": 0.1,
+                         "reason": None})
     return rows
 
 
@@ -106,3 +107,12 @@ def test_report_command_shows_noise(tmp_path: Path, capsys: pytest.CaptureFixtur
     page = out.read_text()
     assert 'id="harness-noise"' in page
     assert "0.0% of re-tested rollouts flip" in page and "No test changed its outcome" in page
+
+
+def test_simulated_agents_are_marked() -> None:
+    recs = [Rollout(task_id="t", agent="sim-a", rollout=i, tests=(TestOutcome("test_x", "passed"),),
+                    simulated=True) for i in range(2)]
+    rows = [{"task_id": "t", "agent": "sim-a", "rollout": i, "rep": 0, "status": "completed",
+             "tests": [["test_x", "failed", False]]} for i in range(2)]
+    html = noise_section(harness_noise(recs, rows), simulated={"sim-a"})
+    assert html.count("sim-a <span class=\"sim\">[SIMULATED]</span>") >= 2  # variance table and flips

@@ -12,6 +12,7 @@ from pathlib import Path
 from reliabench.agents.config import load_agents
 from reliabench.commands._common import console, run_provenance
 from reliabench.errors import InvalidArgumentError
+from reliabench.report.marks import simulated_agents_note
 from reliabench.run.adaptive import ADAPTIVE_FILE, AdaptiveRunResult, run_adaptive
 from reliabench.run.runner import ProgressEvent, RunSettings
 from reliabench.studies.adaptive import AdaptiveDesign, Step
@@ -69,7 +70,7 @@ def render_estimates(est: StopEstimates, design: AdaptiveDesign,
 
     Agents named in ``simulated`` are marked ``[SIMULATED]``.
     """
-    from reliabench.report.score_render import SIM_MARK
+    from reliabench.report.marks import mark_agent
 
     k = design.k
     if est.draws:
@@ -81,7 +82,7 @@ def render_estimates(est: StopEstimates, design: AdaptiveDesign,
     level = round(100 * design.confidence)
     for e in est.agents:
         iv = e.interval
-        name = f"{e.target} {SIM_MARK}" if e.target in simulated else e.target
+        name = mark_agent(e.target, simulated)
         lines.append(f"  {name:<20} reliability@{k} {iv.value:.3f} [{iv.low:.3f}, {iv.high:.3f}] "
                      f"({level}% t-interval over {iv.tasks} tasks); plain at stop {e.plain_value:.3f}, "
                      f"first-look {e.first_value:.3f}")
@@ -118,7 +119,7 @@ def execute_adaptive(suite_spec: str, agents_file: Path, out: Path, settings: Ru
               f"adaptive n on {list(design.schedule)} -> {out}")
     simulated = [a.name for a in agents if a.simulated]
     if simulated:
-        err.print(f"[yellow]SIMULATED agents (not real models): {', '.join(simulated)}[/]")
+        err.print(f"[yellow]{simulated_agents_note(simulated)}[/]")
 
     def on_round(i: int, step: Step) -> None:
         err.print(f"round {i}:")

@@ -10,7 +10,7 @@ agent's doing.
 from __future__ import annotations
 
 import html
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from pathlib import Path
 
 from reliabench.records import Rollout
@@ -53,8 +53,14 @@ def _split_bar(harness: float, agent: float, scale: float) -> str:
             f'<rect x="{wh:.1f}" y="2" width="{wa:.1f}" height="10" fill="#1f77b4"/></svg>')
 
 
-def noise_section(report: NoiseReport, *, max_rows: int = MAX_ROWS) -> str:
-    """The section as a trusted HTML fragment (every value from the run is escaped)."""
+def noise_section(report: NoiseReport, *, max_rows: int = MAX_ROWS,
+                  simulated: Collection[str] = ()) -> str:
+    """The section as a trusted HTML fragment (every value from the run is escaped).
+
+    Agents named in ``simulated`` carry the simulated mark.
+    """
+    from reliabench.report.marks import agent_label_html
+
     e = html.escape
     rate = report.noise_rate
     out = [
@@ -77,7 +83,8 @@ def noise_section(report: NoiseReport, *, max_rows: int = MAX_ROWS) -> str:
                    '<span style="color:#d62728">harness</span> / '
                    '<span style="color:#1f77b4">agent</span></th></tr>')
         for v in report.variance:
-            out.append(f"<tr><td>{e(v.agent)}</td><td>{v.tasks}</td><td>{v.total:.3f}</td>"
+            out.append(f"<tr><td>{agent_label_html(v.agent, v.agent in simulated)}</td>"
+                       f"<td>{v.tasks}</td><td>{v.total:.3f}</td>"
                        f"<td>{v.harness:.3f}</td><td>{v.agent_part:.3f}</td>"
                        f"<td>{_split_bar(v.harness, v.agent_part, scale)}</td></tr>")
         out.append("</table><p class=\"note\">Per task, the sample variance of the rollouts' verdicts "
@@ -105,7 +112,8 @@ def noise_section(report: NoiseReport, *, max_rows: int = MAX_ROWS) -> str:
         for r in flipping[:max_rows]:
             task, agent, rollout = r.key
             verdicts = " ".join("pass" if v else "fail" for v in r.verdicts)
-            out.append(f"<tr><td>{e(task)}</td><td>{e(agent)}</td><td>{rollout}</td><td>{verdicts}</td>"
+            out.append(f"<tr><td>{e(task)}</td><td>{agent_label_html(agent, agent in simulated)}</td>"
+                       f"<td>{rollout}</td><td>{verdicts}</td>"
                        f"<td>{e(', '.join(r.flaky_tests))}</td></tr>")
         out.append("</table>")
         if len(flipping) > max_rows:

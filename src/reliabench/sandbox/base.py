@@ -44,6 +44,7 @@ from pathlib import Path
 from typing import Protocol
 
 from reliabench.errors import SandboxError
+from reliabench.records import Isolation
 
 __all__ = [
     "DEFAULT_PATH",
@@ -51,6 +52,7 @@ __all__ = [
     "Limits",
     "SandboxBackend",
     "SandboxResult",
+    "minimal_env",
 ]
 
 DEFAULT_PATH = "/usr/local/bin:/usr/bin:/bin"
@@ -111,7 +113,8 @@ class SandboxResult:
         wall_s: Seconds from start to the end of the clean-up.
         stdout: Captured standard output (UTF-8, errors replaced), cut to the output limit.
         stderr: Captured standard error, likewise.
-        isolation: ``bubblewrap``, ``namespaces`` or ``none``.
+        isolation: ``bubblewrap``, ``namespaces`` or ``none`` (a
+            :data:`~reliabench.records.BuiltinIsolation`), or a plugin backend's own name.
         killed_reason: Why the run was stopped or killed, when known: ``wall time limit``,
             ``output limit``, ``cpu time limit``, ``file size limit``.
     """
@@ -121,7 +124,7 @@ class SandboxResult:
     wall_s: float
     stdout: str
     stderr: str
-    isolation: str
+    isolation: Isolation
     killed_reason: str | None = None
 
 
@@ -191,15 +194,14 @@ def _resolve_argv0(argv: Sequence[str], env: Mapping[str, str]) -> str:
     return found
 
 
+def minimal_env() -> dict[str, str]:
+    """The environment a sandboxed process gets when the caller gives none (nothing of the host's)."""
+    return {"PATH": DEFAULT_PATH, "HOME": "/tmp", "TMPDIR": "/tmp", "LANG": "C.UTF-8", "USER": "rollout"}
+
+
 def _base_env(env: Mapping[str, str] | None) -> dict[str, str]:
     if env is None:
-        return {
-            "PATH": DEFAULT_PATH,
-            "HOME": "/tmp",
-            "TMPDIR": "/tmp",
-            "LANG": "C.UTF-8",
-            "USER": "rollout",
-        }
+        return minimal_env()
     out = dict(env)
     out.setdefault("PATH", DEFAULT_PATH)
     return out
