@@ -37,11 +37,13 @@ as pure functions (no I/O); ``reliabench.run.adaptive`` drives real runs with it
   mode advances the agents of open pairs whose next step cuts the most within-task variance
   per rollout (every agent within half of the best gain).
 
-The point estimate at the stop is the plain mean of per-task estimates. It is unbiased at any
-FIXED n; with a data-dependent stop it is not exactly unbiased in general (the classic
-optional-stopping bias of group-sequential designs). :func:`simulate_design` measures that
-bias, the coverage and the agreement with the fixed-n design (docs/statistics.md has the
-numbers).
+The plain mean of per-task estimates at a look is unbiased at any FIXED n; with a
+data-dependent stop it is not (the classic optional-stopping bias of group-sequential
+designs). What a run reports at its stop is therefore the Rao-Blackwellised estimate and its
+interval of ``reliabench.studies.adaptive_estimate`` (unbiased under the stopping rule);
+:func:`simulate_design` measures its bias and coverage next to the plain estimate's, the
+first-look estimate's, the decision intervals' and the fixed-n design's, and the agreement
+with the fixed-n decisions (docs/statistics.md has the numbers).
 """
 
 from __future__ import annotations
