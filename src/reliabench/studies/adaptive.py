@@ -437,7 +437,7 @@ class _Within:
             if self.model is None:
                 self._cache[n] = 0.25 / n  # no 2 tasks with 2 rollouts: the Bernoulli maximum
             else:
-                self._cache[n] = variance_components(self.model, n, self.k).within
+                self._cache[n] = variance_components(self.model, n, self.k, closed_form=True).within
         return self._cache[n]
 
 

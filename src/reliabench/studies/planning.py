@@ -219,8 +219,13 @@ def _moment(model: AgentModel, j: int) -> float:
                         - special.gammaln(b) - special.gammaln(a + b + j)))
 
 
-def variance_components(model: AgentModel, n: int, k: int) -> VarianceComponents:
+def variance_components(model: AgentModel, n: int, k: int, *,
+                        closed_form: bool = False) -> VarianceComponents:
     r"""Mean, between- and within-task variance of :math:`\hat R_t = \mathrm{pass@}k(n, c_t)`.
+
+    ``closed_form`` computes the beta-binomial pmf from log-Beta functions instead of
+    ``scipy.stats.betabinom`` (equal to ~1e-16, much faster: the adaptive design calls this in
+    its replay loops); the default keeps scipy's, whose digits ``plan`` prints.
 
     Examples:
         With every task at rate 0.5 (spread 0) there is no between-task variance, and for
@@ -238,7 +243,9 @@ def variance_components(model: AgentModel, n: int, k: int) -> VarianceComponents
     ab = model.beta
     if ab is None:
         pmf = stats.binom.pmf(c, n, model.mean)
-    else:  # the beta-binomial pmf, in closed form (scipy's is slow in the adaptive design's loops)
+    elif not closed_form:
+        pmf = stats.betabinom.pmf(c, n, ab[0], ab[1])
+    else:
         pmf = np.exp(special.gammaln(n + 1) - special.gammaln(c + 1) - special.gammaln(n - c + 1)
                      + special.betaln(c + ab[0], n - c + ab[1]) - special.betaln(ab[0], ab[1]))
     second = float(np.sum(pmf * _pass_curve(n, k) ** 2))
