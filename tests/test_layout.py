@@ -31,6 +31,8 @@ COVERED_ELSEWHERE: dict[str, tuple[str, str, str]] = {
                            "the simulated agent's behaviour profiles"),
     # ---- the CLI's sub-commands: exercised through main([...]) in the test of what they run
     "commands/_adaptive.py": ("test_studies_adaptive.py", "--adaptive", "`run --adaptive` and `plan --settle`"),
+    "commands/_adaptive_score.py": ("test_studies_adaptive.py", 'main(["score", str(out), "-k", "1"',
+                                    "score's reported estimates of an adaptive run"),
     "commands/_common.py": ("test_sandbox.py", "reliabench.commands._common", "shared options, in each command's test"),
     "commands/_continuation.py": ("test_studies_adaptive.py", 'main(["plan", "--pilot"', "`plan --pilot RUN --max-n`"),
     "commands/_registry_choice.py": ("test_plugin_examples.py", '_choices(run_command, "executor")',
@@ -113,6 +115,9 @@ COVERED_ELSEWHERE: dict[str, tuple[str, str, str]] = {
     "scanners/bandit_scanner.py": ("test_scanners.py", "reliabench.scanners.bandit_scanner", "with the protocol"),
     "scanners/base.py": ("test_scanners.py", "Scanner", "the protocol"),
     "scanners/semgrep_scanner.py": ("test_scanners.py", "semgrep", "with the protocol (skips without semgrep)"),
+    # ---- studies: the adaptive design's reported estimate, with the design
+    "studies/adaptive_estimate.py": ("test_studies_adaptive.py", "reliabench.studies.adaptive_estimate",
+                                     "the estimate and interval at the stop, with the stopping rule"),
     # ---- tasks: the converters' shared parts with the converters that use them
     "tasks/convert/__init__.py": ("test_tasks_convert_humaneval.py", "reliabench.tasks.convert",
                                   "import_suite, through each format"),
