@@ -29,7 +29,7 @@ from reliabench.errors import InfraStopError, InvalidArgumentError
 from reliabench.files.untrusted import remove_tree
 from reliabench.run.artifacts import RolloutArtifacts
 from reliabench.run.executors.local import run_local
-from reliabench.run.executors.ray import WorkerSpec, run_ray
+from reliabench.run.executors.ray import RayInputs, run_ray
 from reliabench.run.expected import collect_expected
 from reliabench.run.plan import derive_seed, plan_jobs, run_identity
 from reliabench.run.recording import store_rollout, write_rollout_artifacts
@@ -156,9 +156,8 @@ def run_suite(
                     raise InvalidArgumentError("executor='ray' needs agents_file (workers load the agents)")
                 if warm is not None:
                     warm.close()  # each Ray actor opens its own
-                spec = WorkerSpec(str(suite.root.resolve()), suite.content_hash,
-                                   str(Path(agents_file).resolve()), settings, expected)
-                run_ray(live_jobs, settings, spec, record, stop)
+                run_ray(live_jobs, settings, RayInputs(suite, Path(agents_file), expected, backend.name),
+                        record, stop)
             else:
                 scratch = Path(tempfile.mkdtemp(prefix="reliabench-run-"))
                 os.chmod(scratch, 0o711)
