@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import logging
 import os
 import platform
 import tempfile
@@ -52,6 +53,8 @@ MAX_ATTEMPTS = 3
 
 RESTART_WAIT_S = 120.0
 """How long the driver waits for a lost actor to come back when no actor is left."""
+
+logger = logging.getLogger(__name__)
 
 _IN_FLIGHT = 2  # rollouts queued per actor: the next one starts as soon as one finishes
 _PING_RETRY_S = 1.0
@@ -198,7 +201,8 @@ class RayRolloutWorker:
         if outcome is None:
             return None
         record, art = outcome
-        return replace(record, meta={**record.meta, "ray_node": self.node_ip}), art
+        return replace(record, meta={**record.meta, "ray_node": self.node_ip,
+                                     "ray_node_id": self.node_id}), art
 
     def close(self) -> None:
         """Close the warm test workers and remove the unpacked files and the scratch folder."""
@@ -392,6 +396,8 @@ def _drive(ray: Any, pool: _Pool, jobs_left: Iterator[Job],
                     if status.problem is not None:
                         cls = UsageError if status.usage else SandboxError
                         raise cls(f"Ray worker on node {status.node_ip}: {status.problem}")
+                    if i in pool.lost_at:
+                        logger.warning("Ray worker %d is back, on node %s", i, status.node_ip)
                     pool.live.add(i)
                     pool.lost_at.pop(i, None)
                     continue
@@ -405,12 +411,20 @@ def _drive(ray: Any, pool: _Pool, jobs_left: Iterator[Job],
                     attempts[_key(job)] += 1
                     if attempts[_key(job)] >= MAX_ATTEMPTS:
                         given_up.append(job)
+                        logger.warning("rollout %s lost its Ray worker %d times: left for a resume",
+                                       _describe(job), MAX_ATTEMPTS)
                     else:
                         again.appendleft(job)
+                        logger.warning("Ray worker %d lost (%s): rollout %s submitted again",
+                                       i, last_error, _describe(job))
                     continue
                 if _key(job) in recorded:  # pragma: no cover - each job is in flight at most once
                     continue
                 recorded.add(_key(job))
+                if outcome is not None and attempts[_key(job)]:
+                    rollout, art = outcome
+                    outcome = replace(rollout, meta={**rollout.meta,
+                                                     "ray_attempts": attempts[_key(job)] + 1}), art
                 record(outcome)
     except BaseException:
         # record what already finished; the rest is abandoned (resume reruns it)
