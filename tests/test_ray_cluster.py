@@ -24,7 +24,7 @@ from test_run_e2e import make_agents, make_suite  # tests/ is on sys.path (pytes
 
 from reliabench.agents.config import load_agents
 from reliabench.cli import main
-from reliabench.errors import WorkersLostError
+from reliabench.errors import UsageError, WorkersLostError
 from reliabench.records import Rollout
 from reliabench.run.runner import ProgressEvent, RunSettings, run_suite
 from reliabench.store import read_records
@@ -143,3 +143,31 @@ def test_killing_the_second_node_loses_and_duplicates_nothing(
     assert local.executed == n
     assert [_comparable(r) for r in final] == [_comparable(r) for r in _records(tmp_path / "local")]
     assert all(r.status == "completed" for r in final)
+
+
+def test_a_node_without_the_agents_variable_is_refused_in_one_line(
+        cluster: LocalRayCluster, setup: tuple[Path, Path], tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # environment variables are not shipped: the driver has it, the nodes (their `ray start`) do not
+    _ensure_second_node(cluster)
+    suite_dir, _ = setup
+    monkeypatch.setenv("RB_RAY_TEST_TOKEN", "secret-value")
+    agents_file = tmp_path / "env.toml"
+    agents_file.write_text(textwrap.dedent("""
+        [[agents]]
+        name = "needs-token"
+        kind = "command"
+        command = ["true"]
+        [agents.env]
+        TOKEN = "${RB_RAY_TEST_TOKEN}"
+    """))
+    settings = RunSettings(n=1, workers=2, executor="ray", ray_address=cluster.address)
+    with pytest.raises(UsageError) as info:
+        run_suite(load_suite(suite_dir), load_agents(agents_file), tmp_path / "run", settings,
+                  agents_file=agents_file)
+    message = str(info.value)
+    assert "\n" not in message
+    assert message.startswith("Ray worker on node ")
+    assert "RB_RAY_TEST_TOKEN is not set" in message and "`ray start`" in message
+    assert "secret-value" not in message
+    assert not read_records(tmp_path / "run")

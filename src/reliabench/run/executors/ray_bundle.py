@@ -155,7 +155,7 @@ class _Packer:
         if self.size > MAX_BUNDLE_BYTES:
             big = sorted(self.sizes.items(), key=lambda kv: -kv[1])[:3]
             raise UsageError(
-                f"the files to ship to the Ray workers exceed {MAX_BUNDLE_BYTES // 2**20} MiB ("
+                f"the files to ship to the Ray workers exceed {MAX_BUNDLE_BYTES / 2**20:g} MiB ("
                 + ", ".join(f"{o}: {s / 2**20:.1f} MiB" for o, s in big)
                 + "): give the agents file a folder of its own holding only what the agents need")
 
