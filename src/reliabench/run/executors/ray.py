@@ -313,6 +313,7 @@ def run_ray(jobs: Iterable[Job], settings: RunSettings, inputs: RayInputs,
                  num_cpus=None if settings.ray_address else settings.workers,
                  include_dashboard=False, log_to_driver=False)
     actors: list[Any] = []
+    pool: _Pool | None = None
     try:
         from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
@@ -324,11 +325,13 @@ def run_ray(jobs: Iterable[Job], settings: RunSettings, inputs: RayInputs,
             opts = {} if node is None else {
                 "scheduling_strategy": NodeAffinitySchedulingStrategy(node, soft=True)}
             actors.append(actor_cls.options(**opts).remote(spec, data_ref, slot))
-        _drive(ray, _Pool(ray, actors), iter(jobs), record, stop)
+        pool = _Pool(ray, actors)
+        _drive(ray, pool, iter(jobs), record, stop)
     finally:
-        if actors:
+        live = [actors[i] for i in sorted(pool.live)] if pool is not None else []
+        if live:  # remove their unpacked files (an actor that never started has none)
             with contextlib.suppress(Exception):
-                ray.wait([a.close.remote() for a in actors], num_returns=len(actors), timeout=10)
+                ray.wait([a.close.remote() for a in live], num_returns=len(live), timeout=10)
             for actor in actors:
                 with contextlib.suppress(Exception):
                     ray.kill(actor, no_restart=True)
