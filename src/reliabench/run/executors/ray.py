@@ -374,14 +374,14 @@ def _drive(ray: Any, pool: _Pool, jobs_left: Iterator[Job],
             if not inflight and (stopping or (exhausted and not again)):
                 break
             if not pool.live:
-                if not pool.waiting():
+                if not pool.waiting() and not inflight:
                     break  # every actor is gone for good
                 alone_since = alone_since or time.monotonic()
                 if time.monotonic() - alone_since > RESTART_WAIT_S:
                     break
             else:
                 alone_since = None
-            waits = list(inflight) + list(pool.pings)
+            waits = list(pool.pings) + list(inflight)  # pings first: a ready actor gets work sooner
             if not waits:  # only pings to retry: wait for their time
                 time.sleep(_PING_RETRY_S)
                 continue
@@ -445,7 +445,8 @@ def _drive(ray: Any, pool: _Pool, jobs_left: Iterator[Job],
         raise
     if stop is not None and stop.is_set():
         return  # asked to stop: what did not run is left for the resume, as with the local executor
-    not_run = len(again) + len(given_up) + (0 if exhausted else sum(1 for _ in jobs_left))
+    not_run = (len(inflight) + len(again) + len(given_up)
+               + (0 if exhausted else sum(1 for _ in jobs_left)))
     if not_run:
         what = (f"; rollout {_describe(given_up[0])} lost its worker {MAX_ATTEMPTS} times"
                 if given_up else "")
