@@ -105,12 +105,15 @@ class LocalRayCluster:
         self.port = _free_ports(1)[0]
         self.address = f"127.0.0.1:{self.port}"
         self.nodes: dict[str, RayNode] = {}
+        self.started = 0
+        self.killed: list[RayNode] = []
         self.ray_bin = str(Path(sys.executable).with_name("ray"))
 
     def _start(self, name: str, head: bool, cpus: int, extra_env: dict[str, str] | None) -> RayNode:
-        temp = self.root / name
+        self.started += 1
+        temp = self.root / f"{name}-{self.started}"
         temp.mkdir()
-        tmpdir = self.root / f"{name}-tmp"  # the node's TMPDIR: what its workers unpack goes there
+        tmpdir = self.root / f"{name}-{self.started}-tmp"  # the node's TMPDIR: workers unpack there
         tmpdir.mkdir(mode=0o755)
         ports = _free_ports(7)
         argv = [self.ray_bin, "start", "--block", f"--num-cpus={cpus}",
@@ -125,7 +128,7 @@ class LocalRayCluster:
             argv += ["--head", f"--port={self.port}", "--include-dashboard=false"]
         else:
             argv += [f"--address={self.address}"]
-        with (self.root / f"{name}.log").open("wb") as log:
+        with (temp / "start.log").open("wb") as log:
             proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
                                     env={**os.environ, **RAY_ENV, "TMPDIR": str(tmpdir),
                                          **(extra_env or {})})
@@ -169,9 +172,9 @@ class LocalRayCluster:
         while time.monotonic() < deadline:
             for node in self.nodes.values():
                 if node.name in names and node.proc.poll() is not None:
-                    log = (self.root / f"{node.name}.log").read_text(errors="replace")[-2000:]
+                    log = (node.temp_dir / "start.log").read_text(errors="replace")[-2000:]
                     raise RuntimeError(f"ray start for {node.name} exited:\n{log}")
-            if (self.root / "head" / "ray_current_cluster").exists() or "head" not in names:
+            if any(self.root.glob("head-*/ray_current_cluster")) or "head" not in names:
                 try:
                     ids = self.node_ids()
                 except Exception as exc:  # the GCS is not up yet
@@ -185,7 +188,7 @@ class LocalRayCluster:
 
     def teardown(self) -> None:
         """Kill every process of every node and remove the temporary folders."""
-        for node in self.nodes.values():
+        for node in [*self.killed, *self.nodes.values()]:
             node.kill()
         shutil.rmtree(self.root, ignore_errors=True)
 

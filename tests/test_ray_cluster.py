@@ -63,7 +63,8 @@ def setup(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, Path]:
 def _ensure_second_node(cluster: LocalRayCluster) -> dict[str, str]:
     if "second" in cluster.nodes and cluster.nodes["second"].proc.poll() is None:
         return cluster.wait_nodes({"head", "second"})
-    cluster.nodes.pop("second", None)
+    if "second" in cluster.nodes:
+        cluster.killed.append(cluster.nodes.pop("second"))
     cluster.add_node("second", cpus=1)
     return cluster.wait_nodes({"head", "second"})
 

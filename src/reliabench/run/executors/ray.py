@@ -99,7 +99,6 @@ class WorkerSpec:
     expected: dict[str, tuple[TestOutcome, ...]]
     isolation: str
     versions: dict[str, str]
-    agents_hash: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -302,8 +301,7 @@ def run_ray(jobs: Iterable[Job], settings: RunSettings, inputs: RayInputs,
     except ImportError:
         raise MissingExtraError("ray", "the Ray executor (--executor ray)") from None
     bundle = pack_run_bundle(inputs.suite, inputs.agents_file, settings.agents_config_hash)
-    spec = WorkerSpec(bundle.manifest, settings, inputs.expected, inputs.isolation, _versions(),
-                      settings.agents_config_hash)
+    spec = WorkerSpec(bundle.manifest, settings, inputs.expected, inputs.isolation, _versions())
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
     os.environ.setdefault("RAY_AUTH_MODE", "disabled")
     started = not ray.is_initialized()
