@@ -115,15 +115,14 @@ class LocalRayCluster:
         temp.mkdir()
         tmpdir = self.root / f"{name}-{self.started}-tmp"  # the node's TMPDIR: workers unpack there
         tmpdir.mkdir(mode=0o755)
-        ports = _free_ports(7)
+        ports = _free_ports(6)
         argv = [self.ray_bin, "start", "--block", f"--num-cpus={cpus}",
                 "--object-store-memory=100000000", f"--temp-dir={temp}", "--disable-usage-stats",
                 f"--resources={json.dumps({f'node_{name}': 1})}",
                 f"--node-manager-port={ports[0]}", f"--object-manager-port={ports[1]}",
                 f"--metrics-export-port={ports[2]}", f"--dashboard-agent-listen-port={ports[3]}",
                 f"--dashboard-agent-grpc-port={ports[4]}", f"--runtime-env-agent-port={ports[5]}",
-                f"--min-worker-port={20000 + (ports[6] % 200) * 100}",
-                f"--max-worker-port={20000 + (ports[6] % 200) * 100 + 99}"]
+                "--min-worker-port=0", "--max-worker-port=0"]  # workers: ports the OS picks
         if head:
             argv += ["--head", f"--port={self.port}", "--include-dashboard=false"]
         else:
