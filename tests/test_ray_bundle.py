@@ -62,7 +62,7 @@ def test_round_trip_ships_suite_agents_and_referenced_files(setup: tuple[Path, P
     assert oct(dest.stat().st_mode & 0o777) == "0o711"
 
 
-def test_executable_bits_survive(tmp_path: Path, setup: tuple[Path, Path]) -> None:
+def test_permission_bits_survive(tmp_path: Path, setup: tuple[Path, Path]) -> None:
     suite_dir, _ = setup
     script = tmp_path / "bin" / "agent.sh"
     script.parent.mkdir()
@@ -70,13 +70,15 @@ def test_executable_bits_survive(tmp_path: Path, setup: tuple[Path, Path]) -> No
     script.chmod(0o755)
     agents_file = tmp_path / "cmd.toml"
     agents_file.write_text('[[agents]]\nname = "c"\nkind = "command"\ncommand = ["./bin/agent.sh"]\n')
+    agents_file.chmod(0o600)  # e.g. it holds a key: it stays private on the nodes
     bundle = pack_run_bundle(load_suite(suite_dir), agents_file)
-    entry = next(f for f in bundle.manifest.files if f.name == "agents/bin/agent.sh")
-    assert entry.executable
+    modes = {f.name: f.mode for f in bundle.manifest.files}
+    assert modes["agents/bin/agent.sh"] == 0o755 and modes["agents/cmd.toml"] == 0o600
     dest = tmp_path / "node"
     dest.mkdir()
     out = unpack_run_bundle(bundle.manifest, bundle.data, dest)
     assert os.access(out.agents_file.parent / "bin" / "agent.sh", os.X_OK)
+    assert out.agents_file.stat().st_mode & 0o777 == 0o600
     assert load_agents(out.agents_file)[0].name == "c"
 
 
@@ -129,7 +131,7 @@ def test_unpack_names_what_differs(setup: tuple[Path, Path], tmp_path: Path) -> 
         unpack_run_bundle(bad, bundle.data, tmp_path / "a")
     # a file missing from the data
     extra = dataclasses.replace(manifest, files=(*manifest.files, ray_bundle.BundleFile(
-        "agents/zzz.txt", "0" * 64, 1, False)))
+        "agents/zzz.txt", "0" * 64, 1, 0o644)))
     (tmp_path / "b").mkdir()
     with pytest.raises(SandboxError, match=r"lack agents/zzz\.txt"):
         unpack_run_bundle(extra, bundle.data, tmp_path / "b")

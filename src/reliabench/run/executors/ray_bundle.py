@@ -3,7 +3,8 @@
 The driver packs them once (:func:`pack_run_bundle`) into a gzip'd tar that goes through Ray's
 object store; each worker unpacks it into a private temporary folder on its node
 (:func:`unpack_run_bundle`), checks every file against the manifest's sha256 and then loads the
-suite (whose content hash the worker checks too) and the agents file from there.
+suite (whose content hash the worker checks too) and the agents file from there. Files keep
+their permission bits (less group and other write): a ``0600`` agents file stays private.
 
 What is shipped:
 
@@ -58,13 +59,14 @@ class BundleFile:
         name: Its posix path inside the bundle (``suite/...`` or ``agents/...``).
         sha256: The hex sha256 of its content.
         size: Its size in bytes.
-        executable: Unpacked with mode 0755 (else 0644).
+        mode: Its permission bits on the driver, without write bits for group and others
+            (a ``0600`` agents file stays ``0600`` on the nodes).
     """
 
     name: str
     sha256: str
     size: int
-    executable: bool
+    mode: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,7 +138,7 @@ def _walk(top: Path, skip_dirs: set[Path]) -> Iterator[Path]:
 
 class _Packer:
     def __init__(self) -> None:
-        self.files: dict[str, tuple[bytes, bool]] = {}
+        self.files: dict[str, tuple[bytes, int]] = {}
         self.size = 0
         self.sizes: dict[str, int] = {}  # per reference, for the too-large message
 
@@ -149,7 +151,7 @@ class _Packer:
         except OSError as exc:
             raise UsageError(f"cannot read {path} to ship it to the Ray workers: "
                              f"{exc.strerror or exc}") from None
-        self.files[name] = (data, bool(mode & (stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)))
+        self.files[name] = (data, stat.S_IMODE(mode) & 0o755)
         self.size += len(data)
         self.sizes[origin] = self.sizes.get(origin, 0) + len(data)
         if self.size > MAX_BUNDLE_BYTES:
@@ -217,12 +219,12 @@ def pack_run_bundle(suite: Suite, agents_file: str | Path, agents_hash: str = ""
     files: list[BundleFile] = []
     with tarfile.open(fileobj=buf, mode="w:gz", compresslevel=6) as tar:
         for name in sorted(packer.files):
-            data, executable = packer.files[name]
+            data, mode = packer.files[name]
             info = tarfile.TarInfo(name)
             info.size = len(data)
-            info.mode = 0o755 if executable else 0o644
+            info.mode = mode
             tar.addfile(info, io.BytesIO(data))
-            files.append(BundleFile(name, _sha256(data), len(data), executable))
+            files.append(BundleFile(name, _sha256(data), len(data), mode))
     manifest = BundleManifest(tuple(files), suite.content_hash, agents_name,
                               tuple(sorted(set(not_shipped))))
     return RunBundle(manifest, buf.getvalue())
@@ -259,7 +261,7 @@ def unpack_run_bundle(manifest: BundleManifest, data: bytes, dest: Path) -> Unpa
                 target = dest.joinpath(*PurePosixPath(name).parts)
                 target.parent.mkdir(parents=True, exist_ok=True)
                 target.write_bytes(content)
-                target.chmod(0o755 if want.executable else 0o644)
+                target.chmod(want.mode & 0o755)
                 seen.add(name)
     except (tarfile.TarError, EOFError, OSError) as exc:
         raise SandboxError(f"cannot unpack the shipped run files into {dest}: {exc}") from None
