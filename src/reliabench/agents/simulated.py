@@ -262,7 +262,7 @@ class SimulatedAgent:
         if solution is None or not Path(solution).is_dir():
             meta.update(behaviour=None, intended_behaviour=None, fallback=None)
             log.append("error: the task has no reference solution; a simulated agent needs one")
-            return AgentResult(status="agent_error", tokens=0, usd=0.0, log="\n".join(log),
+            return AgentResult(status="agent_error", log="\n".join(log),
                                meta=meta)
         solution = Path(solution)
         rng = np.random.default_rng(int(request.seed) % 2**128)
@@ -302,7 +302,7 @@ class SimulatedAgent:
         meta["behaviour"] = behaviour
         meta["intended_behaviour"] = intended
         meta["fallback"] = fallback
-        return AgentResult(status="completed", tokens=0, usd=0.0, log="\n".join(log), meta=meta)
+        return AgentResult(status="completed", log="\n".join(log), meta=meta)
 
     def _buggy(
         self,
