@@ -64,6 +64,7 @@ from reliabench.agents.profiles import (
 )
 from reliabench.errors import InvalidArgumentError
 from reliabench.files.toml import tomllib
+from reliabench.meta_keys import AGENT_KIND, SEED
 
 __all__ = [
     "CONFIG_KEYS",
@@ -245,12 +246,12 @@ class SimulatedAgent:
         p_task = task_success_probability(params, request.task_id)
         meta: dict[str, Any] = {
             "simulated": True,
-            "agent_kind": "simulated",
+            AGENT_KIND: "simulated",
             "profile": params.name,
             "params": params.to_dict(),
             "p_task": p_task,
             "difficulty": task_difficulty(request.task_id, params.difficulty_spread),
-            "seed": request.seed,
+            SEED: request.seed,
         }
         log = [
             f"SIMULATED AGENT {self.name!r} (kind=simulated, profile={params.name}): no model "

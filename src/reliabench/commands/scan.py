@@ -28,6 +28,7 @@ from reliabench.commands._common import (
     threshold_option,
 )
 from reliabench.errors import UsageError
+from reliabench.meta_keys import ARTIFACTS_OMITTED, CHANGED_FILES, DELETED_FILES, SCANNED, total_key
 from reliabench.metrics.analysis import parse_ks, ranking_change, score
 from reliabench.metrics.security import FindingFilter, SecurityThreshold
 from reliabench.records import Rollout, ScanError
@@ -51,9 +52,9 @@ def rebuild_deletions(r: Rollout, adir: Path, starter: Path, ws: Path) -> tuple[
     cannot be re-scanned is a scan error, never a clean file.
     """
     meta = r.meta
-    changed = [c for c in meta.get("changed_files", []) if isinstance(c, str)]
-    deleted = meta.get("deleted_files")
-    omitted = {c for c in meta.get("artifacts_omitted", []) if isinstance(c, str)}
+    changed = [c for c in meta.get(CHANGED_FILES, []) if isinstance(c, str)]
+    deleted = meta.get(DELETED_FILES)
+    omitted = {c for c in meta.get(ARTIFACTS_OMITTED, []) if isinstance(c, str)}
     diff_text: str | None = None
     errors: list[ScanError] = []
     for rel in changed:
@@ -78,7 +79,7 @@ def rebuild_deletions(r: Rollout, adir: Path, starter: Path, ws: Path) -> tuple[
         else:
             errors.append(ScanError("reliabench", rel, "changed by the agent but not kept with the "
                                     "run's artifacts (over the per-rollout budget): not re-scanned"))
-    total = meta.get("changed_files_total")
+    total = meta.get(total_key(CHANGED_FILES))
     if isinstance(total, int) and total > len(changed):
         errors.append(ScanError("reliabench", "", f"{total - len(changed)} more changed file(s) are not "
                                 "listed in the record (over the per-rollout budget): not re-scanned"))
@@ -153,11 +154,11 @@ def command(ctx: click.Context, run_dir: Path, scanners: tuple[str, ...], thresh
     console = make_console()
     with RunStore.open_existing(run_dir, readonly=dry_run) as store:
         info = store.run_info()
-        suite_path = info["config"].get("suite_path")
+        suite_path = info.suite_path
         if not suite_path:
             raise UsageError(f"{run_dir}: the run does not record its suite path; it cannot be re-scanned")
         suite = load_suite(suite_path)
-        if suite.content_hash != info["suite"]["hash"]:
+        if suite.content_hash != info.suite.hash:
             raise UsageError(f"{run_dir}: the suite at {suite_path} changed since the run (content hash "
                              "differs); re-scanning would compare against other starters")
         records = store.rollouts()
@@ -176,7 +177,7 @@ def command(ctx: click.Context, run_dir: Path, scanners: tuple[str, ...], thresh
                 missing = rebuild_deletions(r, adir, task.workspace_dir, ws)
                 findings, errors, _ = scan_workspace(scanner_objs, task.workspace_dir, ws)
                 errors = errors + missing
-                meta = {**r.meta, "scanned": [s.name for s in scanner_objs]}
+                meta = {**r.meta, SCANNED: [s.name for s in scanner_objs]}
                 new = (store.replace_security(r, findings, errors, meta) if not dry_run
                        else replace(r, findings=findings, scan_errors=errors, meta=meta))
                 updated.append(new)

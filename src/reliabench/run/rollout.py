@@ -22,7 +22,22 @@ from reliabench.errors import SandboxError
 from reliabench.files.untrusted import remove_tree
 from reliabench.hidden_tests.fresh import HiddenTestRun, run_hidden_tests
 from reliabench.hidden_tests.stdio import run_stdio_tests
-from reliabench.records import Cost, Finding, Rollout, ScanError, TestOutcome
+from reliabench.meta_keys import (
+    AGENT_KIND,
+    ARTIFACTS_OMITTED,
+    CHANGED_FILES,
+    DELETED_FILES,
+    FORGED_OUTCOMES,
+    INFRA_ATTEMPTS,
+    INFRA_REASON,
+    REASON,
+    SCANNED,
+    SEED,
+    TAMPER_FILES,
+    TEST_PATH,
+    TEST_RUNNER,
+)
+from reliabench.records import Cost, Finding, Rollout, RolloutStatus, ScanError, TestOutcome
 from reliabench.run import artifacts as _artifacts
 from reliabench.run.artifacts import RolloutArtifacts, cap_record, cap_text, take_snapshot
 from reliabench.run.plan import Job
@@ -91,13 +106,13 @@ class RolloutRunner:
             except Exception as exc:  # the last line of defence
                 return self._harness_failure(job, "running the rollout", exc)
             attempts += 1
-            reason = rollout.meta.get("infra_reason")
+            reason = rollout.meta.get(INFRA_REASON)
             if (rollout.status != "infra_error" or attempts > INFRA_RETRIES
                     or not is_transient(reason) or self.stopped(job.agent.name)):
                 break
             time.sleep(backoff_delay(attempts) * self.backoff_scale)
         if rollout.status == "infra_error" and attempts > 1:
-            rollout = replace(rollout, meta={**rollout.meta, "infra_attempts": attempts})
+            rollout = replace(rollout, meta={**rollout.meta, INFRA_ATTEMPTS: attempts})
         return rollout, art
 
     def _harness_failure(self, job: Job, stage: str, exc: BaseException,
@@ -105,8 +120,8 @@ class RolloutRunner:
                          agent_seconds: float = 0.0, diff: str = "") -> Outcome:
         """The rollout's own failure (``test_error``): something raised after the agent ran."""
         detail = f"{type(exc).__name__}: {exc}"
-        meta = {**(meta or {"seed": job.seed, "agent_kind": job.agent.kind}),
-                "reason": f"harness error while {stage}: {detail[:500]}"}
+        meta = {**(meta or {SEED: job.seed, AGENT_KIND: job.agent.kind}),
+                REASON: f"harness error while {stage}: {detail[:500]}"}
         return self._record(job, "test_error", (), meta, result or AgentResult(status="agent_error"),
                             agent_seconds, None, (), (), diff)
 
@@ -120,7 +135,7 @@ class RolloutRunner:
         """
         tmp = Path(tempfile.mkdtemp(prefix="rollout-", dir=self.scratch))
         stage = "preparing the workspace"
-        meta: dict[str, Any] = {"seed": job.seed, "agent_kind": job.agent.kind}
+        meta: dict[str, Any] = {SEED: job.seed, AGENT_KIND: job.agent.kind}
         result: AgentResult | None = None
         agent_seconds = 0.0
         diff = ""
@@ -135,22 +150,22 @@ class RolloutRunner:
             result, agent_seconds = self._call_agent(job, workspace, prompt_file, slot)
             meta.update(result.meta)
             if result.status == "infra_error":  # the agent produced nothing: no tests
-                meta.setdefault("infra_reason", "agent_infra")
+                meta.setdefault(INFRA_REASON, "agent_infra")
                 return self._record(job, "infra_error", (), meta, result, agent_seconds, None, (), (), "")
             stage = "scanning the workspace"
             findings, scan_errors, changes = scan_changes(self.scanners, job.task.workspace_dir, workspace)
             changed = sorted({*changes.added, *changes.modified, *changes.deleted})
             stage = "keeping the agent's files"
             snap = take_snapshot(workspace, changes.files, _artifacts.DEFAULT_BUDGET)
-            meta["changed_files"] = list(changed)
-            meta["deleted_files"] = list(changes.deleted)
+            meta[CHANGED_FILES] = list(changed)
+            meta[DELETED_FILES] = list(changes.deleted)
             if snap.omitted:
-                meta["artifacts_omitted"] = [rel for rel, _ in snap.omitted]
-            meta["scanned"] = [s.name for s in self.scanners]
+                meta[ARTIFACTS_OMITTED] = [rel for rel, _ in snap.omitted]
+            meta[SCANNED] = [s.name for s in self.scanners]
             stage = "diffing the workspace"
             diff = workspace_diff(job.task.workspace_dir, workspace,
                                   max_bytes=_artifacts.DEFAULT_BUDGET.max_diff_bytes)
-            status = result.status
+            status: RolloutStatus = result.status
             if status == "completed" and not changed:
                 status = "no_change"
             wall = job.task.timeout_s
@@ -158,11 +173,11 @@ class RolloutRunner:
                 wall = min(wall, self.settings.test_timeout_s)
             limits = replace(self.settings.limits, wall_s=wall, cpu_s=wall)
             stage = "running the hidden tests"
-            meta["test_path"] = "fresh" if self.warm is None else "warm"
-            meta["test_runner"] = job.task.test_runner if self.warm is not None else "pytest"
+            meta[TEST_PATH] = "fresh" if self.warm is None else "warm"
+            meta[TEST_RUNNER] = job.task.test_runner if self.warm is not None else "pytest"
             try:
                 if job.task.stdio is not None:  # stdin/stdout cases, judged outside the sandbox
-                    meta["test_path"] = meta["test_runner"] = "stdio"
+                    meta[TEST_PATH] = meta[TEST_RUNNER] = "stdio"
                     hidden = run_stdio_tests(workspace, job.task.stdio, timeout_s=wall, backend=self.backend,
                                              limits=limits, slot=slot)
                 else:
@@ -172,23 +187,23 @@ class RolloutRunner:
                                               starter=job.task.workspace_dir, worker=self.warm,
                                               test_runner=job.task.test_runner)
             except SandboxError as exc:
-                meta["reason"] = f"sandbox failed: {exc}"
-                meta["infra_reason"] = "sandbox"
+                meta[REASON] = f"sandbox failed: {exc}"
+                meta[INFRA_REASON] = "sandbox"
                 return self._record(job, "infra_error", (), meta, result, agent_seconds, None, (), (), diff)
             if hidden.status == "test_error":
                 # the harness did not start, not even on the starter workspace (hidden_tests/fresh.py)
-                meta["reason"] = hidden.reason
-                meta["infra_reason"] = "test_error"
+                meta[REASON] = hidden.reason
+                meta[INFRA_REASON] = "test_error"
                 return self._record(job, "infra_error", hidden.outcomes, meta, result, agent_seconds,
                                     hidden, (), (), diff)
             if status == "completed" and hidden.status == "timeout":
                 status = "timeout"
             if hidden.reason:
-                meta["reason"] = hidden.reason
+                meta[REASON] = hidden.reason
             if hidden.forged:
-                meta["forged_outcomes"] = True
+                meta[FORGED_OUTCOMES] = True
             if hidden.tamper_files:
-                meta["tamper_files"] = list(hidden.tamper_files)
+                meta[TAMPER_FILES] = list(hidden.tamper_files)
             stage = "recording the rollout"
             outcome = self._record(job, status, hidden.outcomes, meta, result, agent_seconds, hidden,
                                    findings, scan_errors, diff, snap.files, snap.omitted)
@@ -203,16 +218,16 @@ class RolloutRunner:
             if result is None:
                 # nothing of the agent's ran yet (_call_agent turns the agent's own
                 # exceptions into agent_error): the harness failed
-                meta["reason"] = f"harness error while {stage}: {type(exc).__name__}: {exc}"[:600]
-                meta["infra_reason"] = "sandbox"  # the rollout's sandbox could not be prepared
+                meta[REASON] = f"harness error while {stage}: {type(exc).__name__}: {exc}"[:600]
+                meta[INFRA_REASON] = "sandbox"  # the rollout's sandbox could not be prepared
                 return self._record(job, "infra_error", (), meta, AgentResult(status="infra_error"),
                                     0.0, None, (), (), "")
             return self._harness_failure(job, stage, exc, meta, result, agent_seconds, diff)
         finally:
             remove_tree(tmp)
 
-    def _record(self, job: Job, status: str, outcomes: tuple[TestOutcome, ...], meta: dict[str, Any],
-                result: AgentResult, agent_seconds: float, hidden: HiddenTestRun | None,
+    def _record(self, job: Job, status: RolloutStatus, outcomes: tuple[TestOutcome, ...],
+                meta: dict[str, Any], result: AgentResult, agent_seconds: float, hidden: HiddenTestRun | None,
                 findings: tuple[Finding, ...], scan_errors: tuple[ScanError, ...], diff: str,
                 files: dict[str, bytes] | None = None,
                 omitted: tuple[tuple[str, str], ...] = ()) -> Outcome:
