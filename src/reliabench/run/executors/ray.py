@@ -38,6 +38,7 @@ from reliabench.errors import (
     UsageError,
     WorkersLostError,
 )
+from reliabench.meta_keys import RAY_ATTEMPTS, RAY_NODE, RAY_NODE_ID
 from reliabench.records import TestOutcome
 from reliabench.run.executors.ray_bundle import BundleManifest, pack_run_bundle, unpack_run_bundle
 from reliabench.run.plan import Job
@@ -200,8 +201,8 @@ class RayRolloutWorker:
         if outcome is None:
             return None
         record, art = outcome
-        return replace(record, meta={**record.meta, "ray_node": self.node_ip,
-                                     "ray_node_id": self.node_id}), art
+        return replace(record, meta={**record.meta, RAY_NODE: self.node_ip,
+                                     RAY_NODE_ID: self.node_id}), art
 
     def close(self) -> None:
         """Close the warm test workers and remove the unpacked files and the scratch folder."""
@@ -425,7 +426,7 @@ def _drive(ray: Any, pool: _Pool, jobs_left: Iterator[Job],
                 if outcome is not None and attempts[_key(job)]:
                     rollout, art = outcome
                     outcome = replace(rollout, meta={**rollout.meta,
-                                                     "ray_attempts": attempts[_key(job)] + 1}), art
+                                                     RAY_ATTEMPTS: attempts[_key(job)] + 1}), art
                 record(outcome)
     except BaseException:
         # record what already finished; the rest is abandoned (resume reruns it)
