@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from reliabench.errors import SandboxError, UsageError, WorkersLostError
+from reliabench.errors import InvalidArgumentError, SandboxError, UsageError, WorkersLostError
 from reliabench.records import Rollout
 from reliabench.run.executors import ray as ray_executor
 from reliabench.run.executors.ray import MAX_ATTEMPTS, WorkerStatus, _drive, _Pool
@@ -189,3 +189,10 @@ def test_stop_leaves_the_rest_for_the_resume_without_error() -> None:
     stop = threading.Event()
     got = _run([_Actor(0)], 10, stop, on_record=lambda k: stop.set() if k == 1 else None)
     assert 1 <= len(got) <= 2  # what was in flight when it was asked to stop
+
+
+def test_the_executor_needs_the_agents_file() -> None:
+    context = SimpleNamespace(agents_file=None, warm=None)
+    with pytest.raises(InvalidArgumentError, match="needs agents_file"):
+        ray_executor.RAY_EXECUTOR.run([], context)  # type: ignore[arg-type]
+    assert ray_executor.RAY_EXECUTOR.name == "ray"

@@ -29,9 +29,10 @@ import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from reliabench.errors import (
+    InvalidArgumentError,
     MissingExtraError,
     ReliabenchError,
     SandboxError,
@@ -46,8 +47,12 @@ from reliabench.run.rollout import Outcome, RolloutRunner
 from reliabench.run.settings import RunSettings
 from reliabench.tasks.suite import Suite
 
-__all__ = ["MAX_ATTEMPTS", "RESTART_WAIT_S", "RayInputs", "RayRolloutWorker", "WorkerSpec",
-           "WorkerStatus", "run_ray"]
+if TYPE_CHECKING:
+    from reliabench.sandbox import SandboxBackend
+    from reliabench.warm.hidden import WarmTests
+
+__all__ = ["MAX_ATTEMPTS", "RAY_EXECUTOR", "RESTART_WAIT_S", "RayContext", "RayExecutor", "RayInputs",
+           "RayRolloutWorker", "WorkerSpec", "WorkerStatus", "run_ray"]
 
 MAX_ATTEMPTS = 3
 """Submissions of one rollout whose actor died before it is left for a resume."""
@@ -283,6 +288,52 @@ def _key(job: Job) -> tuple[str, str, int]:
 
 def _describe(job: Job) -> str:
     return "/".join(map(str, _key(job)))
+
+
+class RayContext(Protocol):
+    """What :class:`RayExecutor` reads of the context ``run_suite`` hands executors."""
+
+    @property
+    def suite(self) -> Suite: ...  # noqa: D102
+    @property
+    def settings(self) -> RunSettings: ...  # noqa: D102
+    @property
+    def backend(self) -> SandboxBackend: ...  # noqa: D102
+    @property
+    def expected(self) -> dict[str, tuple[TestOutcome, ...]]: ...  # noqa: D102
+    @property
+    def warm(self) -> WarmTests | None: ...  # noqa: D102
+    @property
+    def record(self) -> Callable[[Outcome | None], None]: ...  # noqa: D102
+    @property
+    def stop(self) -> threading.Event | None: ...  # noqa: D102
+    @property
+    def agents_file(self) -> Path | None: ...  # noqa: D102
+
+
+class RayExecutor:
+    """``ray``: Ray actors, one per worker slot, on a local or remote cluster (``ray`` extra)."""
+
+    name = "ray"
+
+    def run(self, jobs: Iterable[Job], context: RayContext) -> None:
+        """Run ``jobs`` with :func:`run_ray`.
+
+        Raises:
+            InvalidArgumentError: no agents file (it is shipped to the nodes with its files).
+        """
+        if context.agents_file is None:
+            raise InvalidArgumentError("executor='ray' needs agents_file (it is shipped to the workers)")
+        if context.warm is not None:
+            context.warm.close()  # each Ray actor opens its own
+        run_ray(jobs, context.settings,
+                RayInputs(context.suite, Path(context.agents_file), context.expected,
+                          context.backend.name),
+                context.record, context.stop)
+
+
+RAY_EXECUTOR = RayExecutor()
+"""The ``ray`` executor object."""
 
 
 def run_ray(jobs: Iterable[Job], settings: RunSettings, inputs: RayInputs,
