@@ -29,7 +29,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any
 
 from reliabench.errors import (
     InvalidArgumentError,
@@ -41,17 +41,14 @@ from reliabench.errors import (
 )
 from reliabench.meta_keys import RAY_ATTEMPTS, RAY_NODE, RAY_NODE_ID
 from reliabench.records import TestOutcome
+from reliabench.run.executors.context import ExecutionContext
 from reliabench.run.executors.ray_bundle import BundleManifest, pack_run_bundle, unpack_run_bundle
 from reliabench.run.plan import Job
 from reliabench.run.rollout import Outcome, RolloutRunner
 from reliabench.run.settings import RunSettings
 from reliabench.tasks.suite import Suite
 
-if TYPE_CHECKING:
-    from reliabench.sandbox import SandboxBackend
-    from reliabench.warm.hidden import WarmTests
-
-__all__ = ["MAX_ATTEMPTS", "RAY_EXECUTOR", "RESTART_WAIT_S", "RayContext", "RayExecutor", "RayInputs",
+__all__ = ["MAX_ATTEMPTS", "RAY_EXECUTOR", "RESTART_WAIT_S", "RayExecutor", "RayInputs",
            "RayRolloutWorker", "WorkerSpec", "WorkerStatus", "run_ray"]
 
 MAX_ATTEMPTS = 3
@@ -290,37 +287,17 @@ def _describe(job: Job) -> str:
     return "/".join(map(str, _key(job)))
 
 
-class RayContext(Protocol):
-    """What :class:`RayExecutor` reads of the context ``run_suite`` hands executors."""
-
-    @property
-    def suite(self) -> Suite: ...  # noqa: D102
-    @property
-    def settings(self) -> RunSettings: ...  # noqa: D102
-    @property
-    def backend(self) -> SandboxBackend: ...  # noqa: D102
-    @property
-    def expected(self) -> dict[str, tuple[TestOutcome, ...]]: ...  # noqa: D102
-    @property
-    def warm(self) -> WarmTests | None: ...  # noqa: D102
-    @property
-    def record(self) -> Callable[[Outcome | None], None]: ...  # noqa: D102
-    @property
-    def stop(self) -> threading.Event | None: ...  # noqa: D102
-    @property
-    def agents_file(self) -> Path | None: ...  # noqa: D102
-
-
 class RayExecutor:
     """``ray``: Ray actors, one per worker slot, on a local or remote cluster (``ray`` extra)."""
 
     name = "ray"
 
-    def run(self, jobs: Iterable[Job], context: RayContext) -> None:
-        """Run ``jobs`` with :func:`run_ray`.
+    def run(self, jobs: Iterable[Job], context: ExecutionContext) -> None:
+        """Run ``jobs`` with :func:`run_ray` (see :class:`~reliabench.run.executors.Executor`).
 
         Raises:
             InvalidArgumentError: no agents file (it is shipped to the nodes with its files).
+            MissingExtraError: Ray is not installed.
         """
         if context.agents_file is None:
             raise InvalidArgumentError("executor='ray' needs agents_file (it is shipped to the workers)")
