@@ -151,6 +151,8 @@ OTHER_TESTS: dict[str, str] = {
     "test_importers.py": "every importer on synthetic fixtures, and on the real public files when present",
     "test_plugin_examples.py": "the guide's worked plugin examples, one per kind, installed as a third party would",
     "test_public_extracts.py": "vendored extracts of public results, through importers and studies",
+    "test_run_executors_ray_cluster.py": "the Ray executor on a real two-node cluster (ray start), a node killed mid-run",
+    "test_run_executors_ray_drive.py": "the Ray driver loop against a scripted fake Ray: deaths, restarts, give-up",
     "test_report_browser.py": "the report page in a real browser",
     "test_report_render_golden.py": "every study command's output (and the HTML report) pinned byte for byte",
     "test_report_page.py": "the report page of a real run: heatmap, figures, provenance, explorer, server",
