@@ -1,6 +1,6 @@
 """The outcome channel parser and its pipe: whatever the tested code writes, nothing escapes.
 
-``_parse_channel`` reads bytes written by a process that ran the agent's code, so it must never
+``parse_channel`` reads bytes written by a process that ran the agent's code, so it must never
 raise, and junk mixed into a genuine stream must never ADD a passing test. Property tests with
 Hypothesis, plus the cases a hostile-input review found (non-ASCII MAC, deep nesting, huge
 integers) and their neighbours.
@@ -21,7 +21,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from reliabench.hidden_tests.fresh import _parse_channel
+from reliabench.hidden_tests.channel import parse_channel
 from reliabench.hidden_tests.outcome_pipe import OutcomePipe
 
 KEY = b"k" * 64
@@ -47,7 +47,7 @@ def genuine(outcomes: dict[str, str]) -> list[bytes]:
 
 
 def trusted_passes(data: bytes) -> set[str]:
-    ch = _parse_channel(data, KEY, set(NAMES))
+    ch = parse_channel(data, KEY, set(NAMES))
     return {n for n, (o, _s) in ch.tests.items() if o == "passed" and n not in ch.poisoned}
 
 
@@ -78,7 +78,7 @@ HOSTILE_LINES = [
 def test_a_hostile_line_is_flagged_never_raised(line: bytes) -> None:
     clean = genuine({"t.py::a": "failed", "t.py::b": "passed"})
     data = b"".join([clean[0], line, *clean[1:]])
-    ch = _parse_channel(data, KEY, set(NAMES))
+    ch = parse_channel(data, KEY, set(NAMES))
     assert ch.problems  # flagged
     assert trusted_passes(data) <= {"t.py::b"}  # never a new pass
 
@@ -91,7 +91,7 @@ def test_signed_but_malformed_lists_do_not_raise() -> None:
         signed(3, event="test", name="t.py::a", outcome="passed", security=[1]),
         signed(4, event="end", exitstatus=0, tests=[[1, 2], "zz"]),
     ])
-    ch = _parse_channel(data, KEY, set(NAMES))
+    ch = parse_channel(data, KEY, set(NAMES))
     assert ch.started and ch.ended
     assert any("malformed collection" in p for p in ch.problems)
 
@@ -99,7 +99,7 @@ def test_signed_but_malformed_lists_do_not_raise() -> None:
 def test_sequence_numbers_that_are_not_integers() -> None:
     data = b"".join([signed(1, event="start", pid=1),
                      signed(True, event="test", name="t.py::a", outcome="passed", security=False)])  # type: ignore[arg-type]
-    ch = _parse_channel(data, KEY, set(NAMES))
+    ch = parse_channel(data, KEY, set(NAMES))
     assert "t.py::a" in ch.poisoned
 
 
@@ -115,7 +115,7 @@ json_values = st.recursive(json_scalars, lambda inner: st.lists(inner, max_size=
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.binary(max_size=2000))
 def test_arbitrary_bytes_never_raise(data: bytes) -> None:
-    ch = _parse_channel(data, KEY, set(NAMES))
+    ch = parse_channel(data, KEY, set(NAMES))
     assert not ch.tests  # nothing unsigned is ever trusted
 
 
@@ -124,7 +124,7 @@ def test_arbitrary_bytes_never_raise(data: bytes) -> None:
                                 json_values, max_size=6), max_size=8))
 def test_arbitrary_json_objects_never_raise(objs: list[dict[str, Any]]) -> None:
     data = b"".join(json.dumps(o).encode() + b"\n" for o in objs)
-    ch = _parse_channel(data, KEY, set(NAMES))
+    ch = parse_channel(data, KEY, set(NAMES))
     assert not ch.tests
 
 

@@ -17,9 +17,9 @@ import pytest
 
 from reliabench.errors import SandboxError, SuiteError
 from reliabench.hidden_tests.fresh import (
-    _parse_channel,
     collect_hidden_tests,
     find_tamper_files,
+    parse_channel,
     run_hidden_tests,
 )
 from reliabench.records import TestOutcome
@@ -452,7 +452,7 @@ def test_channel_accepts_a_clean_stream() -> None:
         _line(2, event="test", name="t::a", outcome="passed", security=False),
         _line(3, event="end", exitstatus=0, tests=[["t::a", "passed"]]),
     )
-    ch = _parse_channel(data, KEY, {"t::a"})
+    ch = parse_channel(data, KEY, {"t::a"})
     assert ch.started
     assert ch.ended
     assert not ch.problems
@@ -483,7 +483,7 @@ def test_channel_accepts_a_clean_stream() -> None:
 )
 def test_channel_flags_forgery(lines: list[bytes], problem: str) -> None:
     data = _stream(_line(1, event="start", pid=1), *lines)
-    ch = _parse_channel(data, KEY, {"t::a"})
+    ch = parse_channel(data, KEY, {"t::a"})
     assert any(problem in p for p in ch.problems), ch.problems
     if "t::a" in ch.tests and problem not in ("not expected", "unreadable", "bad signature"):
         assert "t::a" in ch.poisoned

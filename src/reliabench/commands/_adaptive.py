@@ -9,7 +9,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from reliabench.agents.config import load_agents
-from reliabench.commands._common import console
+from reliabench.commands._common import console, run_provenance
 from reliabench.errors import InvalidArgumentError
 from reliabench.run.adaptive import ADAPTIVE_FILE, AdaptiveRunResult, run_adaptive
 from reliabench.run.runner import ProgressEvent, RunSettings
@@ -98,10 +98,8 @@ def execute_adaptive(suite_spec: str, agents_file: Path, out: Path, settings: Ru
             print(f"rollouts {ev.done}/{ev.total} (this round's plan) passed {ev.passed}",
                   file=sys.stderr, flush=True)
 
-    from reliabench.commands.run import _provenance
-
     result = run_adaptive(suite, agents, out, settings, design, tasks=tasks or None, on_round=on_round,
-                          agents_file=agents_file, progress=progress, provenance=_provenance(agents_file))
+                          agents_file=agents_file, progress=progress, provenance=run_provenance(agents_file))
     if result.stop_reason == "interrupted":
         err.print("stopped before the round finished: run the same command again to resume")
     else:

@@ -15,18 +15,19 @@ from reliabench.metrics.security import FindingFilter, SecurityThreshold, parse_
 
 __all__ = [
     "SIMULATED",
-    "test_workers_option",
     "agent_label",
     "console",
     "emit",
+    "format_option",
     "invocation",
+    "k_option",
     "resolve_security",
+    "run_provenance",
     "sandbox_option",
     "security_config_option",
-    "format_option",
-    "k_option",
-    "source_options",
     "set_invocation",
+    "source_options",
+    "test_workers_option",
     "threshold_option",
 ]
 
@@ -172,3 +173,12 @@ SIMULATED = "[SIMULATED]"
 def agent_label(agent: str, simulated: frozenset[str] | set[str]) -> str:
     """``agent``, marked ``[SIMULATED]`` when it is a simulated agent."""
     return f"{agent} {SIMULATED}" if agent in simulated else agent
+
+
+def run_provenance(agents_file: Path) -> dict[str, object]:
+    """The command line and the agents' configuration, secrets masked, to keep with the run."""
+    from reliabench.files.toml import read_toml
+    from reliabench.report.provenance import mask_argv, mask_secrets
+
+    return {"command_line": mask_argv(invocation()),
+            "agents_config": mask_secrets(dict(read_toml(agents_file, "an agents file")))}

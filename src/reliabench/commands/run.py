@@ -21,7 +21,7 @@ from reliabench.agents.config import load_agents
 from reliabench.agents.preflight import check_agents, preflight_error
 from reliabench.commands._common import (
     console,
-    invocation,
+    run_provenance,
     sandbox_option,
     security_config_option,
     test_workers_option,
@@ -68,7 +68,7 @@ def execute_run(suite_spec: str, agents_file: Path, n: int, out: Path, *, worker
                   f"{len(agents)} agent(s) x n={n} -> {out}")
         if simulated:
             err.print(f"[yellow]SIMULATED agents (not real models): {', '.join(simulated)}[/]")
-    prov = _provenance(agents_file)
+    prov = run_provenance(agents_file)
     if quiet:
         return run_suite(suite, agents, out, settings, tasks=tasks or None, agents_file=agents_file,
                          provenance=prov)
@@ -100,15 +100,6 @@ def execute_run(suite_spec: str, agents_file: Path, n: int, out: Path, *, worker
     if summary.isolation == "none":
         err.print("[bold red]WARNING: no sandbox isolation: agent code ran with rlimits only[/]")
     return summary
-
-
-def _provenance(agents_file: Path) -> dict[str, object]:
-    """The command line and the agents' configuration, secrets masked, to keep with the run."""
-    from reliabench.files.toml import read_toml
-    from reliabench.report.provenance import mask_argv, mask_secrets
-
-    return {"command_line": mask_argv(invocation()),
-            "agents_config": mask_secrets(dict(read_toml(agents_file, "an agents file")))}
 
 
 def _policy(path: Path | None) -> dict[str, object] | None:

@@ -37,32 +37,29 @@ change them (read-only bind) and cannot see other rollouts' workspaces.
 from __future__ import annotations
 
 import configparser
-import contextlib
-import hashlib
-import hmac
-import json
 import os
 import secrets
 import shutil
 import sys
 import tempfile
 import time
-from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Final
 
 from reliabench.errors import SandboxError, SuiteError
 from reliabench.files.untrusted import file_kind, read_bounded, remove_tree, walk_tree
+from reliabench.hidden_tests.channel import parse_channel
 from reliabench.hidden_tests.outcome_pipe import OutcomePipe
-from reliabench.records import OUTCOMES, TestOutcome
+from reliabench.hidden_tests.staging import PLUGIN_MODULE, RawRun, pytest_command, staged
+from reliabench.records import TestOutcome
 from reliabench.sandbox import (
     DEFAULT_PATH,
     Limits,
     SandboxBackend,
     SandboxResult,
     get_backend,
-    slot_uid,
 )
 
 if TYPE_CHECKING:
@@ -76,9 +73,6 @@ __all__ = [
     "find_tamper_files",
     "run_hidden_tests",
 ]
-
-PLUGIN_MODULE: Final = "_reliabench_outcome_plugin"
-"""The module name under which the outcome plugin is loaded inside the sandbox."""
 
 TAMPER_NAMES: Final = frozenset(
     {
@@ -101,15 +95,6 @@ TAMPER_NAMES: Final = frozenset(
 """File or directory names that are flagged wherever they appear in a workspace."""
 
 _LOG_BYTES: Final = 64 * 1024
-_BOOT: Final = (
-    "import sys; sys.path.insert(0, {plugin_dir!r}); import pytest; "
-    "raise SystemExit(pytest.console_main())"
-)
-_INI: Final = """[pytest]
-# written by reliabench: the only ini file the hidden tests run with
-addopts =
-python_files = test_*.py *_test.py
-"""
 
 
 @dataclass(frozen=True, slots=True)
@@ -226,224 +211,6 @@ def find_tamper_files(workspace: Path, *, starter: Path | None = None) -> tuple[
 # --------------------------------------------------------------------------------------------
 
 
-@contextlib.contextmanager
-def _staged(tests_dir: Path, slot: int, parent: Path | None = None) -> Iterator[Path]:
-    """Copy the hidden tests and the plugin to a private directory; remove it afterwards."""
-    if not tests_dir.is_dir():
-        raise SandboxError(f"hidden tests directory not found: {tests_dir}")
-    staging = Path(tempfile.mkdtemp(prefix="rb-hidden-", dir=parent))
-    try:
-        shutil.copytree(
-            tests_dir,
-            staging / "tests",
-            ignore=shutil.ignore_patterns("__pycache__", "*.pyc", ".pytest_cache"),
-        )
-        plugin_dir = staging / "plugin"
-        plugin_dir.mkdir()
-        plugin_src = Path(__file__).with_name("_outcome_plugin.py")
-        shutil.copyfile(plugin_src, plugin_dir / f"{PLUGIN_MODULE}.py")
-        (staging / "pytest.ini").write_text(_INI, encoding="utf-8")
-        for dirpath, dirnames, filenames in os.walk(staging):
-            for d in dirnames:
-                os.chmod(os.path.join(dirpath, d), 0o755)
-            for f in filenames:
-                os.chmod(os.path.join(dirpath, f), 0o644)
-        if os.geteuid() == 0:
-            # only this slot's group may enter (other slots' agents must not read the tests).
-            # Owned by root, not by the slot uid: the namespaces backend removes the slot
-            # uid's files from /tmp after each run, and a run of the same slot in another
-            # process may end while this directory waits for the slot lock.
-            os.chown(staging, 0, slot_uid(slot))
-            os.chmod(staging, 0o750)
-        else:
-            os.chmod(staging, 0o700)
-        yield staging
-    finally:
-        remove_tree(staging)
-
-
-@dataclass
-class _Channel:
-    """The parent's view of the outcome stream of one run."""
-
-    started: bool = False
-    ended: bool = False
-    collected: list[tuple[str, bool]] | None = None
-    collect_errors: list[str] = field(default_factory=list)
-    tests: dict[str, tuple[str, bool]] = field(default_factory=dict)
-    order: list[str] = field(default_factory=list)
-    poisoned: set[str] = field(default_factory=set)
-    problems: list[str] = field(default_factory=list)
-    end_tests: list[tuple[str, str]] | None = None
-    next_seq: int = 1
-
-    def forge(self, problem: str, name: str | None = None) -> None:
-        if len(self.problems) < 20:
-            self.problems.append(problem)
-        if name is not None:
-            self.poisoned.add(name)
-
-
-def _parse_channel(data: bytes, key: bytes, expected: set[str] | None) -> _Channel:
-    """Check every line of the outcome stream; see the module docstring for the rules.
-
-    Never raises: the stream comes from a process that ran the agent's code, so a line that
-    cannot even be checked (deep nesting, huge numbers, odd types) is a forged line like any
-    other, and the rollout goes on with it poisoned.
-    """
-    ch = _Channel()
-    try:
-        lines = data.splitlines()
-    except Exception:  # pragma: no cover - bytes.splitlines does not fail
-        ch.forge("unreadable outcome stream")
-        return ch
-    for raw in lines:
-        if not raw.strip():
-            continue
-        try:
-            _take_line(ch, raw, key, expected)
-        except Exception as exc:
-            ch.forge(f"outcome line that could not be checked ({type(exc).__name__}): {raw[:80]!r}")
-    try:
-        _check_end(ch, expected)
-    except Exception as exc:
-        ch.forge(f"end-of-session line that could not be checked ({type(exc).__name__})")
-        ch.poisoned.update(ch.tests)
-    return ch
-
-
-def _decode_line(raw: bytes) -> tuple[dict[str, object], object, str] | None:
-    """``(object without mac, mac, canonical text)``, or None for a line that is not one."""
-    try:
-        obj = json.loads(raw)
-    except (ValueError, RecursionError, TypeError):  # JSONDecodeError, int digits, depth
-        return None
-    if not isinstance(obj, dict) or "mac" not in obj:
-        return None
-    mac = obj.pop("mac")
-    try:
-        text = json.dumps(obj, sort_keys=True, separators=(",", ":"))
-    except (ValueError, RecursionError, TypeError):
-        return None
-    return obj, mac, text
-
-
-def _take_line(ch: _Channel, raw: bytes, key: bytes, expected: set[str] | None) -> None:
-    decoded = _decode_line(raw)
-    if decoded is None:
-        ch.forge(f"unreadable outcome line: {raw[:80]!r}")
-        return
-    obj, mac, text = decoded
-    good = hmac.new(key, text.encode("utf-8", "surrogatepass"), hashlib.sha256).hexdigest()
-    # compare_digest raises TypeError on a non-ASCII str: check the type and alphabet first
-    if not (isinstance(mac, str) and mac.isascii() and hmac.compare_digest(mac, good)):
-        who = obj.get("name")
-        label = who[:200] if isinstance(who, str) else "no test"
-        ch.forge(f"outcome line with a bad signature (for {label})")
-        return
-    seq = obj.get("seq")
-    event = obj.get("event")
-    raw_name = obj.get("name")
-    name = raw_name if isinstance(raw_name, str) else None
-    if seq != ch.next_seq or isinstance(seq, bool):
-        ch.forge(f"outcome line out of sequence (seq {seq!r:.40}, expected {ch.next_seq})", name)
-    ch.next_seq = (seq + 1) if isinstance(seq, int) and not isinstance(seq, bool) else ch.next_seq + 1
-    if ch.ended:
-        ch.forge(f"outcome line after the end of the session ({event!r:.40})", name)
-        return
-    if event == "start":
-        if ch.started:
-            ch.forge("second start line")
-        ch.started = True
-    elif not ch.started:
-        ch.forge(f"outcome line before the start line ({event!r:.40})", name)
-    elif event == "collected":
-        tests = _pairs(obj.get("tests"))
-        if ch.collected is not None or tests is None:
-            ch.forge("second or malformed collection line")
-        else:
-            ch.collected = [(a, bool(b)) for a, b in tests]
-    elif event == "collect_error":
-        ch.collect_errors.append(str(name))
-    elif event == "test":
-        outcome = obj.get("outcome")
-        if name is None or outcome not in OUTCOMES:
-            ch.forge(f"malformed test line for {name!r:.200}", name)
-        elif expected is not None and name not in expected:
-            ch.forge(f"outcome for a test that is not expected: {name:.200}")
-        elif name in ch.tests:
-            ch.forge(f"two outcome lines for one test: {name:.200}", name)
-        else:
-            ch.tests[name] = (str(outcome), obj.get("security") is True)
-            ch.order.append(name)
-    elif event == "end":
-        ch.ended = True
-        tests = _pairs(obj.get("tests"))
-        if tests is not None:
-            ch.end_tests = [(a, str(b)) for a, b in tests]
-    else:
-        ch.forge(f"outcome line with an unknown event {event!r:.40}")
-
-
-def _pairs(value: object) -> list[tuple[str, object]] | None:
-    """A JSON list of ``[str, x]`` pairs, or None when it is anything else."""
-    if not isinstance(value, list):
-        return None
-    out: list[tuple[str, object]] = []
-    for item in value:
-        if not isinstance(item, list) or len(item) != 2 or not isinstance(item[0], str):
-            return None
-        out.append((item[0], item[1]))
-    return out
-
-
-def _check_end(ch: _Channel, expected: set[str] | None) -> None:
-    if ch.ended and ch.end_tests is not None:
-        # the plugin's own list of what it wrote must match what was read, line for line
-        claimed = dict(ch.end_tests)
-        for name, (outcome, _sec) in ch.tests.items():
-            if claimed.get(name) != outcome:
-                ch.forge(f"outcome line the plugin did not write: {name:.200}", name)
-        for name in claimed:
-            if name not in ch.tests and (expected is None or name in expected):
-                ch.forge(f"the plugin wrote an outcome that was not read: {name:.200}", name)
-
-
-def _pytest_command(python: str, staging: Path, extra: Sequence[str]) -> list[str]:
-    tests = staging / "tests"
-    return [
-        python,
-        "-I",
-        "-B",
-        "-c",
-        _BOOT.format(plugin_dir=str(staging / "plugin")),
-        "-c",
-        str(staging / "pytest.ini"),
-        "--rootdir",
-        str(tests),
-        "--confcutdir",
-        str(tests),
-        "-p",
-        "no:cacheprovider",
-        "-p",
-        PLUGIN_MODULE,
-        "--import-mode=append",
-        "-q",
-        "--color=no",
-        "--tb=short",
-        "-o",
-        "console_output_style=classic",
-        *extra,
-        str(tests),
-    ]
-
-
-@dataclass(frozen=True, slots=True)
-class _RawRun:
-    result: SandboxResult
-    channel: _Channel
-
-
 def _run_pytest(
     workspace: Path,
     tests_dir: Path,
@@ -457,7 +224,7 @@ def _run_pytest(
     order_seed: int | None = None,
     worker: WarmTests | None = None,
     test_runner: str = "pytest",
-) -> _RawRun:
+) -> RawRun:
     if worker is not None and order_seed is None:  # a warm test worker instead of a fresh process
         # (a shuffled order needs the plugin's import-time seed: re-tests with one run fresh)
         return worker.run_tests(workspace, tests_dir, limits=limits, slot=slot, extra=extra,
@@ -466,7 +233,7 @@ def _run_pytest(
     if not workspace.is_dir():
         raise SandboxError(f"workspace is not a directory: {workspace}")
     key = secrets.token_hex(32).encode("ascii")
-    with _staged(Path(tests_dir), slot) as staging:
+    with staged(Path(tests_dir), slot) as staging:
         key_r, key_w = os.pipe()
         pipe = OutcomePipe()
         try:
@@ -487,7 +254,7 @@ def _run_pytest(
             if order_seed is not None:
                 env["RELIABENCH_ORDER_SEED"] = str(int(order_seed))
             result = backend.run(
-                _pytest_command(python, staging, extra),
+                pytest_command(python, staging, extra),
                 workdir=workspace,
                 readonly=[staging],
                 env=env,
@@ -500,11 +267,11 @@ def _run_pytest(
             os.close(key_r)
             if key_w >= 0:
                 os.close(key_w)
-    channel = _parse_channel(pipe.data, key, expected)
+    channel = parse_channel(pipe.data, key, expected)
     if pipe.overflow:
         channel.forge(f"the outcome stream exceeded {pipe.cap} bytes ({pipe.overflow} more were "
                       "dropped): junk written to the channel by the tested code")
-    return _RawRun(result, channel)
+    return RawRun(result, channel)
 
 
 def _log_of(result: SandboxResult) -> str:

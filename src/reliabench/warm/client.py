@@ -9,7 +9,7 @@ killed it) is restarted before the next request; a request whose server died und
 retried once on a new server, then reported as a :class:`~reliabench.errors.SandboxError`
 (the runner records an ``infra_error`` and retries the rollout).
 
-:func:`warm_unavailable_reason` probes once per process whether warm workers work here
+:func:`reliabench.warm.hidden.warm_unavailable_reason` probes once per process whether warm workers work here
 (root, namespaces, a jailed round trip); where they do not, the fresh-process path runs.
 """
 
@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import base64
 import contextlib
-import functools
 import os
 import secrets
 import shutil
@@ -44,7 +43,6 @@ __all__ = [
     "TEST_PATHS",
     "WarmRaw",
     "WarmWorkers",
-    "warm_unavailable_reason",
 ]
 
 ISOLATION: Final = "warm"
@@ -344,19 +342,3 @@ class WarmWorkers:
 def new_key() -> bytes:
     """A fresh per-run secret for the outcome channel (same form as the fresh path's)."""
     return secrets.token_hex(32).encode("ascii")
-
-
-@functools.cache
-def warm_unavailable_reason() -> str | None:
-    """Why warm test workers cannot run here, or None when a jailed round trip works.
-
-    Probed once per process: root, ``pidfd_open``, and one plain test run in a jail.
-    """
-    if os.geteuid() != 0:
-        return "warm test workers need root (unprivileged user namespaces are not used yet)"
-    try:
-        from reliabench.warm.hidden import probe_round_trip
-
-        return probe_round_trip()
-    except (SandboxError, OSError) as exc:
-        return str(exc)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import functools
 import logging
 import os
 import shutil
@@ -19,11 +20,12 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from reliabench.errors import InvalidArgumentError, SandboxError
-from reliabench.hidden_tests.fresh import _parse_channel, _pytest_command, _RawRun, _staged
+from reliabench.hidden_tests.channel import parse_channel
+from reliabench.hidden_tests.staging import RawRun, pytest_command, staged
 from reliabench.sandbox import Limits
-from reliabench.warm.client import TEST_PATHS, WarmWorkers, new_key, warm_unavailable_reason
+from reliabench.warm.client import TEST_PATHS, WarmWorkers, new_key
 
-__all__ = ["WarmTests", "open_test_workers", "probe_round_trip"]
+__all__ = ["WarmTests", "open_test_workers", "probe_round_trip", "warm_unavailable_reason"]
 
 logger = logging.getLogger(__name__)
 
@@ -84,7 +86,7 @@ class WarmTests:
             if hit is not None and hit[0] == stamp and hit[1].is_dir():
                 return hit[1]
             stack = contextlib.ExitStack()
-            staging = stack.enter_context(_staged(Path(real), slot, self._stage_root))
+            staging = stack.enter_context(staged(Path(real), slot, self._stage_root))
             self._staged[key] = (stamp, staging, stack)
         if hit is not None:
             hit[2].close()
@@ -100,7 +102,7 @@ class WarmTests:
         extra: Sequence[str],
         expected: set[str] | None,
         test_runner: str = "pytest",
-    ) -> _RawRun:
+    ) -> RawRun:
         """Stage ``tests_dir``, run it on ``workspace`` in the slot's warm worker, parse the channel.
 
         ``test_runner`` ``plain`` uses the lean runner (not with ``extra`` arguments, which
@@ -115,10 +117,10 @@ class WarmTests:
         runner = "plain" if test_runner == "plain" and not extra else "pytest"
         key = new_key()
         staging = self._staging(Path(tests_dir), slot)
-        args = _pytest_command("python", staging, extra)[5:]
+        args = pytest_command("python", staging, extra)[5:]
         raw = self.workers.run_raw(workspace, staging, runner=runner, pytest_args=args,
                                    key=key, limits=limits, slot=slot)
-        return _RawRun(raw.result, _parse_channel(raw.channel, key, expected))
+        return RawRun(raw.result, parse_channel(raw.channel, key, expected))
 
 
 _spare: list[WarmWorkers] = []
@@ -175,11 +177,25 @@ def probe_round_trip() -> str | None:
         shutil.rmtree(base, ignore_errors=True)
 
 
+@functools.cache
+def warm_unavailable_reason() -> str | None:
+    """Why warm test workers cannot run here, or None when a jailed round trip works.
+
+    Probed once per process: root, ``pidfd_open``, and one plain test run in a jail.
+    """
+    if os.geteuid() != 0:
+        return "warm test workers need root (unprivileged user namespaces are not used yet)"
+    try:
+        return probe_round_trip()
+    except (SandboxError, OSError) as exc:
+        return str(exc)
+
+
 def open_test_workers(choice: str) -> WarmTests | None:
     """The test workers of a run: warm servers, or None for fresh sandboxed processes.
 
     Args:
-        choice: ``auto`` (warm where :func:`~reliabench.warm.client.warm_unavailable_reason`
+        choice: ``auto`` (warm where :func:`warm_unavailable_reason`
             says it works, else fresh), ``warm`` (warm or an error) or ``fresh``.
 
     Returns:

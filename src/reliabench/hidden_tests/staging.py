@@ -1,0 +1,106 @@
+"""Staging hidden tests for a sandboxed run: a private copy, the outcome plugin, one ini file."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Final
+
+from reliabench.errors import SandboxError
+from reliabench.files.untrusted import remove_tree
+from reliabench.hidden_tests.channel import Channel
+from reliabench.sandbox import SandboxResult, slot_uid
+
+__all__ = ["PLUGIN_MODULE", "RawRun", "pytest_command", "staged"]
+
+PLUGIN_MODULE: Final = "_reliabench_outcome_plugin"
+"""The module name under which the outcome plugin is loaded inside the sandbox."""
+
+_BOOT: Final = (
+    "import sys; sys.path.insert(0, {plugin_dir!r}); import pytest; "
+    "raise SystemExit(pytest.console_main())"
+)
+_INI: Final = """[pytest]
+# written by reliabench: the only ini file the hidden tests run with
+addopts =
+python_files = test_*.py *_test.py
+"""
+
+
+@contextlib.contextmanager
+def staged(tests_dir: Path, slot: int, parent: Path | None = None) -> Iterator[Path]:
+    """Copy the hidden tests and the plugin to a private directory; remove it afterwards."""
+    if not tests_dir.is_dir():
+        raise SandboxError(f"hidden tests directory not found: {tests_dir}")
+    staging = Path(tempfile.mkdtemp(prefix="rb-hidden-", dir=parent))
+    try:
+        shutil.copytree(
+            tests_dir,
+            staging / "tests",
+            ignore=shutil.ignore_patterns("__pycache__", "*.pyc", ".pytest_cache"),
+        )
+        plugin_dir = staging / "plugin"
+        plugin_dir.mkdir()
+        plugin_src = Path(__file__).with_name("_outcome_plugin.py")
+        shutil.copyfile(plugin_src, plugin_dir / f"{PLUGIN_MODULE}.py")
+        (staging / "pytest.ini").write_text(_INI, encoding="utf-8")
+        for dirpath, dirnames, filenames in os.walk(staging):
+            for d in dirnames:
+                os.chmod(os.path.join(dirpath, d), 0o755)
+            for f in filenames:
+                os.chmod(os.path.join(dirpath, f), 0o644)
+        if os.geteuid() == 0:
+            # only this slot's group may enter (other slots' agents must not read the tests).
+            # Owned by root, not by the slot uid: the namespaces backend removes the slot
+            # uid's files from /tmp after each run, and a run of the same slot in another
+            # process may end while this directory waits for the slot lock.
+            os.chown(staging, 0, slot_uid(slot))
+            os.chmod(staging, 0o750)
+        else:
+            os.chmod(staging, 0o700)
+        yield staging
+    finally:
+        remove_tree(staging)
+
+
+def pytest_command(python: str, staging: Path, extra: Sequence[str]) -> list[str]:
+    """The pytest command line for staged tests: isolated, only the outcome plugin, one ini file."""
+    tests = staging / "tests"
+    return [
+        python,
+        "-I",
+        "-B",
+        "-c",
+        _BOOT.format(plugin_dir=str(staging / "plugin")),
+        "-c",
+        str(staging / "pytest.ini"),
+        "--rootdir",
+        str(tests),
+        "--confcutdir",
+        str(tests),
+        "-p",
+        "no:cacheprovider",
+        "-p",
+        PLUGIN_MODULE,
+        "--import-mode=append",
+        "-q",
+        "--color=no",
+        "--tb=short",
+        "-o",
+        "console_output_style=classic",
+        *extra,
+        str(tests),
+    ]
+
+
+@dataclass(frozen=True, slots=True)
+class RawRun:
+    """One run of the hidden tests: the sandbox's result and the checked outcome channel."""
+
+    result: SandboxResult
+    channel: Channel
