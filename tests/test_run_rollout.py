@@ -8,12 +8,13 @@ workspace, the scan (Bandit), the snapshot and the diff are real.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pytest
+from suite_helpers import one_task_suite
 
 from reliabench.agents.base import AgentRequest, AgentResult
 from reliabench.errors import SandboxError
@@ -57,15 +58,8 @@ class Agent:
 
 @pytest.fixture
 def task(tmp_path: Path) -> Task:
-    root = tmp_path / "suite"
-    t = root / "tasks" / "t1"
-    (t / "workspace").mkdir(parents=True)
-    (t / "tests").mkdir()
-    (root / "suite.toml").write_text('name = "paths"\nversion = "0.1"\n')
-    (t / "task.toml").write_text('id = "t1"\nlanguage = "python"\ntimeout_s = 30\n')
-    (t / "prompt.md").write_text("Write run.\n")
-    (t / "workspace" / "main.py").write_text("def run(cmd):\n    raise NotImplementedError\n")
-    (t / "tests" / "test_main.py").write_text("def test_x():\n    assert True\n")
+    root = one_task_suite(tmp_path, {"main.py": "def run(cmd):\n    raise NotImplementedError\n"},
+                          {"test_main.py": "def test_x():\n    assert True\n"}, name="paths")
     return load_suite(root).task("t1")
 
 
@@ -185,12 +179,16 @@ def test_tamper_and_forgery_are_on_the_record(runner: RolloutRunner, task: Task,
     assert r.tamper_suspected and r.meta["forged_outcomes"] and r.meta["tamper_files"] == ["conftest.py"]
 
 
+def _raising(exc: BaseException) -> Callable[..., Any]:
+    def broken(*args: Any, **kw: Any) -> Any:
+        raise exc
+
+    return broken
+
+
 def test_before_the_agent_ran(runner: RolloutRunner, task: Task, tests: CannedTests, tmp_path: Path,
                               monkeypatch: pytest.MonkeyPatch) -> None:
-    def broken(*args: Any, **kw: Any) -> None:
-        raise OSError("disk full")
-
-    monkeypatch.setattr(rollout_mod, "materialize", broken)
+    monkeypatch.setattr(rollout_mod, "materialize", _raising(OSError("disk full")))
     agent = Agent()
     r, art = _run(runner, task, agent, tmp_path)
     assert r.status == "infra_error" and r.meta["infra_reason"] == "sandbox" and agent.calls == 0
@@ -200,10 +198,7 @@ def test_before_the_agent_ran(runner: RolloutRunner, task: Task, tests: CannedTe
 
 def test_after_the_agent_ran(runner: RolloutRunner, task: Task, tests: CannedTests, tmp_path: Path,
                              monkeypatch: pytest.MonkeyPatch) -> None:
-    def broken(*args: Any, **kw: Any) -> str:
-        raise RecursionError("deep")
-
-    monkeypatch.setattr(rollout_mod, "workspace_diff", broken)
+    monkeypatch.setattr(rollout_mod, "workspace_diff", _raising(RecursionError("deep")))
     r, art = _run(runner, task, Agent(), tmp_path)
     assert r.status == "test_error" and tests.calls == 0
     assert r.meta["reason"] == "harness error while diffing the workspace: RecursionError: deep"
@@ -212,10 +207,7 @@ def test_after_the_agent_ran(runner: RolloutRunner, task: Task, tests: CannedTes
 
 def test_the_last_line_of_defence(runner: RolloutRunner, task: Task, tests: CannedTests, tmp_path: Path,
                                   monkeypatch: pytest.MonkeyPatch) -> None:
-    def broken(*args: Any, **kw: Any) -> Outcome:
-        raise KeyError("escaped")
-
-    monkeypatch.setattr(runner, "_attempt", broken)
+    monkeypatch.setattr(runner, "_attempt", _raising(KeyError("escaped")))
     r, art = _run(runner, task, Agent(), tmp_path)
     assert r.status == "test_error" and r.meta["reason"] == "harness error while running the rollout: KeyError: 'escaped'"
     assert art.agent_log == "" and r.cost is not None and r.cost.seconds == 0.0

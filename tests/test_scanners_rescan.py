@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from suite_helpers import one_task_suite
 
 from reliabench.errors import UsageError
 from reliabench.records import Finding, Rollout
@@ -21,17 +22,8 @@ OLD_FINDING = Finding("old-scanner", "X1", "low", "low", None, "gone.py", 1, "st
 
 
 def _suite(root: Path) -> Path:
-    suite = root / "suite"
-    task = suite / "tasks" / "t1"
-    (task / "workspace").mkdir(parents=True)
-    (task / "tests").mkdir()
-    (suite / "suite.toml").write_text('name = "rescan"\nversion = "0.1"\n')
-    (task / "task.toml").write_text('id = "t1"\nlanguage = "python"\ntimeout_s = 30\n')
-    (task / "prompt.md").write_text("Write run.\n")
-    (task / "workspace" / "main.py").write_text("def run(cmd):\n    raise NotImplementedError\n")
-    (task / "workspace" / "gone.py").write_text("x = 1\n")
-    (task / "tests" / "test_main.py").write_text("def test_x():\n    assert True\n")
-    return suite
+    return one_task_suite(root, {"main.py": "def run(cmd):\n    raise NotImplementedError\n", "gone.py": "x = 1\n"},
+                          {"test_main.py": "def test_x():\n    assert True\n"}, name="rescan")
 
 
 def _record(i: int, **meta: object) -> Rollout:
