@@ -143,3 +143,19 @@ def test_restore_workspace(tmp_path: Path) -> None:
     assert dict(unwritten).keys() == {"file/inner.py", "../out.py"}
     assert "cannot be written into the rebuilt workspace" in dict(unwritten)["file/inner.py"]
     assert (starter / "gone.py").exists()  # the starter itself is untouched
+
+
+def test_the_explorer_reads_through_the_bounded_reader(tmp_path: Path) -> None:
+    from reliabench.records import Rollout
+    from reliabench.report.rollout_detail import build_detail
+
+    secret = tmp_path / "secret"
+    secret.write_text("host secret")
+    adir = tmp_path / "a"
+    write_artifacts(adir, RolloutArtifacts("", "--- a/x.py\n+++ b/x.py\n@@ -1 +1 @@\n-a\n+b\n", "", {}))
+    (adir / AGENT_LOG).unlink()
+    (adir / AGENT_LOG).symlink_to(secret)
+    (adir / TRANSCRIPT).symlink_to(secret)
+    detail = build_detail(Rollout("t", "a", 0, verdict=True), adir)
+    assert detail.artifacts and [f.path for f in detail.diff] == ["x.py"]
+    assert "host secret" not in detail.log and detail.log_kind == "none"

@@ -201,6 +201,6 @@ class RolloutDraft:
                       test_s=round(hidden.seconds, 3) if hidden else None),
             isolation=hidden.isolation if hidden else self.isolation,
             tamper_suspected=bool(hidden and hidden.tamper_suspected),
-            simulated=job.agent.simulated, meta=self.meta,
+            simulated=job.agent.simulated, meta=dict(self.meta),
         )
         return cap_record(rollout, budget), art
