@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from reliabench.agents import AgentRequest, AgentResult, PythonAgent, load_agents
-from reliabench.errors import ConfigError
+from reliabench.errors import ConfigError, InvalidArgumentError
 
 _counter = itertools.count()
 
@@ -33,6 +33,9 @@ def exits(request):
 
 def wrong(request):
     return 42
+
+def bad_status(request):
+    return AgentResult(status="complete")
 
 def hang(request):
     time.sleep(5)
@@ -115,6 +118,21 @@ def test_wrong_return_type(setup: tuple[Path, str]) -> None:
     res = load(tmp, f'callable = "{mod}:wrong"\npath = "src"').run(req(tmp))
     assert res.status == "agent_error"
     assert "returned int; expected an AgentResult or None" in res.log
+
+
+def test_unknown_status_is_agent_error(setup: tuple[Path, str]) -> None:
+    tmp, mod = setup
+    res = load(tmp, f'callable = "{mod}:bad_status"\npath = "src"').run(req(tmp))
+    assert res.status == "agent_error"
+    assert ("AgentResult.status: expected one of completed, agent_error, timeout, infra_error, "
+            "got 'complete'") in res.log
+
+
+def test_agent_result_rejects_harness_statuses() -> None:
+    # no_change and test_error are the harness's verdicts, never an agent's
+    for status in ("no_change", "test_error", "passed"):
+        with pytest.raises(InvalidArgumentError, match=f"got '{status}'"):
+            AgentResult(status=status)  # type: ignore[arg-type]
 
 
 def test_hang_is_timeout(setup: tuple[Path, str]) -> None:

@@ -94,7 +94,7 @@ def test_symlink_escape_at_run_time(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("line", "expected"),
     [
-        ("{not json", ":2: invalid JSON"),
+        ("{not json", ":2: malformed JSON"),
         ("[1, 2]", ":2: expected a JSON object"),
         ('{"rollout": 0, "files": {}}', ":2: task_id: expected a non-empty string"),
         ('{"task_id": "t", "rollout": -1, "files": {}}', ":2: rollout: expected an integer >= 0"),

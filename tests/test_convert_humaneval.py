@@ -223,7 +223,7 @@ def test_multipl_e_style_rows(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(("line", "message"), [
-    ("not json", ":1: invalid JSON"),
+    ("not json", ":1: malformed JSON"),
     ("[1, 2]", ":1: expected a JSON object"),
     (json.dumps({"task_id": "a", "prompt": "def f():\n", "test": "x"}), ":1: entry_point: missing"),
     (json.dumps(_problem("a", "def f():\n", "", "assert 1", "f")), ":1: test: defines no top-level check"),

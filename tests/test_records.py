@@ -10,11 +10,18 @@ import pytest
 
 from reliabench.errors import RecordError
 from reliabench.records import (
+    BUILTIN_ISOLATIONS,
+    FAILING_OUTCOMES,
+    OUTCOMES,
+    ROLLOUT_STATUSES,
+    STATUSES,
+    TEST_OUTCOMES,
     Cost,
     Finding,
     Rollout,
     ScanError,
     TestOutcome,
+    parse_status,
     read_jsonl,
     rollout_from_dict,
     rollout_to_dict,
@@ -183,6 +190,12 @@ def test_stream_read_and_write() -> None:
         (json.dumps(base(schema_version=9)), r"schema_version: unsupported version 9"),
         ("[1, 2]", r"record: expected a JSON object, got list"),
         (json.dumps(base(task_id="")), r"task_id: expected a non-empty string"),
+        (json.dumps(base(status="complete")),
+         r"r.jsonl:1: status: expected one of completed, agent_error, timeout, infra_error, test_error, "
+         r"no_change, got 'complete'"),
+        (json.dumps(base(status=["completed"])), r"status: expected one of .*, got \['completed'\]"),
+        (json.dumps(base(status="")), r"status: expected one of .*, got ''"),
+        (json.dumps(base(tests=[{"name": "x", "outcome": ["passed"]}])), r"tests\[0\]\.outcome: expected one of"),
     ],
 )
 def test_one_error_per_message(tmp_path: Path, line: str, message: str) -> None:
@@ -215,3 +228,44 @@ def test_missing_and_binary_files(tmp_path: Path) -> None:
         read_jsonl(bad)
     with pytest.raises(RecordError, match=r"is a directory"):
         read_jsonl(tmp_path)
+
+
+# ---------------------------------------------------------------- the closed vocabularies
+
+
+def test_vocabularies_come_from_the_literal_types() -> None:
+    # the tuples keep the documented order; the frozensets hold the same values
+    assert STATUSES == ("completed", "agent_error", "timeout", "infra_error", "test_error", "no_change")
+    assert frozenset(STATUSES) == ROLLOUT_STATUSES
+    assert OUTCOMES == ("passed", "failed", "error", "skipped")
+    assert frozenset(OUTCOMES) == TEST_OUTCOMES
+    assert {"failed", "error"} == FAILING_OUTCOMES and FAILING_OUTCOMES <= TEST_OUTCOMES
+    assert {"bubblewrap", "namespaces", "warm", "none"} == BUILTIN_ISOLATIONS
+
+
+def test_schema_lists_the_same_statuses_and_outcomes() -> None:
+    schema = json.loads((Path(__file__).parents[1] / "docs" / "rollout.schema.json").read_text())
+    assert tuple(schema["properties"]["status"]["enum"]) == STATUSES
+    assert tuple(schema["properties"]["tests"]["items"]["properties"]["outcome"]["enum"]) == OUTCOMES
+
+
+@pytest.mark.parametrize("status", STATUSES)
+def test_every_status_round_trips(status: str) -> None:
+    r = rollout_from_dict(base(status=status))
+    assert r.status == status
+    assert rollout_from_dict(rollout_to_dict(r)) == r
+    assert parse_status(status) == status
+
+
+def test_failing_means_failed_or_error() -> None:
+    assert [TestOutcome("t", o).failing for o in OUTCOMES] == [False, True, True, False]
+    # a skipped security test does not make the rollout insecure, a failed one does
+    ok = Rollout("t", "a", 0, tests=(TestOutcome("f", "passed"), TestOutcome("s", "skipped", True)))
+    bad = Rollout("t", "a", 0, tests=(TestOutcome("f", "passed"), TestOutcome("s", "error", True)))
+    assert ok.security_tests_pass and not bad.security_tests_pass
+
+
+def test_plugin_isolation_levels_stay_readable() -> None:
+    # a third-party sandbox backend records its own name: isolation is an open string
+    r = rollout_from_dict(base(isolation="podman"))
+    assert r.isolation == "podman" and rollout_to_dict(r)["isolation"] == "podman"

@@ -128,7 +128,7 @@ def test_ambiguous_entry_point_takes_the_prompt_that_fits_best(tmp_path: Path) -
 
 
 @pytest.mark.parametrize(("rows", "message"), [
-    (["{nope"], ":1: invalid JSON"),
+    (["{nope"], ":1: malformed JSON"),
     (["[1]"], ":1: expected a JSON object"),
     ([{"foo": 1}], ":1: unknown replay line shape"),
     ([{"task_id": "a", "completion": "x"}, {"prompt": "p", "samples": []}], ":2: expected the same shape"),

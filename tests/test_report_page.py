@@ -250,9 +250,10 @@ def test_view_serves_the_page_and_details_on_loopback_only(run_dir: Path,
 
 def test_runs_keep_their_command_line(run_dir: Path) -> None:
     with RunStore.open_existing(run_dir) as store:
-        config = store.run_info()["config"]
-    assert config["command_line"][:3] == ["reliabench", "run", "py30"]
-    assert config["agents_config"]["agents"][0]["kind"] == "simulated"
+        info = store.run_info()
+    assert info.command_line is not None and info.command_line[:3] == ("reliabench", "run", "py30")
+    assert info.config["command_line"][:3] == ["reliabench", "run", "py30"]  # as stored
+    assert info.agents_config is not None and info.agents_config["agents"][0]["kind"] == "simulated"
     replace(Rollout("t", "a", 0, verdict=True))  # records stay plain dataclasses
 
 

@@ -115,8 +115,9 @@ def test_run_resume_score_export(setup: tuple[Path, Path], tmp_path: Path,
         recs = {r.key: r for r in store.rollouts()}
         info = store.run_info()
     assert len(recs) == 8
-    assert info["suite"]["name"] == "mini" and info["packages"]["reliabench"]
-    assert info["config"]["command_line"] == ["reliabench", *args]  # kept for the report's provenance
+    assert info.suite.name == "mini" and info.packages["reliabench"]
+    assert info.command_line == ("reliabench", *args)  # kept for the report's provenance
+    assert info.n == 4 and info.suite_path and info.scanners == ("bandit",)
     good, buggy, insecure, missing = (recs[("adder", "recorded", i)] for i in range(4))
     assert good.passes and good.status == "completed"
     assert not buggy.passes

@@ -53,6 +53,7 @@ def test_written_records_validate() -> None:
         {"task_id": "t", "agent": "a", "rollout": 0, "tests": [], "tests_total": 1, "tests_passed": 1},
         {"task_id": "t", "agent": "a", "rollout": 0, "passed": True, "cost": {"agent_s": -1}},
         {"schema_version": 3, "task_id": "t", "agent": "a", "rollout": 0, "passed": True},
+        {"task_id": "t", "agent": "a", "rollout": 0, "passed": True, "status": "cancelled"},
     ],
 )
 def test_schema_and_reader_both_reject(obj: dict[str, object]) -> None:

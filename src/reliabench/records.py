@@ -13,13 +13,13 @@ Schema version 2 (``docs/rollout.schema.json``); version 1 records (the same wit
      "tests_total": 10, "tests_passed": 9,
      "passed": true,                           # a verdict alone, or a harness's verdict
      # optional:
-     "status": "completed|agent_error|timeout|infra_error|...",
+     "status": "completed|agent_error|timeout|infra_error|test_error|no_change",
      "findings": [{"tool", "rule_id", "severity", "confidence", "cwe", "path", "line",
                    "message"}],
      "scan_errors": [{"tool", "path", "message"}],
      "cost": {"tokens": 0, "usd": 0.0, "seconds": 0.0,          # all optional, >= 0
               "tokens_in": 0, "tokens_out": 0, "agent_s": 0.0, "test_s": 0.0},
-     "isolation": "bubblewrap|namespaces|warm|none", "tamper_suspected": false,
+     "isolation": "bubblewrap|namespaces|warm|none|<plugin>", "tamper_suspected": false,
      "simulated": false, "meta": {}}
 
 When a rollout passes: it completed (``status == "completed"``) and either its ``passed``
@@ -35,24 +35,36 @@ import math
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any, Final, Literal, cast
+from typing import IO, Any, Final, Literal, TypeAlias, TypeVar, cast, get_args
 
 from reliabench.errors import RecordError
 from reliabench.files import json_input
+from reliabench.files.jsonl import read_jsonl_lines
 from reliabench.files.output import open_output
 
 __all__ = [
+    "BUILTIN_ISOLATIONS",
     "CONFIDENCE_LEVELS",
+    "FAILING_OUTCOMES",
     "OUTCOMES",
     "READABLE_SCHEMA_VERSIONS",
+    "ROLLOUT_STATUSES",
     "SCHEMA_VERSION",
     "SEVERITY_LEVELS",
     "STATUSES",
+    "TEST_OUTCOMES",
+    "BuiltinIsolation",
+    "Confidence",
     "Cost",
     "Finding",
+    "Isolation",
     "Rollout",
+    "RolloutStatus",
     "ScanError",
+    "Severity",
     "TestOutcome",
+    "TestOutcomeStatus",
+    "parse_status",
     "read_jsonl",
     "rollout_from_dict",
     "rollout_to_dict",
@@ -62,18 +74,39 @@ __all__ = [
 SCHEMA_VERSION: Final = 2
 READABLE_SCHEMA_VERSIONS: Final = (1, 2)
 """Versions ``rollout_from_dict`` reads: 1 (no per-phase times, no tokens in/out) and 2."""
-OUTCOMES: Final = ("passed", "failed", "error", "skipped")
-SEVERITY_LEVELS: Final = ("info", "low", "medium", "high", "critical")
-CONFIDENCE_LEVELS: Final = ("low", "medium", "high")
-STATUSES: Final = (
-    "completed",
-    "agent_error",
-    "timeout",
-    "infra_error",
-    "test_error",
-    "no_change",
-)
-Outcome = Literal["passed", "failed", "error", "skipped"]
+TestOutcomeStatus: TypeAlias = Literal["passed", "failed", "error", "skipped"]
+"""The outcome of one hidden test (``TestOutcome.outcome``)."""
+RolloutStatus: TypeAlias = Literal[
+    "completed",  # the agent finished; the tests judged the rollout
+    "agent_error",  # the agent crashed or refused: a failed attempt
+    "timeout",  # the agent or its tests ran out of time: a failed attempt
+    "infra_error",  # the harness failed (only the harness sets it): excluded from n, counted
+    "test_error",  # the hidden tests could not judge this rollout's files: a failed attempt
+    "no_change",  # the agent changed nothing: a failed attempt
+]
+"""The status of a rollout (``Rollout.status``); see docs/metrics.md for what each counts as."""
+BuiltinIsolation: TypeAlias = Literal["bubblewrap", "namespaces", "warm", "none"]
+"""The isolation levels reliabench's own sandboxes record, strongest first."""
+Isolation: TypeAlias = str
+"""An isolation level: a :data:`BuiltinIsolation`, or the name of a sandbox backend plugin
+(``reliabench.sandboxes`` entry points may add levels reliabench does not know, e.g.
+``podman``); so it stays an open string. Compare it with :data:`BUILTIN_ISOLATIONS` members."""
+Severity: TypeAlias = Literal["info", "low", "medium", "high", "critical"]
+"""A finding's severity, in increasing order."""
+Confidence: TypeAlias = Literal["low", "medium", "high"]
+"""A finding's confidence, in increasing order."""
+
+OUTCOMES: Final[tuple[TestOutcomeStatus, ...]] = get_args(TestOutcomeStatus)
+"""The test outcomes in their documented order."""
+TEST_OUTCOMES: Final[frozenset[TestOutcomeStatus]] = frozenset(OUTCOMES)
+FAILING_OUTCOMES: Final[frozenset[TestOutcomeStatus]] = frozenset({"failed", "error"})
+"""Outcomes of a test that ran and did not pass (:attr:`TestOutcome.failing`)."""
+STATUSES: Final[tuple[RolloutStatus, ...]] = get_args(RolloutStatus)
+"""The rollout statuses in their documented order."""
+ROLLOUT_STATUSES: Final[frozenset[RolloutStatus]] = frozenset(STATUSES)
+BUILTIN_ISOLATIONS: Final[frozenset[BuiltinIsolation]] = frozenset(get_args(BuiltinIsolation))
+SEVERITY_LEVELS: Final[tuple[Severity, ...]] = get_args(Severity)
+CONFIDENCE_LEVELS: Final[tuple[Confidence, ...]] = get_args(Confidence)
 _INT64: Final = 2**63  # counts, token counts and line numbers must fit a signed 64-bit integer
 _FLOAT_MAX: Final = 1.7976931348623157e308
 
@@ -91,8 +124,13 @@ class TestOutcome:
     __test__ = False  # not a pytest test class
 
     name: str
-    outcome: Outcome
+    outcome: TestOutcomeStatus
     security: bool = False
+
+    @property
+    def failing(self) -> bool:
+        """The test ran and did not pass (``failed`` or ``error``; ``skipped`` is not failing)."""
+        return self.outcome in FAILING_OUTCOMES
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,8 +143,8 @@ class Finding:
 
     tool: str
     rule_id: str
-    severity: str
-    confidence: str = "medium"
+    severity: Severity
+    confidence: Confidence = "medium"
     cwe: int | None = None
     path: str = ""
     line: int | None = None
@@ -159,11 +197,11 @@ class Rollout:
     tests_total: int | None = None
     tests_passed: int | None = None
     verdict: bool | None = None
-    status: str = "completed"
+    status: RolloutStatus = "completed"
     findings: tuple[Finding, ...] = ()
     scan_errors: tuple[ScanError, ...] = ()
     cost: Cost | None = None
-    isolation: str | None = None
+    isolation: Isolation | None = None
     tamper_suspected: bool = False
     simulated: bool = False
     meta: Mapping[str, Any] = field(default_factory=dict)
@@ -210,7 +248,7 @@ class Rollout:
     @property
     def security_tests_pass(self) -> bool:
         """True unless a dynamic security test failed or errored (skipped ones do not count)."""
-        return all(t.outcome in ("passed", "skipped") for t in self.security_tests)
+        return not any(t.failing for t in self.security_tests)
 
 
 # ---------------------------------------------------------------------------------- parsing
@@ -278,22 +316,25 @@ def _parse_tests(raw: Any, where: tuple[str, int | None]) -> tuple[TestOutcome, 
             raise _fail(*where, name_field + ".name", f"duplicate test name {name!r}")
         seen.add(name)
         outcome = item.get("outcome")
-        if outcome not in OUTCOMES:
+        if not isinstance(outcome, str) or outcome not in TEST_OUTCOMES:
             raise _fail(*where, name_field + ".outcome",
                         f"expected one of {', '.join(OUTCOMES)}, got {outcome!r}")
         security = item.get("security", False)
         if not isinstance(security, bool):
             raise _fail(*where, name_field + ".security", f"expected true or false, got {security!r}")
-        out.append(TestOutcome(name, cast(Outcome, outcome), security))
+        out.append(TestOutcome(name, outcome, security))
     return tuple(out)
 
 
-def _parse_level(value: Any, levels: tuple[str, ...], where: tuple[str, int | None],
-                 fieldname: str) -> str:
+_Level = TypeVar("_Level", bound=str)
+
+
+def _parse_level(value: Any, levels: tuple[_Level, ...], where: tuple[str, int | None],
+                 fieldname: str) -> _Level:
     text = value.lower() if isinstance(value, str) else value
     if text not in levels:
         raise _fail(*where, fieldname, f"expected one of {', '.join(levels)}, got {value!r}")
-    return cast(str, text)
+    return cast(_Level, text)
 
 
 def _parse_findings(raw: Any, where: tuple[str, int | None]) -> tuple[Finding, ...]:
@@ -326,6 +367,22 @@ def _parse_findings(raw: Any, where: tuple[str, int | None]) -> tuple[Finding, .
             message=str(item.get("message", "")),
         ))
     return tuple(out)
+
+
+def parse_status(value: Any, *, path: str = "<input>", line: int | None = None,
+                 fieldname: str = "status") -> RolloutStatus:
+    """Check that ``value`` is a rollout status and return it, typed.
+
+    Raises:
+        RecordError: naming file, line and field, with the statuses allowed.
+
+    Example:
+        >>> parse_status("no_change")
+        'no_change'
+    """
+    if not isinstance(value, str) or value not in ROLLOUT_STATUSES:
+        raise _fail(path, line, fieldname, f"expected one of {', '.join(STATUSES)}, got {_show(value)}")
+    return value
 
 
 _COST_KEYS = ("tokens", "usd", "seconds", "tokens_in", "tokens_out", "agent_s", "test_s")
@@ -373,9 +430,7 @@ def rollout_from_dict(d: Any, *, path: str = "<input>", line: int | None = None)
     if tests is None and total is None and verdict is None:
         raise _fail(*where, "tests",
                     "no outcome: expected 'tests', 'tests_total' + 'tests_passed', or 'passed'")
-    status = _get_str(d, "status", where, required=False, default="completed")
-    if not status:
-        raise _fail(*where, "status", "expected a non-empty string")
+    status = parse_status(d.get("status", "completed"), path=path, line=line)
     findings = _parse_findings(d["findings"], where) if d.get("findings") else ()
     scan_errors_raw = d.get("scan_errors") or []
     if not isinstance(scan_errors_raw, list) or not all(isinstance(e, dict) for e in scan_errors_raw):
@@ -478,21 +533,15 @@ def rollout_to_dict(r: Rollout) -> dict[str, Any]:
     return out
 
 
-def _iter_lines(stream: IO[str], name: str) -> Iterator[Rollout]:
+def _iter_records(source: str | Path | IO[str]) -> Iterator[Rollout]:
     seen: dict[tuple[str, str, int], int] = {}
-    for lineno, text in enumerate(stream, start=1):
-        if not text.strip():
-            continue
-        try:
-            obj = json_input.loads(text)
-        except json.JSONDecodeError as exc:
-            raise RecordError(name, f"malformed JSON ({exc.msg} at column {exc.colno})",
-                              line=lineno) from None
-        record = rollout_from_dict(obj, path=name, line=lineno)
+    for item in read_jsonl_lines(source, error=RecordError):
+        lineno = item.line
+        record = rollout_from_dict(item.value, path=item.path, line=lineno)
         first = seen.setdefault(record.key, lineno)
         if first != lineno:
             raise RecordError(
-                name,
+                item.path,
                 f"duplicate (task_id, agent, rollout) = {record.key!r}, first seen on line {first}",
                 line=lineno, field="rollout",
             )
@@ -500,28 +549,16 @@ def _iter_lines(stream: IO[str], name: str) -> Iterator[Rollout]:
 
 
 def read_jsonl(source: str | Path | IO[str]) -> list[Rollout]:
-    """Read and validate a JSONL file of rollout records (``-`` reads standard input).
+    r"""Read and validate a JSONL file of rollout records (``-`` reads standard input).
+
+    Lines are read by :func:`reliabench.files.jsonl.read_jsonl_lines` (blank lines skipped,
+    ``\r\n`` endings and a byte order mark accepted, a ``.gz`` file decompressed).
 
     Raises:
         RecordError: on the first bad line, naming file, line and field; also for a
             duplicate ``(task_id, agent, rollout)``.
     """
-    if not isinstance(source, (str, Path)):
-        return list(_iter_lines(source, getattr(source, "name", "<stream>")))
-    if str(source) == "-":
-        import sys
-
-        return list(_iter_lines(sys.stdin, "<stdin>"))
-    path = Path(source)
-    try:
-        with path.open(encoding="utf-8") as fh:
-            return list(_iter_lines(fh, str(path)))
-    except FileNotFoundError:
-        raise RecordError(path, "no such file") from None
-    except UnicodeDecodeError as exc:
-        raise RecordError(path, f"not UTF-8 text ({exc.reason} at byte {exc.start})") from None
-    except IsADirectoryError:
-        raise RecordError(path, "is a directory, expected a JSONL file") from None
+    return list(_iter_records(source))
 
 
 def _json_line(obj: dict[str, Any]) -> str:

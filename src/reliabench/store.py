@@ -40,16 +40,29 @@ import time
 import urllib.parse
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager, suppress
+from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Final
+from typing import Any, Final, TypedDict
 
 from reliabench.errors import OutputError, RunMismatchError, StoreError, UsageError
-from reliabench.records import Finding, Rollout, ScanError, rollout_from_dict, rollout_to_dict
+from reliabench.records import (
+    Finding,
+    Isolation,
+    Rollout,
+    RolloutStatus,
+    ScanError,
+    parse_status,
+    rollout_from_dict,
+    rollout_to_dict,
+)
 
 __all__ = [
     "STORE_SCHEMA_VERSION",
+    "RunInfo",
+    "RetestRow",
     "RunStore",
+    "SuiteInfo",
     "artifact_component",
     "artifact_path",
     "is_run_directory",
@@ -101,6 +114,175 @@ CREATE TABLE IF NOT EXISTS retests (
 
 # kept in the run's configuration for reports, never part of its identity
 _PROVENANCE_KEYS = frozenset({"command_line", "agents_config"})
+
+
+class RetestRow(TypedDict):
+    """One re-run of a rollout's hidden tests on its unchanged files (a ``retests`` row).
+
+    ``status`` is ``completed``, ``timeout`` or ``test_error`` (the harness could not run);
+    ``tests`` holds ``[name, outcome, security]`` per test.
+    """
+
+    task_id: str
+    agent: str
+    rollout: int
+    rep: int
+    status: RolloutStatus
+    order_seed: int | None
+    seconds: float | None
+    reason: str | None
+    tests: list[list[Any]]
+
+
+@dataclass(frozen=True, slots=True)
+class SuiteInfo:
+    """The suite a run was made on, as stored (None for what an old run did not store).
+
+    Attributes:
+        name: The suite's name.
+        version: Its version.
+        hash: Its content hash (a re-scan or re-test refuses a suite that changed).
+    """
+
+    name: str | None = None
+    version: str | None = None
+    hash: str | None = None
+
+    def as_dict(self) -> dict[str, str | None]:
+        """``{"name", "version", "hash"}``, as reports and exports show it."""
+        return {"name": self.name, "version": self.version, "hash": self.hash}
+
+
+@dataclass(frozen=True, slots=True)
+class RunInfo:
+    """The run row of a store: configuration, suite, package versions, isolation; checked once.
+
+    The typed fields are the configuration keys reliabench itself reads back (``scan``,
+    ``retest``, ``score`` with the stored security policy, the reports' provenance,
+    the Inspect export); ``config`` keeps the whole stored configuration as it was written.
+    A key that runs made before it existed did not store is None (or empty).
+
+    Attributes:
+        created_at: When the run was created (seconds since the epoch).
+        config: The whole stored configuration (identity, ``n``, provenance).
+        config_hash: The hash of the run's identity (a resume must match it).
+        suite: The suite's name, version and content hash.
+        packages: Versions of Python and of the packages that ran it.
+        isolation: The sandbox backend of the run (a built-in level or a plugin's name).
+        n: Rollouts per task and agent asked for.
+        seed: The run seed.
+        sandbox: The sandbox asked for (``auto`` or a backend name).
+        scanners: The scanners that ran.
+        tasks: The task ids of the run.
+        agents: The agent names of the run.
+        agents_config_hash: Hash of the agents' configuration.
+        suite_path: Where the suite was (``scan`` and ``retest`` rebuild workspaces from it).
+        limits: The sandbox limits of the hidden tests (``cpu_s``, ``memory_bytes``, ...).
+        test_timeout_s: ``--test-timeout``, when given.
+        security_policy: The security policy given to the run (``--security-config``).
+        command_line: The command line of the run, secrets masked.
+        agents_config: The agents file's content, secrets masked.
+    """
+
+    created_at: float
+    config: Mapping[str, Any]
+    config_hash: str
+    suite: SuiteInfo
+    packages: Mapping[str, str]
+    isolation: Isolation | None
+    n: int | None = None
+    seed: int | None = None
+    sandbox: str | None = None
+    scanners: tuple[str, ...] = ()
+    tasks: tuple[str, ...] = ()
+    agents: tuple[str, ...] = ()
+    agents_config_hash: str | None = None
+    suite_path: str | None = None
+    limits: Mapping[str, int | float] = field(default_factory=dict)
+    test_timeout_s: float | None = None
+    security_policy: Mapping[str, Any] | None = None
+    command_line: tuple[str, ...] | None = None
+    agents_config: Mapping[str, Any] | None = None
+
+    @classmethod
+    def from_stored(cls, row: Mapping[str, Any], *, where: str = "run store") -> RunInfo:
+        """Check a stored run row (``created_at, config, config_hash, suite, packages, isolation``).
+
+        Args:
+            row: The decoded row; ``config`` and ``packages`` are the stored JSON objects.
+            where: The store, for error messages.
+
+        Raises:
+            StoreError: naming ``where`` and the bad key, with what was expected.
+
+        Example:
+            >>> info = RunInfo.from_stored({"created_at": 1.0, "config_hash": "h",
+            ...     "config": {"n": 3, "scanners": ["bandit"]}, "suite": {"name": "s"},
+            ...     "packages": {}, "isolation": "bubblewrap"})
+            >>> info.n, info.scanners, info.suite.name, info.suite_path
+            (3, ('bandit',), 's', None)
+        """
+        def bad(key: str, expected: str, value: Any) -> StoreError:
+            text = repr(value)
+            text = text if len(text) <= 80 else text[:77] + "..."
+            return StoreError(f"{where}: run {key}: expected {expected}, got {text}")
+
+        def obj(value: Any, key: str) -> dict[str, Any]:
+            if not isinstance(value, dict):
+                raise bad(key, "an object", value)
+            return value
+
+        def opt(value: Any, key: str, kind: type | tuple[type, ...], expected: str) -> Any:
+            if value is not None and ((isinstance(value, bool) and kind is not bool)
+                                      or not isinstance(value, kind)):
+                raise bad(key, expected, value)
+            return value
+
+        def strings(value: Any, key: str) -> tuple[str, ...] | None:
+            if value is None:
+                return None
+            if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+                raise bad(key, "a list of strings", value)
+            return tuple(value)
+
+        config = obj(row.get("config"), "config")
+        suite = obj(row.get("suite") or {}, "suite")
+        packages = obj(row.get("packages") or {}, "packages")
+        if not all(isinstance(v, str) for v in packages.values()):
+            raise bad("packages", "versions as strings", packages)
+        limits = obj(config.get("limits") or {}, "config.limits")
+        for k, v in limits.items():
+            opt(v, f"config.limits.{k}", (int, float), "a number")
+        created = opt(row.get("created_at"), "created_at", (int, float), "a time in seconds")
+        n = opt(config.get("n"), "config.n", int, "an integer >= 1")
+        if n is not None and n < 1:
+            raise bad("config.n", "an integer >= 1", n)
+        timeout = opt(config.get("test_timeout_s"), "config.test_timeout_s", (int, float), "a number")
+        policy = config.get("security_policy")
+        return cls(
+            created_at=float(created or 0.0),
+            config=config,
+            config_hash=str(opt(row.get("config_hash"), "config_hash", str, "a string") or ""),
+            suite=SuiteInfo(*(opt(suite.get(k), f"suite.{k}", str, "a string")
+                              for k in ("name", "version", "hash"))),
+            packages=packages,
+            isolation=opt(row.get("isolation"), "isolation", str, "a string"),
+            n=n,
+            seed=opt(config.get("seed"), "config.seed", int, "an integer"),
+            sandbox=opt(config.get("sandbox"), "config.sandbox", str, "a string"),
+            scanners=strings(config.get("scanners"), "config.scanners") or (),
+            tasks=strings(config.get("tasks"), "config.tasks") or (),
+            agents=strings(config.get("agents"), "config.agents") or (),
+            agents_config_hash=opt(config.get("agents_config_hash"), "config.agents_config_hash",
+                                   str, "a string"),
+            suite_path=opt(config.get("suite_path"), "config.suite_path", str, "a string"),
+            limits={k: v for k, v in limits.items() if v is not None},
+            test_timeout_s=None if timeout is None else float(timeout),
+            security_policy=obj(policy, "config.security_policy") if policy else None,
+            command_line=strings(config.get("command_line"), "config.command_line"),
+            agents_config=(obj(config["agents_config"], "config.agents_config")
+                           if config.get("agents_config") is not None else None),
+        )
 
 
 class RunStore:
@@ -192,7 +374,7 @@ class RunStore:
         config_hash: str,
         suite: Mapping[str, str],
         packages: Mapping[str, str],
-        isolation: str,
+        isolation: Isolation,
     ) -> tuple[RunStore, bool]:
         """Open ``root`` for a run with this configuration, creating it if needed.
 
@@ -295,7 +477,7 @@ class RunStore:
         """The key columns as stored (what :meth:`done_keys` returns for this rollout)."""
         return (_text(task_id) or "", _text(agent) or "", rollout)
 
-    def add(self, r: Rollout, *, replace_status: str | None = None) -> None:
+    def add(self, r: Rollout, *, replace_status: RolloutStatus | None = None) -> None:
         """Record one rollout with its tests and findings, atomically.
 
         Args:
@@ -351,12 +533,8 @@ class RunStore:
             )
         return new
 
-    def add_retests(self, rows: Iterable[Mapping[str, Any]]) -> None:
-        """Record re-runs of hidden tests (``reliabench.run.retest``), atomically.
-
-        Each row has ``task_id, agent, rollout, rep, status, order_seed, seconds, reason``
-        and ``tests`` (a list of ``[name, outcome, security]``).
-        """
+    def add_retests(self, rows: Iterable[RetestRow]) -> None:
+        """Record re-runs of hidden tests (``reliabench.run.retest``), atomically."""
         items = list(rows)
         if not items:
             return
@@ -366,30 +544,37 @@ class RunStore:
                 conn.executemany(
                     "INSERT INTO retests VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                     [(r["task_id"], r["agent"], int(r["rollout"]), int(r["rep"]), r["status"],
-                      r.get("order_seed"), r.get("seconds"), r.get("reason"),
+                      r["order_seed"], r["seconds"], r["reason"],
                       json.dumps(r["tests"], ensure_ascii=False), time.time()) for r in items],
                 )
             except sqlite3.IntegrityError:
                 raise StoreError(f"a re-test is already recorded in {self.root}") from None
 
-    def retest_rows(self) -> list[dict[str, Any]]:
-        """Every recorded re-test, ordered by (task, agent, rollout, rep); [] when none."""
+    def retest_rows(self) -> list[RetestRow]:
+        """Every recorded re-test, ordered by (task, agent, rollout, rep); [] when none.
+
+        Raises:
+            RecordError: a row's status is not a rollout status (naming the store and the row).
+        """
         has = self._conn.execute(
             "SELECT name FROM sqlite_master WHERE type = 'table' AND name = 'retests'").fetchone()
         if has is None:
             return []
-        out = []
+        out: list[RetestRow] = []
+        where = str(self.root / self.FILENAME)
         for row in self._conn.execute(
                 "SELECT task_id, agent, rollout, rep, status, order_seed, seconds, reason, tests_json "
                 "FROM retests ORDER BY task_id, agent, rollout, rep"):
+            status = parse_status(row[4], path=where, fieldname=f"retests[{row[0]!r}, {row[1]!r}, "
+                                                                 f"{row[2]}, {row[3]}].status")
             out.append({"task_id": row[0], "agent": row[1], "rollout": int(row[2]), "rep": int(row[3]),
-                        "status": row[4], "order_seed": row[5], "seconds": row[6], "reason": row[7],
+                        "status": status, "order_seed": row[5], "seconds": row[6], "reason": row[7],
                         "tests": json.loads(row[8])})
         return out
 
     # ------------------------------------------------------------------ reading
 
-    def done_keys(self, *, except_status: str | None = None) -> set[tuple[str, str, int]]:
+    def done_keys(self, *, except_status: RolloutStatus | None = None) -> set[tuple[str, str, int]]:
         """Keys of the recorded rollouts (without those of status ``except_status``)."""
         return {(t, a, int(i)) for t, a, i, st in
                 self._conn.execute("SELECT task_id, agent, rollout, status FROM rollouts")
@@ -403,16 +588,26 @@ class RunStore:
             out.append(rollout_from_dict(json.loads(text), path=str(self.root / self.FILENAME)))
         return out
 
-    def run_info(self) -> dict[str, Any]:
-        """The run row: configuration, suite and package versions, isolation."""
+    def run_info(self) -> RunInfo:
+        """The run row: configuration, suite and package versions, isolation (checked).
+
+        Raises:
+            StoreError: The row is missing, or holds a value of the wrong type (naming its key).
+        """
         row = self._conn.execute(
             "SELECT created_at, config_json, config_hash, suite_name, suite_version, suite_hash, "
             "packages_json, isolation FROM run WHERE id = 1").fetchone()
+        where = str(self.root / self.FILENAME)
         if row is None:
             raise StoreError(f"{self.root}: run store has no run row")
-        return {"created_at": row[0], "config": json.loads(row[1]), "config_hash": row[2],
-                "suite": {"name": row[3], "version": row[4], "hash": row[5]},
-                "packages": json.loads(row[6] or "{}"), "isolation": row[7]}
+        try:
+            config, packages = json.loads(row[1]), json.loads(row[6] or "{}")
+        except json.JSONDecodeError as exc:
+            raise StoreError(f"{where}: run configuration is not JSON ({exc.msg})") from None
+        return RunInfo.from_stored(
+            {"created_at": row[0], "config": config, "config_hash": row[2],
+             "suite": {"name": row[3], "version": row[4], "hash": row[5]},
+             "packages": packages, "isolation": row[7]}, where=where)
 
     def artifact_dir(self, task_id: str, agent: str, rollout: int) -> Path:
         """``RUN/artifacts/<task>/<agent>/<rollout>/``, names encoded by :func:`artifact_component`."""

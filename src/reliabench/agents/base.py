@@ -12,17 +12,19 @@ import shutil
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path, PurePosixPath, PureWindowsPath
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Final, Literal, Protocol, TypeAlias, get_args, runtime_checkable
 
 from reliabench.errors import ConfigError, InvalidArgumentError
 
 __all__ = [
     "AGENT_KINDS",
+    "AGENT_STATUSES",
     "Agent",
     "AgentContext",
     "AgentFactory",
     "AgentRequest",
     "AgentResult",
+    "AgentStatus",
     "WorkspacePathError",
     "delete_workspace_paths",
     "register_agent_kind",
@@ -30,6 +32,12 @@ __all__ = [
     "write_prompt_file",
     "write_workspace_files",
 ]
+
+
+AgentStatus: TypeAlias = Literal["completed", "agent_error", "timeout", "infra_error"]
+"""What an agent can say about its attempt (a subset of :data:`reliabench.records.RolloutStatus`:
+``test_error`` and ``no_change`` are the harness's verdicts, never an agent's)."""
+AGENT_STATUSES: Final[frozenset[AgentStatus]] = frozenset(get_args(AgentStatus))
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,7 +92,7 @@ class AgentResult:
             agent's chosen behaviour).
     """
 
-    status: str = "completed"
+    status: AgentStatus = "completed"
     tokens: int | None = None
     usd: float | None = None
     log: str = ""
@@ -92,6 +100,13 @@ class AgentResult:
     meta: dict[str, Any] = field(default_factory=dict)
     tokens_in: int | None = None
     tokens_out: int | None = None
+
+    def __post_init__(self) -> None:
+        """Reject a status outside :data:`AgentStatus` (a plugin agent's typo)."""
+        if not isinstance(self.status, str) or self.status not in AGENT_STATUSES:
+            raise InvalidArgumentError(
+                f"AgentResult.status: expected one of {', '.join(get_args(AgentStatus))}, "
+                f"got {self.status!r}")
 
 
 @runtime_checkable

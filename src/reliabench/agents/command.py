@@ -62,6 +62,7 @@ from reliabench.agents.base import (
     AgentContext,
     AgentRequest,
     AgentResult,
+    AgentStatus,
     register_agent_kind,
 )
 from reliabench.agents.config import FieldReader
@@ -373,6 +374,7 @@ class CommandAgent:
             if self.network == "endpoint":
                 relay_stats = relay.stats()
             usage, usage_problem = usage_ch.read()
+        status: AgentStatus
         if res.timed_out:
             status = "timeout"
             what = f"killed after the time limit of {budget:g} s"

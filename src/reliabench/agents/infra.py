@@ -36,6 +36,7 @@ from urllib.parse import urlsplit
 
 from reliabench.agents.base import AgentResult
 from reliabench.errors import InvalidArgumentError
+from reliabench.meta_keys import INFRA_REASON, REASON
 from reliabench.records import Rollout
 
 __all__ = [
@@ -144,7 +145,7 @@ def infra_result(reason: str, message: str, *, log: str = "", **fields: Any) -> 
     if reason not in INFRA_REASONS:
         raise InvalidArgumentError(f"reason must be one of {', '.join(INFRA_REASONS)}, got {reason!r}")
     meta = dict(fields.pop("meta", None) or {})
-    meta.update(infra_reason=reason, reason=message)
+    meta.update({INFRA_REASON: reason, REASON: message})
     text = f"{log.rstrip()}\n{message}" if log.strip() else message
     return AgentResult(status="infra_error", log=text, meta=meta, **fields)
 
@@ -223,9 +224,9 @@ class InfraStopWatch:
         seen.append(rollout)
         if len(seen) < self.after or any(r.status != "infra_error" for r in seen):
             return None
-        reasons = {str(r.meta.get("infra_reason", "infrastructure")) for r in seen}
+        reasons = {str(r.meta.get(INFRA_REASON, "infrastructure")) for r in seen}
         if len(reasons) != 1:
             return None
-        detail = str(seen[-1].meta.get("reason") or "").splitlines()
+        detail = str(seen[-1].meta.get(REASON) or "").splitlines()
         return (f"its first {self.after} rollouts all failed on infrastructure "
                 f"({reasons.pop()}{': ' + detail[0] if detail and detail[0] else ''})")

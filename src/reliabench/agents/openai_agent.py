@@ -74,6 +74,7 @@ from reliabench.agents.base import (
     AgentContext,
     AgentRequest,
     AgentResult,
+    AgentStatus,
     WorkspacePathError,
     register_agent_kind,
     write_workspace_files,
@@ -82,6 +83,8 @@ from reliabench.agents.command import sandbox_name
 from reliabench.agents.config import FieldReader
 from reliabench.agents.infra import OPENAI_BASE_URL, Endpoint, infra_reason_for_status, parse_endpoint
 from reliabench.errors import InvalidArgumentError, MissingExtraError, SandboxError
+from reliabench.meta_keys import INFRA_REASON, REASON
+from reliabench.records import Isolation
 
 __all__ = [
     "DEFAULT_SYSTEM_PROMPT",
@@ -257,7 +260,7 @@ class FeedbackRun:
     returncode: int | None
     output: str
     timed_out: bool
-    isolation: str
+    isolation: Isolation
     tests: int = 0
     failed: int = 0
 
@@ -285,7 +288,7 @@ def run_feedback_tests(request: AgentRequest, *, sandbox: str = "auto",
         backend=sandbox_backend(sandbox), limits=Limits(wall_s=timeout_s, cpu_s=timeout_s),
         slot=request.slot,
     )
-    bad = [o for o in run.outcomes if o.outcome in ("failed", "error")]
+    bad = [o for o in run.outcomes if o.failing]
     passed = run.status == "completed" and bool(run.outcomes) and not bad
     lines = [f"{o.outcome.upper()} {o.name}" for o in bad]
     if not run.outcomes:
@@ -384,13 +387,14 @@ class OpenAIAgent:
         transcript: list[dict[str, Any]] = []
         usage = _Usage()
         meta: dict[str, Any] = {"model": self.settings.model, "turns": 0}
+        status: AgentStatus
         try:
             status = self._run(request, log, transcript, usage, meta)
         except Exception:  # pragma: no cover - defensive: run() must never raise
             status = "agent_error"
             log.append("unexpected error in the openai adapter:\n" + traceback.format_exc())
-        if status == "infra_error" and "reason" not in meta:
-            meta["reason"] = log[-1] if log else "infrastructure failure"
+        if status == "infra_error" and REASON not in meta:
+            meta[REASON] = log[-1] if log else "infrastructure failure"
         s = self.settings
         usd: float | None = None
         if usage.known and s.usd_per_1k_input is not None and s.usd_per_1k_output is not None:
@@ -411,7 +415,7 @@ class OpenAIAgent:
         )
 
     def _run(self, request: AgentRequest, log: list[str], transcript: list[dict[str, Any]],
-             usage: _Usage, meta: dict[str, Any]) -> str:
+             usage: _Usage, meta: dict[str, Any]) -> AgentStatus:
         s = self.settings
         budget = s.timeout_s if s.timeout_s is not None else request.timeout_s
         deadline = time.monotonic() + budget
@@ -419,7 +423,7 @@ class OpenAIAgent:
         if not api_key:
             log.append(f"environment variable {s.api_key_env} is not set: the API key of agent "
                        f"{self.name!r} is read from it (api_key_env)")
-            meta["infra_reason"] = "missing_api_key"
+            meta[INFRA_REASON] = "missing_api_key"
             return "infra_error"
         try:
             import openai
@@ -460,7 +464,7 @@ class OpenAIAgent:
                     log.append(f"turn {turn}: request timed out ({exc})")
                     if time.monotonic() >= deadline - 0.05:
                         return "timeout"
-                    meta["infra_reason"] = "endpoint_timeout"
+                    meta[INFRA_REASON] = "endpoint_timeout"
                     log.append(f"turn {turn}: {s.base_url or 'OpenAI'} did not answer within "
                                f"{call_timeout:.3g} s (after {s.max_retries} retries)")
                     return "infra_error"
@@ -470,12 +474,12 @@ class OpenAIAgent:
                     reason = infra_reason_for_status(exc.status_code)
                     if reason is None:
                         return "agent_error"  # the request itself was refused (e.g. 400)
-                    meta["infra_reason"] = reason
+                    meta[INFRA_REASON] = reason
                     return "infra_error"
                 except openai.APIConnectionError as exc:
                     log.append(f"turn {turn}: {type(exc).__name__} talking to "
                                f"{s.base_url or 'OpenAI'} (after {s.max_retries} retries): {exc}")
-                    meta["infra_reason"] = "unreachable"
+                    meta[INFRA_REASON] = "unreachable"
                     return "infra_error"
                 except openai.OpenAIError as exc:
                     log.append(f"turn {turn}: {type(exc).__name__} talking to "
@@ -520,7 +524,7 @@ class OpenAIAgent:
                     except SandboxError as exc:
                         log.append(f"turn {turn}: the sandbox for the visible tests could not "
                                    f"start: {exc}")
-                        meta["infra_reason"] = "sandbox"
+                        meta[INFRA_REASON] = "sandbox"
                         return "infra_error"
                     meta["feedback_passed"] = fb.passed
                     transcript.append({"role": "tool", "name": "visible_tests",

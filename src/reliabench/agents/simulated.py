@@ -64,6 +64,7 @@ from reliabench.agents.profiles import (
 )
 from reliabench.errors import InvalidArgumentError
 from reliabench.files.toml import tomllib
+from reliabench.meta_keys import AGENT_KIND, SEED
 
 __all__ = [
     "CONFIG_KEYS",
@@ -245,12 +246,12 @@ class SimulatedAgent:
         p_task = task_success_probability(params, request.task_id)
         meta: dict[str, Any] = {
             "simulated": True,
-            "agent_kind": "simulated",
+            AGENT_KIND: "simulated",
             "profile": params.name,
             "params": params.to_dict(),
             "p_task": p_task,
             "difficulty": task_difficulty(request.task_id, params.difficulty_spread),
-            "seed": request.seed,
+            SEED: request.seed,
         }
         log = [
             f"SIMULATED AGENT {self.name!r} (kind=simulated, profile={params.name}): no model "
@@ -262,7 +263,7 @@ class SimulatedAgent:
         if solution is None or not Path(solution).is_dir():
             meta.update(behaviour=None, intended_behaviour=None, fallback=None)
             log.append("error: the task has no reference solution; a simulated agent needs one")
-            return AgentResult(status="agent_error", tokens=0, usd=0.0, log="\n".join(log),
+            return AgentResult(status="agent_error", log="\n".join(log),
                                meta=meta)
         solution = Path(solution)
         rng = np.random.default_rng(int(request.seed) % 2**128)
@@ -302,7 +303,7 @@ class SimulatedAgent:
         meta["behaviour"] = behaviour
         meta["intended_behaviour"] = intended
         meta["fallback"] = fallback
-        return AgentResult(status="completed", tokens=0, usd=0.0, log="\n".join(log), meta=meta)
+        return AgentResult(status="completed", log="\n".join(log), meta=meta)
 
     def _buggy(
         self,

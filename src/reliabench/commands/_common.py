@@ -151,9 +151,9 @@ def resolve_security(
         from reliabench.store import RunStore
 
         with RunStore.open_existing(source, readonly=True) as store:
-            stored = store.run_info()["config"].get("security_policy")
+            stored = store.run_info().security_policy
         if stored:
-            policy = security_config_from_dict(stored, f"{source} (stored security policy)")
+            policy = security_config_from_dict(dict(stored), f"{source} (stored security policy)")
     if policy is None:
         return threshold, None
     explicit = ctx.get_parameter_source("threshold") is click.core.ParameterSource.COMMANDLINE

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from reliabench.errors import UsageError
 from reliabench.records import Rollout
+from reliabench.store import RetestRow, RunStore
 from reliabench.studies.noise import (
     NoiseReport,
     PolicyResult,
@@ -61,10 +62,9 @@ def noise_for_score(source: str, records: Sequence[Rollout], *, exclude_flaky_te
         UsageError: a flaky-test policy was asked for but there are no re-tests.
     """
     asked = exclude_flaky_tests or flaky_verdict != "original"
-    rows: list[dict[str, object]] = []
+    rows: list[RetestRow] = []
     path = Path(source)
     if source != "-" and path.is_dir():
-        from reliabench.store import RunStore
 
         with RunStore.open_existing(path, readonly=True) as store:
             rows = store.retest_rows()

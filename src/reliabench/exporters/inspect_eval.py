@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from reliabench.errors import InvalidArgumentError, MissingExtraError, UsageError
+from reliabench.meta_keys import REASON
 from reliabench.records import Rollout, rollout_to_dict
 from reliabench.run.artifacts import StoredArtifacts, open_artifacts
 
@@ -85,7 +86,7 @@ def _prompt(suite_path: str | None, task_id: str) -> str:
 def _sample(ilog: Any, r: Rollout, adir: StoredArtifacts | None, prompt: str) -> Any:
     from inspect_ai.scorer import Score
 
-    failed = [t.name for t in r.functional_tests if t.outcome in ("failed", "error")]
+    failed = [t.name for t in r.functional_tests if t.failing]
     total, passed = r.n_tests, r.n_tests_passed
     explanation = f"status {r.status}; " + (f"{passed}/{total} functional tests passed" if total is not None
                                             else "no per-test outcomes")
@@ -107,7 +108,7 @@ def _sample(ilog: Any, r: Rollout, adir: StoredArtifacts | None, prompt: str) ->
     error = None
     limit = None
     if r.status == "agent_error":
-        error = ilog.EvalError(message=str(r.meta.get("reason") or "agent error"), traceback="",
+        error = ilog.EvalError(message=str(r.meta.get(REASON) or "agent error"), traceback="",
                                traceback_ansi="")
     elif r.status == "timeout":
         limit = ilog.EvalSampleLimit(type="time", limit=0)
@@ -152,14 +153,14 @@ def export_inspect(run_dir: str | Path, output: str | Path, *, agent: str | None
     else:
         out.mkdir(parents=True, exist_ok=True)
         targets = {a: out / (_safe(a) + ".eval") for a in agents}
-    suite = info.get("suite") or {}
-    suite_path = (info.get("config") or {}).get("suite_path")
-    created = _dt.datetime.fromtimestamp(float(info.get("created_at") or 0), tz=_dt.timezone.utc).isoformat()
+    suite = info.suite.as_dict()
+    suite_path = info.suite_path
+    created = _dt.datetime.fromtimestamp(info.created_at, tz=_dt.timezone.utc).isoformat()
     written = []
     for name, path in targets.items():
         recs = [r for r in records if r.agent == name]
         written.append(_write_one(ilog, root, recs, name, path, suite, suite_path, created,
-                                  info.get("packages") or {}))
+                                  dict(info.packages)))
     return written
 
 

@@ -11,7 +11,7 @@ import hmac
 import json
 from dataclasses import dataclass, field
 
-from reliabench.records import OUTCOMES
+from reliabench.records import TEST_OUTCOMES, TestOutcomeStatus
 
 __all__ = ["Channel", "parse_channel"]
 
@@ -24,7 +24,7 @@ class Channel:
     ended: bool = False
     collected: list[tuple[str, bool]] | None = None
     collect_errors: list[str] = field(default_factory=list)
-    tests: dict[str, tuple[str, bool]] = field(default_factory=dict)
+    tests: dict[str, tuple[TestOutcomeStatus, bool]] = field(default_factory=dict)
     order: list[str] = field(default_factory=list)
     poisoned: set[str] = field(default_factory=set)
     problems: list[str] = field(default_factory=list)
@@ -122,14 +122,14 @@ def _take_line(ch: Channel, raw: bytes, key: bytes, expected: set[str] | None) -
         ch.collect_errors.append(str(name))
     elif event == "test":
         outcome = obj.get("outcome")
-        if name is None or outcome not in OUTCOMES:
+        if name is None or not isinstance(outcome, str) or outcome not in TEST_OUTCOMES:
             ch.forge(f"malformed test line for {name!r:.200}", name)
         elif expected is not None and name not in expected:
             ch.forge(f"outcome for a test that is not expected: {name:.200}")
         elif name in ch.tests:
             ch.forge(f"two outcome lines for one test: {name:.200}", name)
         else:
-            ch.tests[name] = (str(outcome), obj.get("security") is True)
+            ch.tests[name] = (outcome, obj.get("security") is True)
             ch.order.append(name)
     elif event == "end":
         ch.ended = True

@@ -46,14 +46,15 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Final, Literal, TypeAlias
 
 from reliabench.errors import SandboxError, SuiteError
 from reliabench.files.untrusted import file_kind, read_bounded, remove_tree, walk_tree
 from reliabench.hidden_tests.channel import parse_channel
 from reliabench.hidden_tests.outcome_pipe import OutcomePipe
 from reliabench.hidden_tests.staging import PLUGIN_MODULE, RawRun, pytest_command, staged
-from reliabench.records import TestOutcome
+from reliabench.meta_keys import TestRunner
+from reliabench.records import Isolation, TestOutcome
 from reliabench.sandbox import (
     DEFAULT_PATH,
     Limits,
@@ -69,10 +70,15 @@ __all__ = [
     "PLUGIN_MODULE",
     "TAMPER_NAMES",
     "HiddenTestRun",
+    "HiddenTestStatus",
     "collect_hidden_tests",
     "find_tamper_files",
     "run_hidden_tests",
 ]
+
+HiddenTestStatus: TypeAlias = Literal["completed", "timeout", "test_error"]
+"""How a run of hidden tests ended (``HiddenTestRun.status``); the same words as the rollout
+statuses (:data:`reliabench.records.RolloutStatus`) they become."""
 
 TAMPER_NAMES: Final = frozenset(
     {
@@ -116,12 +122,12 @@ class HiddenTestRun:
     """
 
     outcomes: tuple[TestOutcome, ...]
-    status: str
+    status: HiddenTestStatus
     reason: str | None
     tamper_suspected: bool
     tamper_files: tuple[str, ...]
     forged: bool
-    isolation: str
+    isolation: Isolation
     seconds: float
     log: str
 
@@ -223,7 +229,7 @@ def _run_pytest(
     expected: set[str] | None,
     order_seed: int | None = None,
     worker: WarmTests | None = None,
-    test_runner: str = "pytest",
+    test_runner: TestRunner = "pytest",
 ) -> RawRun:
     if worker is not None and order_seed is None:  # a warm test worker instead of a fresh process
         # (a shuffled order needs the plugin's import-time seed: re-tests with one run fresh)
@@ -384,7 +390,7 @@ def run_hidden_tests(
     starter: Path | None = None,
     order_seed: int | None = None,
     worker: WarmTests | None = None,
-    test_runner: str = "pytest",
+    test_runner: TestRunner = "pytest",
 ) -> HiddenTestRun:
     """Run the hidden tests on a rollout's workspace in a fresh sandboxed pytest process.
 
@@ -457,7 +463,8 @@ def run_hidden_tests(
         if line is None or name in ch.poisoned:
             outcomes.append(TestOutcome(name, "failed", security))
         else:
-            outcomes.append(TestOutcome(name, line[0], security))  # type: ignore[arg-type]
+            outcomes.append(TestOutcome(name, line[0], security))
+    status: HiddenTestStatus
     if result.timed_out:
         status = "timeout"
         reasons.append(f"wall time limit of {(limits or Limits()).wall_s:g} s reached")
@@ -485,7 +492,7 @@ def run_hidden_tests(
         )
     if ch.collect_errors:
         reasons.append("collection errors: " + ", ".join(ch.collect_errors[:5]))
-    failing = [o.name for o in outcomes if o.outcome in ("failed", "error")]
+    failing = [o.name for o in outcomes if o.failing]
     if failing and ch.started:
         reasons.append(f"{len(failing)} of {len(outcomes)} test(s) did not pass: {failing[:3]}")
     not_run = [name for name, _ in exp_list if name not in ch.tests]

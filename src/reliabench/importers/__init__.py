@@ -24,14 +24,14 @@ JSON is recognized by its keys; JSONL by its first line. See ``docs/importers.md
 from __future__ import annotations
 
 import dataclasses
-import json
 import zipfile
 from collections.abc import Callable
+from contextlib import closing
 from pathlib import Path
 from typing import Any, Final
 
 from reliabench.errors import InputError, InvalidArgumentError, UsageError
-from reliabench.files import json_input
+from reliabench.files.jsonl import read_jsonl_lines
 from reliabench.importers import evalplus, humaneval, inspect_log, swebench, tau_bench, terminal_bench
 from reliabench.importers._common import ImportResult, ReportedFigure, StatedTotal, read_json
 from reliabench.records import read_jsonl
@@ -78,14 +78,12 @@ _JSON_DETECTORS: tuple[tuple[str, Callable[[Any], bool]], ...] = (
 
 
 def _first_line(path: Path) -> Any:
-    with path.open(encoding="utf-8", errors="replace") as fh:
-        for lineno, text in enumerate(fh, start=1):
-            if text.strip():
-                try:
-                    return json_input.loads(text)
-                except json.JSONDecodeError as exc:
-                    raise InputError(path, f"neither JSON nor JSONL ({exc.msg} at column {exc.colno})",
-                                     line=lineno) from None
+    with closing(read_jsonl_lines(path)) as lines:
+        try:
+            for item in lines:
+                return item.value
+        except InputError as exc:
+            raise InputError(path, f"neither JSON nor JSONL: {exc.detail}", line=exc.line) from None
     raise InputError(path, "empty file")
 
 

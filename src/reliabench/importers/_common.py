@@ -8,7 +8,6 @@ reductions), keeps them as ``ReportedFigure`` so that ``reliabench audit`` can c
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -24,7 +23,6 @@ __all__ = [
     "StatedTotal",
     "expect_dict",
     "expect_list",
-    "iter_jsonl",
     "read_json",
     "stated_rate",
 ]
@@ -128,26 +126,6 @@ def read_json(path: Path) -> Any:
     except json.JSONDecodeError as exc:
         raise InputError(path, f"malformed JSON ({exc.msg} at column {exc.colno})",
                          line=exc.lineno) from None
-
-
-def iter_jsonl(path: Path) -> Iterator[tuple[int, Any]]:
-    """Yield ``(line_number, decoded_object)`` for each non-blank line of a JSONL file."""
-    try:
-        fh = path.open(encoding="utf-8")
-    except FileNotFoundError:
-        raise InputError(path, "no such file") from None
-    with fh:
-        try:
-            for lineno, text in enumerate(fh, start=1):
-                if not text.strip():
-                    continue
-                try:
-                    yield lineno, json_input.loads(text)
-                except json.JSONDecodeError as exc:
-                    raise InputError(path, f"malformed JSON ({exc.msg} at column {exc.colno})",
-                                     line=lineno) from None
-        except UnicodeDecodeError as exc:
-            raise InputError(path, f"not UTF-8 text ({exc.reason} at byte {exc.start})") from None
 
 
 def expect_dict(value: Any, path: Path | str, field: str, *, line: int | None = None) -> dict[str, Any]:

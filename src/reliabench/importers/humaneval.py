@@ -16,8 +16,9 @@ from pathlib import Path
 from typing import Any
 
 from reliabench.errors import InputError
-from reliabench.importers._common import ImportResult, expect_dict, iter_jsonl
-from reliabench.records import Rollout
+from reliabench.files.jsonl import read_jsonl_lines
+from reliabench.importers._common import ImportResult
+from reliabench.records import Rollout, RolloutStatus
 
 __all__ = ["FORMAT", "detect_line", "load"]
 
@@ -54,8 +55,8 @@ def load(path: Path, data: Any = None, *, agent: str | None = None) -> ImportRes
     name = agent or stem
     counter: dict[str, int] = defaultdict(int)
     records: list[Rollout] = []
-    for lineno, raw in iter_jsonl(path):
-        obj = expect_dict(raw, path, "line", line=lineno)
+    for item in read_jsonl_lines(path, objects=True):
+        obj, lineno = item.value, item.line
         task = obj.get("task_id")
         if not isinstance(task, str) or not task:
             raise InputError(path, f"expected a non-empty string, got {task!r}", line=lineno,
@@ -68,7 +69,7 @@ def load(path: Path, data: Any = None, *, agent: str | None = None) -> ImportRes
         if not isinstance(passed, bool):
             raise InputError(path, f"expected true or false, got {passed!r}", line=lineno, field="passed")
         result = obj.get("result")
-        status = "timeout" if result == "timed out" else "completed"
+        status: RolloutStatus = "timeout" if result == "timed out" else "completed"
         records.append(Rollout(task_id=task, agent=name, rollout=counter[task], verdict=passed,
                                status=status,
                                meta={"source": FORMAT, "result": str(result)[:200]}))

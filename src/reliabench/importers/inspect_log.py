@@ -45,7 +45,7 @@ from reliabench.importers._common import (
     expect_dict,
     expect_list,
 )
-from reliabench.records import Rollout
+from reliabench.records import Rollout, RolloutStatus
 
 __all__ = ["FORMAT", "detect_zip", "load"]
 
@@ -242,7 +242,7 @@ def load(path: Path, data: Any = None, *, agent: str | None = None,
                              field=where)
         seen[key] = where
         scores = e.get("scores") or {}
-        status = "completed"
+        status: RolloutStatus = "completed"
         if e.get("error"):
             status = "agent_error"
         elif e.get("limit"):

@@ -46,7 +46,7 @@ from reliabench.importers._common import (
     read_json,
     stated_rate,
 )
-from reliabench.records import Rollout, TestOutcome
+from reliabench.records import Rollout, RolloutStatus, TestOutcome
 
 __all__ = ["FORMAT", "detect", "detect_dir", "load"]
 
@@ -184,7 +184,7 @@ def _load_summary(path: Path, data: dict[str, Any], agent: str | None) -> Import
     model, _, run_id = stem.partition(".")
     name = agent or model or stem
     infra_keys = [k for k in data if k.startswith("infra_failure")]
-    status_of: dict[str, tuple[bool, str]] = {}
+    status_of: dict[str, tuple[bool, RolloutStatus]] = {}
 
     def ids(key: str) -> list[str]:
         value = expect_list(data.get(key, []), path, key)

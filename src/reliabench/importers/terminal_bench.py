@@ -37,12 +37,12 @@ from reliabench.importers._common import (
     expect_list,
     read_json,
 )
-from reliabench.records import Outcome, Rollout, TestOutcome
+from reliabench.records import Rollout, RolloutStatus, TestOutcome, TestOutcomeStatus
 
 __all__ = ["FORMAT", "detect", "detect_dir", "load"]
 
 FORMAT = "terminal-bench"
-_OUTCOMES: dict[str, Outcome] = {"passed": "passed", "failed": "failed", "error": "error",
+_OUTCOMES: dict[str, TestOutcomeStatus] = {"passed": "passed", "failed": "failed", "error": "error",
                                  "skipped": "skipped"}
 
 
@@ -70,7 +70,7 @@ def detect_dir(path: Path) -> bool:
     return False
 
 
-def _status(failure_mode: Any) -> str:
+def _status(failure_mode: Any) -> RolloutStatus:
     mode = str(failure_mode or "")
     if mode == "parse_error":
         return "test_error"

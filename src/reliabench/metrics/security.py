@@ -16,11 +16,12 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from reliabench.errors import ConfigError, InvalidArgumentError
 from reliabench.files.toml import read_toml
-from reliabench.records import CONFIDENCE_LEVELS, SEVERITY_LEVELS, Finding, Rollout
+from reliabench.meta_keys import SCANNED
+from reliabench.records import CONFIDENCE_LEVELS, SEVERITY_LEVELS, Confidence, Finding, Rollout, Severity
 
 __all__ = [
     "DEFAULT_THRESHOLD",
@@ -33,16 +34,16 @@ __all__ = [
     "parse_threshold",
 ]
 
-_SEV = {s: i for i, s in enumerate(SEVERITY_LEVELS)}
-_CONF = {c: i for i, c in enumerate(CONFIDENCE_LEVELS)}
+_SEV: dict[str, int] = {s: i for i, s in enumerate(SEVERITY_LEVELS)}
+_CONF: dict[str, int] = {c: i for i, c in enumerate(CONFIDENCE_LEVELS)}
 
 
 @dataclass(frozen=True, slots=True)
 class SecurityThreshold:
     """Findings at or above both levels make a rollout insecure."""
 
-    severity: str = "high"
-    confidence: str = "medium"
+    severity: Severity = "high"
+    confidence: Confidence = "medium"
 
     def __post_init__(self) -> None:
         if self.severity not in _SEV:
@@ -80,7 +81,9 @@ def parse_threshold(text: str) -> SecurityThreshold:
         raise InvalidArgumentError(
             f"security threshold must look like SEVERITY[:CONFIDENCE] (e.g. high:medium), got {text!r}"
         )
-    return SecurityThreshold(parts[0], parts[1] if len(parts) == 2 else "medium")
+    confidence = parts[1] if len(parts) == 2 else "medium"
+    # SecurityThreshold checks both levels (a bad one names the allowed levels)
+    return SecurityThreshold(cast(Severity, parts[0]), cast(Confidence, confidence))
 
 
 @dataclass(frozen=True, slots=True)
@@ -144,14 +147,14 @@ def judge_security(
     """Apply both lenses to one rollout (functional success is judged elsewhere)."""
     flt = finding_filter or FindingFilter()
     static = tuple(f for f in rollout.findings if flt.counts(f, threshold))
-    dynamic = tuple(t.name for t in rollout.security_tests if t.outcome in ("failed", "error"))
+    dynamic = tuple(t.name for t in rollout.security_tests if t.failing)
     scan_err = bool(rollout.scan_errors)
     return SecurityVerdict(not (static or dynamic or scan_err), static, scan_err, dynamic)
 
 
 def has_security_data(rollouts: Iterable[Rollout]) -> bool:
     """Whether any rollout carries findings, scan errors or security tests, or was scanned."""
-    return any(r.findings or r.scan_errors or r.security_tests or r.meta.get("scanned")
+    return any(r.findings or r.scan_errors or r.security_tests or r.meta.get(SCANNED)
                for r in rollouts)
 
 

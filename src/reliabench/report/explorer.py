@@ -22,19 +22,23 @@ from __future__ import annotations
 import hashlib
 import html
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from reliabench.errors import InvalidArgumentError
+from reliabench.meta_keys import FORGED_OUTCOMES
 from reliabench.metrics.analysis import ScoreReport
-from reliabench.records import Rollout
+from reliabench.records import Rollout, RolloutStatus, TestOutcomeStatus
 from reliabench.report.figures import cost_figures, proxy_scatter, reliability_curve
 from reliabench.report.heatmap import heatmap_html
 from reliabench.report.html import render_html
 from reliabench.report.provenance import Provenance, collect_provenance
 from reliabench.report.rollout_detail import DetailLimits, build_detail, rollout_id
+
+if TYPE_CHECKING:
+    from reliabench.store import RunInfo
 
 __all__ = [
     "DEFAULT_MAX_BYTES",
@@ -66,7 +70,7 @@ class LoadedSource:
     format: str
     run_dir: Path | None
     notes: tuple[str, ...] = ()
-    run_info: Mapping[str, Any] | None = None
+    run_info: RunInfo | None = None
 
 
 def _static(name: str) -> str:
@@ -108,7 +112,10 @@ def embed_json(data: Any) -> str:
             .replace("\u2028", "\\u2028").replace("\u2029", "\\u2029"))
 
 
-_OUTCOME_CODE: Final = {"passed": "P", "failed": "F", "error": "E", "skipped": "S"}
+_OUTCOME_CODE: Final[dict[TestOutcomeStatus, str]] = {"passed": "P", "failed": "F", "error": "E",
+                                                      "skipped": "S"}
+_CODE_STATUSES: Final[frozenset[RolloutStatus]] = frozenset({"completed", "no_change"})
+"""Statuses whose workspace diff is the agent's finished code (grouped by identical code)."""
 
 
 def _diff_hash(run_dir: Path | None, r: Rollout) -> str | None:
@@ -146,14 +153,14 @@ def _task_views(records: Sequence[Rollout], run_dir: Path | None) -> tuple[dict[
             for t in r.tests or ():
                 codes[col[t.name]] = _OUTCOME_CODE[t.outcome]
             dh = _diff_hash(run_dir, r)
-            if dh is not None and r.status in ("completed", "no_change"):
+            if dh is not None and r.status in _CODE_STATUSES:
                 same_code.setdefault(dh, []).append(r)
             summaries[rid] = {
                 "task": r.task_id, "agent": r.agent, "rollout": r.rollout, "status": r.status,
                 "passes": r.passes, "np": r.n_tests_passed, "nt": r.n_tests,
                 "seconds": r.cost.seconds if r.cost else None, "isolation": r.isolation,
                 "findings": len(r.findings), "tamper": r.tamper_suspected,
-                "forged": bool(r.meta.get("forged_outcomes")), "codes": "".join(codes),
+                "forged": bool(r.meta.get(FORGED_OUTCOMES)), "codes": "".join(codes),
                 "code": dh, "simulated": r.simulated,
             }
         flaky_tests = set()
@@ -220,7 +227,7 @@ def render_report_page(
     source: str,
     source_format: str = "jsonl",
     run_dir: Path | None = None,
-    run_info: Mapping[str, Any] | None = None,
+    run_info: RunInfo | None = None,
     title: str | None = None,
     limits: DetailLimits | None = None,
     max_bytes: int = DEFAULT_MAX_BYTES,

@@ -21,9 +21,13 @@ import re
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
+from reliabench.meta_keys import SEED
 from reliabench.records import Rollout
+
+if TYPE_CHECKING:
+    from reliabench.store import RunInfo
 
 __all__ = ["MASK", "Provenance", "collect_provenance", "mask_argv", "mask_secrets"]
 
@@ -149,30 +153,30 @@ def _version() -> str:
 
 
 def collect_provenance(records: Sequence[Rollout], source: str, source_format: str,
-                       run_info: Mapping[str, Any] | None = None) -> Provenance:
+                       run_info: RunInfo | None = None) -> Provenance:
     """Gather the provenance of ``records`` (and of the run, given its ``RunStore.run_info()``)."""
     isolation = Counter(r.isolation or "unknown" for r in records)
     agents = tuple(sorted({r.agent for r in records}))
     simulated = tuple(sorted({r.agent for r in records if r.simulated}))
-    seeds = any("seed" in r.meta for r in records)
+    seeds = any(SEED in r.meta for r in records)
     if run_info is None:
         return Provenance(source, source_format, _version(), agents=agents, simulated_agents=simulated,
                           isolation=dict(sorted(isolation.items())), rollout_seeds=seeds)
-    config = dict(run_info.get("config") or {})
-    packages = dict(run_info.get("packages") or {})
-    argv = config.pop("command_line", None)
-    agents_cfg = config.pop("agents_config", None)
+    config = run_info.config
+    packages = dict(run_info.packages)
+    argv = run_info.command_line
+    agents_cfg = run_info.agents_config
     keep = ("scanners", "limits", "test_timeout_s", "tasks", "n", "security_policy")
     return Provenance(
         source=source, source_format=source_format, reliabench_version=_version(),
         run_reliabench_version=packages.get("reliabench"),
-        suite=dict(run_info.get("suite") or {}), agents=agents, simulated_agents=simulated,
+        suite=run_info.suite.as_dict(), agents=agents, simulated_agents=simulated,
         agents_config=mask_secrets(agents_cfg) if agents_cfg is not None else None,
-        agents_config_hash=config.get("agents_config_hash"), packages=packages,
-        sandbox=config.get("sandbox"), isolation=dict(sorted(isolation.items())),
-        run_seed=config.get("seed"), rollout_seeds=seeds,
-        command_line=tuple(mask_argv([str(a) for a in argv])) if isinstance(argv, list) else None,
+        agents_config_hash=run_info.agents_config_hash, packages=packages,
+        sandbox=run_info.sandbox, isolation=dict(sorted(isolation.items())),
+        run_seed=run_info.seed, rollout_seeds=seeds,
+        command_line=tuple(mask_argv(list(argv))) if argv is not None else None,
         settings=mask_secrets({k: config[k] for k in keep if k in config}),
-        created_at=run_info.get("created_at"),
+        created_at=run_info.created_at,
     )
 

@@ -31,7 +31,8 @@ from pathlib import Path
 from typing import Any, Final
 
 from reliabench.errors import InvalidArgumentError
-from reliabench.records import Finding, Rollout
+from reliabench.meta_keys import FORGED_OUTCOMES, REASON, SEED, TAMPER_FILES
+from reliabench.records import Finding, Isolation, Rollout, RolloutStatus, TestOutcomeStatus
 from reliabench.run.artifacts import StoredArtifacts
 
 __all__ = [
@@ -93,7 +94,7 @@ class TestRow:
     __test__ = False
 
     name: str
-    outcome: str
+    outcome: TestOutcomeStatus
     security: bool = False
     message: str = ""
     message_source: str = "none"
@@ -132,9 +133,9 @@ class RolloutDetail:
     task_id: str
     agent: str
     rollout: int
-    status: str
+    status: RolloutStatus
     passes: bool
-    isolation: str | None
+    isolation: Isolation | None
     seconds: float | None
     tokens: int | None
     usd: float | None
@@ -346,7 +347,7 @@ def build_detail(r: Rollout, artifact_dir: Path | None,
     stored = StoredArtifacts(artifact_dir) if artifact_dir is not None else None
     has_art = stored is not None and stored.present
     tests_log = stored.test_log() if has_art and stored else None
-    failed = [t.name for t in r.tests or () if t.outcome in ("failed", "error")]
+    failed = [t.name for t in r.tests or () if t.failing]
     msgs = failure_messages(tests_log, failed) if tests_log else {}
     rows = []
     kept = 0
@@ -399,16 +400,16 @@ def build_detail(r: Rollout, artifact_dir: Path | None,
     if was_cut:
         cuts.append(f"{log_kind} cut to {lim.log_chars} characters (head and tail kept)")
     cost = r.cost
-    seed = r.meta.get("seed")
+    seed = r.meta.get(SEED)
     return RolloutDetail(
         id=rollout_id(r), task_id=r.task_id, agent=r.agent, rollout=r.rollout, status=r.status,
         passes=r.passes, isolation=r.isolation, seconds=cost.seconds if cost else None,
         tokens=cost.tokens if cost else None, usd=cost.usd if cost else None, phases=phase_costs(r),
         simulated=r.simulated, tests=tuple(rows), findings=r.findings, unplaced_findings=unplaced,
         scan_errors=tuple(f"{e.tool}: {e.path}: {e.message}" for e in r.scan_errors),
-        tamper_suspected=r.tamper_suspected, forged_outcomes=bool(r.meta.get("forged_outcomes")),
-        tamper_files=tuple(str(x) for x in r.meta.get("tamper_files") or ()),
-        reason=str(r.meta.get("reason") or r.meta.get("error") or ""),
+        tamper_suspected=r.tamper_suspected, forged_outcomes=bool(r.meta.get(FORGED_OUTCOMES)),
+        tamper_files=tuple(str(x) for x in r.meta.get(TAMPER_FILES) or ()),
+        reason=str(r.meta.get(REASON) or r.meta.get("error") or ""),
         seed=seed if isinstance(seed, int) and not isinstance(seed, bool) else None,
         diff=tuple(files), log=log, log_kind=log_kind, messages_from=messages_from,
         cuts=tuple(cuts), artifacts=has_art,

@@ -12,11 +12,10 @@ from __future__ import annotations
 import ipaddress
 import json
 import threading
-from collections.abc import Mapping
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs, urlsplit
 
 from reliabench.errors import InvalidArgumentError
@@ -24,6 +23,9 @@ from reliabench.metrics.analysis import ScoreReport
 from reliabench.records import Rollout
 from reliabench.report.explorer import embed_json, render_report_page, rollout_detail_json
 from reliabench.report.rollout_detail import DetailLimits, rollout_id
+
+if TYPE_CHECKING:
+    from reliabench.store import RunInfo
 
 __all__ = ["ReportServer", "check_loopback", "make_server"]
 
@@ -68,7 +70,7 @@ class ReportServer:
 
 
 def make_server(records: list[Rollout], report: ScoreReport, run_dir: Path, *,
-                run_info: Mapping[str, Any] | None = None, host: str = "127.0.0.1", port: int = 0,
+                run_info: RunInfo | None = None, host: str = "127.0.0.1", port: int = 0,
                 limits: DetailLimits | None = None, background: bool = True) -> ReportServer:
     """Start serving the report of ``run_dir`` on ``host:port`` (0: any free port).
 

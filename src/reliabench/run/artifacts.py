@@ -44,6 +44,7 @@ from typing import Any, Final
 
 from reliabench.errors import OutputError
 from reliabench.files.untrusted import file_kind, read_bounded, remove_tree, walk_tree
+from reliabench.meta_keys import CAPPED_LISTS, FINDINGS_TOTAL, SCAN_ERRORS_TOTAL, total_key
 from reliabench.records import SEVERITY_LEVELS, Finding, Rollout
 from reliabench.store import artifact_path
 from reliabench.tasks.suite import materialize
@@ -435,22 +436,22 @@ def cap_record(r: Rollout, budget: ArtifactBudget = DEFAULT_BUDGET) -> Rollout:
     """
     meta: dict[str, Any] = dict(r.meta)
     changed = False
-    for key in ("changed_files", "tamper_files", "deleted_files", "artifacts_omitted"):
+    for key in CAPPED_LISTS:
         value = meta.get(key)
         if isinstance(value, list) and len(value) > budget.max_listed:
             meta[key] = value[: budget.max_listed]
-            meta[f"{key}_total"] = len(value)
+            meta[total_key(key)] = len(value)
             changed = True
     findings = r.findings
     if len(findings) > budget.max_findings:
         ordered = sorted(range(len(findings)), key=lambda i: (-_severity_rank(findings[i]), i))
         keep = sorted(ordered[: budget.max_findings])
-        meta["findings_total"] = len(findings)
+        meta[FINDINGS_TOTAL] = len(findings)
         findings = tuple(findings[i] for i in keep)
         changed = True
     scan_errors = r.scan_errors
     if len(scan_errors) > budget.max_listed:
-        meta["scan_errors_total"] = len(scan_errors)
+        meta[SCAN_ERRORS_TOTAL] = len(scan_errors)
         scan_errors = scan_errors[: budget.max_listed]
         changed = True
     if not changed:

@@ -40,7 +40,19 @@ from typing import Any
 
 from reliabench.agents.base import AgentResult
 from reliabench.hidden_tests.fresh import HiddenTestRun
-from reliabench.records import Cost, Finding, Rollout, ScanError
+from reliabench.meta_keys import (
+    AGENT_KIND,
+    ARTIFACTS_OMITTED,
+    CHANGED_FILES,
+    DELETED_FILES,
+    FORGED_OUTCOMES,
+    INFRA_REASON,
+    REASON,
+    SCANNED,
+    SEED,
+    TAMPER_FILES,
+)
+from reliabench.records import Cost, Finding, Isolation, Rollout, RolloutStatus, ScanError
 from reliabench.run import artifacts as _artifacts
 from reliabench.run.artifacts import RolloutArtifacts, Snapshot, cap_record, cap_text
 from reliabench.run.plan import Job
@@ -77,7 +89,7 @@ class RolloutDraft:
     """
 
     job: Job
-    isolation: str
+    isolation: Isolation
     meta: dict[str, Any] = field(default_factory=dict)
     result: AgentResult | None = None
     agent_seconds: float = 0.0
@@ -89,9 +101,9 @@ class RolloutDraft:
     hidden: HiddenTestRun | None = None
 
     @classmethod
-    def start(cls, job: Job, isolation: str) -> RolloutDraft:
+    def start(cls, job: Job, isolation: Isolation) -> RolloutDraft:
         """A draft for ``job`` with the seed and the agent kind in its ``meta``."""
-        return cls(job, isolation, {"seed": job.seed, "agent_kind": job.agent.kind})
+        return cls(job, isolation, {SEED: job.seed, AGENT_KIND: job.agent.kind})
 
     def agent_ran(self, result: AgentResult, seconds: float) -> None:
         """The agent returned ``result`` after ``seconds``; its ``meta`` joins the record's."""
@@ -105,25 +117,25 @@ class RolloutDraft:
         self.findings = findings
         self.scan_errors = errors
         self.changed = tuple(sorted({*changes.added, *changes.modified, *changes.deleted}))
-        self.meta["changed_files"] = list(self.changed)
-        self.meta["deleted_files"] = list(changes.deleted)
-        self.meta["scanned"] = list(scanners)
+        self.meta[CHANGED_FILES] = list(self.changed)
+        self.meta[DELETED_FILES] = list(changes.deleted)
+        self.meta[SCANNED] = list(scanners)
 
     def kept(self, snapshot: Snapshot) -> None:
         """The agent's files kept for re-scans; those left out are named in ``meta``."""
         self.snapshot = snapshot
         if snapshot.omitted:
-            self.meta["artifacts_omitted"] = [rel for rel, _ in snapshot.omitted]
+            self.meta[ARTIFACTS_OMITTED] = [rel for rel, _ in snapshot.omitted]
 
     def tested(self, hidden: HiddenTestRun) -> None:
         """The hidden tests ran; their reason, forged lines and tamper files go into ``meta``."""
         self.hidden = hidden
         if hidden.reason:
-            self.meta["reason"] = hidden.reason
+            self.meta[REASON] = hidden.reason
         if hidden.forged:
-            self.meta["forged_outcomes"] = True
+            self.meta[FORGED_OUTCOMES] = True
         if hidden.tamper_files:
-            self.meta["tamper_files"] = list(hidden.tamper_files)
+            self.meta[TAMPER_FILES] = list(hidden.tamper_files)
 
     # ---- endings ----------------------------------------------------------------------------
 
@@ -135,7 +147,7 @@ class RolloutDraft:
         """
         if self.result is None or self.hidden is None:
             raise ValueError("RolloutDraft.completed() needs the agent's result and the hidden-test run")
-        status = self.result.status
+        status: RolloutStatus = self.result.status
         if status == "completed" and not self.changed:
             status = "no_change"
         if status == "completed" and self.hidden.status == "timeout":
@@ -155,8 +167,8 @@ class RolloutDraft:
                 its outcomes, time, isolation and log are kept.
         """
         if reason is not None:
-            self.meta["reason"] = reason
-        self.meta["infra_reason"] = infra_reason
+            self.meta[REASON] = reason
+        self.meta[INFRA_REASON] = infra_reason
         return self._outcome("infra_error", self.result or AgentResult(status="infra_error"), hidden,
                              scan=False)
 
@@ -165,20 +177,20 @@ class RolloutDraft:
 
         The agent's ``meta["infra_reason"]`` is kept; ``agent_infra`` when it gave none.
         """
-        self.meta.setdefault("infra_reason", "agent_infra")
+        self.meta.setdefault(INFRA_REASON, "agent_infra")
         return self._outcome("infra_error", self.result or AgentResult(status="infra_error"), None,
                              scan=False)
 
     def harness_error(self, stage: str, exc: BaseException) -> Outcome:
         """Something raised while ``stage`` ran, after the agent: the rollout's own failure."""
         detail = f"{type(exc).__name__}: {exc}"
-        self.meta["reason"] = f"harness error while {stage}: {detail[:500]}"
+        self.meta[REASON] = f"harness error while {stage}: {detail[:500]}"
         return self._outcome("test_error", self.result or AgentResult(status="agent_error"), None,
                              scan=False)
 
     # ---- the one place a record is made -------------------------------------------------------
 
-    def _outcome(self, status: str, result: AgentResult, hidden: HiddenTestRun | None, *,
+    def _outcome(self, status: RolloutStatus, result: AgentResult, hidden: HiddenTestRun | None, *,
                  scan: bool) -> Outcome:
         budget = _artifacts.DEFAULT_BUDGET  # looked up per call (tests shrink it)
         snap = self.snapshot if scan and self.snapshot is not None else Snapshot({})

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from reliabench.errors import OutputError, StoreError
+from reliabench.meta_keys import ARTIFACTS_OMITTED, REASON
 from reliabench.records import Rollout
 from reliabench.run import artifacts as _artifacts
 from reliabench.run.artifacts import RolloutArtifacts, cap_record, write_artifacts
@@ -21,10 +22,10 @@ def write_rollout_artifacts(store: RunStore, rollout: Rollout, art: RolloutArtif
     """
     adir = store.artifact_dir(rollout.task_id, rollout.agent, rollout.rollout)
     left_out = write_artifacts(adir, art)
-    new_left_out = [rel for rel, _ in left_out if rel not in rollout.meta.get("artifacts_omitted", ())]
+    new_left_out = [rel for rel, _ in left_out if rel not in rollout.meta.get(ARTIFACTS_OMITTED, ())]
     if new_left_out:
         meta = dict(rollout.meta)
-        meta["artifacts_omitted"] = [*meta.get("artifacts_omitted", []), *new_left_out]
+        meta[ARTIFACTS_OMITTED] = [*meta.get(ARTIFACTS_OMITTED, []), *new_left_out]
         rollout = cap_record(replace(rollout, meta=meta), _artifacts.DEFAULT_BUDGET)
     return rollout
 
@@ -48,7 +49,7 @@ def store_rollout(store: RunStore, rollout: Rollout, art: RolloutArtifacts) -> R
             task_id=rollout.task_id, agent=rollout.agent, rollout=rollout.rollout, tests=(),
             status="test_error", cost=rollout.cost, isolation=rollout.isolation,
             tamper_suspected=rollout.tamper_suspected, simulated=rollout.simulated,
-            meta={"reason": f"harness error while storing the rollout's record: "
+            meta={REASON: f"harness error while storing the rollout's record: "
                             f"{type(exc).__name__}: {exc}"[:600]},
         )
         store.add(rollout, replace_status="infra_error")

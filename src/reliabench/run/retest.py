@@ -30,11 +30,12 @@ from typing import Any
 
 from reliabench.errors import InvalidArgumentError, SandboxError, UsageError
 from reliabench.files.untrusted import remove_tree
-from reliabench.hidden_tests.fresh import collect_hidden_tests, run_hidden_tests
+from reliabench.hidden_tests.fresh import HiddenTestStatus, collect_hidden_tests, run_hidden_tests
+from reliabench.meta_keys import CHANGED_FILES, DELETED_FILES, RETEST
 from reliabench.records import Rollout, TestOutcome
 from reliabench.run.artifacts import open_artifacts, restore_workspace
 from reliabench.sandbox import Limits, SandboxBackend, get_backend
-from reliabench.store import RunStore
+from reliabench.store import RetestRow, RunInfo, RunStore
 from reliabench.tasks.suite import Task, load_suite, materialize
 
 __all__ = [
@@ -74,7 +75,7 @@ class RetestRun:
     agent: str
     rollout: int
     rep: int
-    status: str
+    status: HiddenTestStatus
     tests: tuple[TestOutcome, ...]
     order_seed: int | None
     seconds: float
@@ -111,7 +112,7 @@ def order_seed(task_id: str, agent: str, rollout: int, rep: int) -> int:
     return int.from_bytes(h[:4], "big")
 
 
-def retest_to_row(r: RetestRun) -> dict[str, Any]:
+def retest_to_row(r: RetestRun) -> RetestRow:
     """The store row of a re-run."""
     return {"task_id": r.task_id, "agent": r.agent, "rollout": r.rollout, "rep": r.rep,
             "status": r.status, "order_seed": r.order_seed, "seconds": round(r.seconds, 3),
@@ -120,8 +121,8 @@ def retest_to_row(r: RetestRun) -> dict[str, Any]:
 
 def _unkept(rollout: Rollout, starter: Path, kept: set[str]) -> list[str]:
     """Changed files the workspace cannot be rebuilt without."""
-    changed = [str(f) for f in rollout.meta.get("changed_files", [])]
-    deleted = rollout.meta.get("deleted_files")
+    changed = [str(f) for f in rollout.meta.get(CHANGED_FILES, [])]
+    deleted = rollout.meta.get(DELETED_FILES)
     missing = []
     for rel in changed:
         if rel in kept:
@@ -134,7 +135,7 @@ def _unkept(rollout: Rollout, starter: Path, kept: set[str]) -> list[str]:
 
 def _not_reproducible(rollout: Rollout, missing: Sequence[str]) -> NotReproducibleError:
     why = ("the run did not record deletions (made before re-tests existed)"
-           if "deleted_files" not in rollout.meta
+           if DELETED_FILES not in rollout.meta
            else "over the per-rollout artifact budget, or not a regular file")
     return NotReproducibleError(
         f"rollout {rollout.task_id}/{rollout.agent}/{rollout.rollout}: changed file "
@@ -151,7 +152,7 @@ def rebuild_workspace(dest: Path, starter: Path, files: Mapping[str, bytes], rol
     missing = _unkept(rollout, starter, set(files))
     if missing:
         raise _not_reproducible(rollout, missing)
-    deleted = [str(rel) for rel in rollout.meta.get("deleted_files", [])]
+    deleted = [str(rel) for rel in rollout.meta.get(DELETED_FILES, [])]
     unwritten = restore_workspace(dest, starter, files, deleted)
     if unwritten:
         rel, why = unwritten[0]
@@ -190,14 +191,14 @@ def retest_files(task: Task, rollout: Rollout, files: Mapping[str, bytes], *, re
     return tuple(out)
 
 
-def run_limits(config: Mapping[str, Any], task: Task) -> Limits:
+def run_limits(info: RunInfo, task: Task) -> Limits:
     """The hidden-test limits the run used for ``task`` (from its stored configuration)."""
-    stored = config.get("limits") or {}
-    base = Limits(**{k: v for k, v in stored.items() if k in
-                     ("cpu_s", "memory_bytes", "max_procs", "file_size_bytes", "output_bytes")})
+    stored: dict[str, Any] = {k: v for k, v in info.limits.items() if k in
+                              ("cpu_s", "memory_bytes", "max_procs", "file_size_bytes", "output_bytes")}
+    base = Limits(**stored)
     wall = task.timeout_s
-    if config.get("test_timeout_s") is not None:
-        wall = min(wall, float(config["test_timeout_s"]))
+    if info.test_timeout_s is not None:
+        wall = min(wall, info.test_timeout_s)
     return replace(base, wall_s=wall, cpu_s=wall)
 
 
@@ -231,16 +232,15 @@ def retest_run(run_dir: str | Path, times: int = 5, *, workers: int = 1, sandbox
         raise InvalidArgumentError(f"workers must be >= 1, got {workers!r}")
     with RunStore.open_existing(run_dir) as store:
         info = store.run_info()
-        config = info["config"]
-        suite_path = config.get("suite_path")
+        suite_path = info.suite_path
         if not suite_path or not Path(suite_path).is_dir():
             raise UsageError(f"{run_dir}: the run's suite is not at {suite_path!r} any more; "
                              "re-tests need the task starters and hidden tests")
         suite = load_suite(suite_path)
-        if suite.content_hash != config.get("suite_hash"):
+        if suite.content_hash != info.config.get("suite_hash"):
             raise UsageError(f"{suite_path}: the suite changed since the run (content hash); "
                              "re-testing on other tests would not measure harness noise")
-        backend = get_backend(sandbox or config.get("sandbox", "auto"))
+        backend = get_backend(sandbox or info.sandbox or "auto")
         done: dict[tuple[str, str, int], int] = {}
         for row in store.retest_rows():
             key = (row["task_id"], row["agent"], row["rollout"])
@@ -284,7 +284,7 @@ def retest_run(run_dir: str | Path, times: int = 5, *, workers: int = 1, sandbox
                 slot = slots.get()
                 try:
                     return retest_files(task, r, files, reps=reps, expected=expected[r.task_id],
-                                        backend=backend, limits=run_limits(config, task), slot=slot,
+                                        backend=backend, limits=run_limits(info, task), slot=slot,
                                         scratch=scratch, shuffle=shuffle)
                 finally:
                     slots.put(slot)
@@ -317,5 +317,5 @@ def retest_during_run(outcome: tuple[Rollout, Any], task: Task, expected: Sequen
         runs = retest_files(task, rollout, art.files, reps=range(times), expected=expected,
                             backend=backend, limits=limits, slot=slot, scratch=scratch)
     except NotReproducibleError as exc:
-        return replace(rollout, meta={**rollout.meta, "retest": f"not re-tested: {exc}"}), art
+        return replace(rollout, meta={**rollout.meta, RETEST: f"not re-tested: {exc}"}), art
     return rollout, replace(art, retests=tuple(retest_to_row(r) for r in runs))

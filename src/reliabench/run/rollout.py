@@ -21,6 +21,7 @@ from reliabench.errors import SandboxError
 from reliabench.files.untrusted import remove_tree
 from reliabench.hidden_tests.fresh import run_hidden_tests
 from reliabench.hidden_tests.stdio import run_stdio_tests
+from reliabench.meta_keys import INFRA_ATTEMPTS, INFRA_REASON, TEST_PATH, TEST_RUNNER
 from reliabench.records import TestOutcome
 from reliabench.run import artifacts as _artifacts
 from reliabench.run.artifacts import take_snapshot
@@ -88,13 +89,13 @@ class RolloutRunner:
             except Exception as exc:  # the last line of defence
                 return RolloutDraft.start(job, self.backend.name).harness_error("running the rollout", exc)
             attempts += 1
-            reason = rollout.meta.get("infra_reason")
+            reason = rollout.meta.get(INFRA_REASON)
             if (rollout.status != "infra_error" or attempts > INFRA_RETRIES
                     or not is_transient(reason) or self.stopped(job.agent.name)):
                 break
             time.sleep(backoff_delay(attempts) * self.backoff_scale)
         if rollout.status == "infra_error" and attempts > 1:
-            rollout = replace(rollout, meta={**rollout.meta, "infra_attempts": attempts})
+            rollout = replace(rollout, meta={**rollout.meta, INFRA_ATTEMPTS: attempts})
         return rollout, art
 
     def _attempt(self, job: Job, slot: int) -> Outcome:
@@ -134,11 +135,11 @@ class RolloutRunner:
                 wall = min(wall, self.settings.test_timeout_s)
             limits = replace(self.settings.limits, wall_s=wall, cpu_s=wall)
             stage = "running the hidden tests"
-            draft.meta["test_path"] = "fresh" if self.warm is None else "warm"
-            draft.meta["test_runner"] = job.task.test_runner if self.warm is not None else "pytest"
+            draft.meta[TEST_PATH] = "fresh" if self.warm is None else "warm"
+            draft.meta[TEST_RUNNER] = job.task.test_runner if self.warm is not None else "pytest"
             try:
                 if job.task.stdio is not None:  # stdin/stdout cases, judged outside the sandbox
-                    draft.meta["test_path"] = draft.meta["test_runner"] = "stdio"
+                    draft.meta[TEST_PATH] = draft.meta[TEST_RUNNER] = "stdio"
                     hidden = run_stdio_tests(workspace, job.task.stdio, timeout_s=wall, backend=self.backend,
                                              limits=limits, slot=slot)
                 else:

@@ -27,6 +27,7 @@ from reliabench.agents.base import Agent
 from reliabench.agents.infra import InfraStopWatch
 from reliabench.errors import InfraStopError, InvalidArgumentError
 from reliabench.files.untrusted import remove_tree
+from reliabench.meta_keys import TestPath
 from reliabench.run.artifacts import RolloutArtifacts
 from reliabench.run.executors.local import run_local
 from reliabench.run.executors.ray import WorkerSpec, run_ray
@@ -117,7 +118,7 @@ def run_suite(
         passed = sum(1 for r in store.rollouts() if r.passes) if done else 0
         executed = infra = 0
         watch = InfraStopWatch()
-        test_path = ""
+        test_path: TestPath | None = None  # None: nothing ran
         if jobs:
             needed = sorted({j.task.id for j in jobs})
             warm = open_test_workers(settings.test_workers)  # None: fresh sandboxed processes

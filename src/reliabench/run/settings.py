@@ -8,7 +8,8 @@ from pathlib import Path
 from typing import Any
 
 from reliabench.errors import InvalidArgumentError
-from reliabench.records import Rollout
+from reliabench.meta_keys import TestPath
+from reliabench.records import Isolation, Rollout
 from reliabench.sandbox import MAX_SECONDS, Limits
 
 __all__ = ["ProgressEvent", "RunSettings", "RunSummary"]
@@ -88,6 +89,7 @@ class RunSummary:
     executed: int
     passed: int
     infra_errors: int
-    isolation: str
+    isolation: Isolation
     seconds: float
-    test_path: str = ""
+    test_path: TestPath | None = None
+    """Where the hidden tests of this call ran (``fresh`` or ``warm``); None when none ran."""

@@ -44,6 +44,7 @@ from pathlib import Path
 from typing import Protocol
 
 from reliabench.errors import SandboxError
+from reliabench.records import Isolation
 
 __all__ = [
     "DEFAULT_PATH",
@@ -111,7 +112,8 @@ class SandboxResult:
         wall_s: Seconds from start to the end of the clean-up.
         stdout: Captured standard output (UTF-8, errors replaced), cut to the output limit.
         stderr: Captured standard error, likewise.
-        isolation: ``bubblewrap``, ``namespaces`` or ``none``.
+        isolation: ``bubblewrap``, ``namespaces`` or ``none`` (a
+            :data:`~reliabench.records.BuiltinIsolation`), or a plugin backend's own name.
         killed_reason: Why the run was stopped or killed, when known: ``wall time limit``,
             ``output limit``, ``cpu time limit``, ``file size limit``.
     """
@@ -121,7 +123,7 @@ class SandboxResult:
     wall_s: float
     stdout: str
     stderr: str
-    isolation: str
+    isolation: Isolation
     killed_reason: str | None = None
 
 

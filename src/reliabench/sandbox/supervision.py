@@ -20,6 +20,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from reliabench.errors import SandboxError
+from reliabench.records import Isolation
 from reliabench.sandbox.base import Limits, SandboxResult
 from reliabench.sandbox.slots import _procs_of_uid
 
@@ -103,7 +104,7 @@ def _run_supervised(
     cwd: Path,
     env: Mapping[str, str],
     limits: Limits,
-    isolation: str,
+    isolation: Isolation,
     pass_fds: Sequence[int],
     preexec_fn: Callable[[], None] | None,
     user: int | None,

@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from reliabench.errors import InvalidArgumentError
-from reliabench.records import Finding, ScanError
+from reliabench.records import Confidence, Finding, ScanError, Severity
 from reliabench.scanners.base import (
     ScanResult,
     keep_changed,
@@ -47,13 +47,13 @@ with warnings.catch_warnings():
 
 __all__ = ["BANDIT_CONFIDENCE", "BANDIT_SEVERITY", "PYTHON_SUFFIXES", "BanditScanner"]
 
-BANDIT_SEVERITY: Final[Mapping[str, str]] = {
+BANDIT_SEVERITY: Final[Mapping[str, Severity]] = {
     "UNDEFINED": "info",
     "LOW": "low",
     "MEDIUM": "medium",
     "HIGH": "high",
 }
-BANDIT_CONFIDENCE: Final[Mapping[str, str]] = {
+BANDIT_CONFIDENCE: Final[Mapping[str, Confidence]] = {
     "UNDEFINED": "low",
     "LOW": "low",
     "MEDIUM": "medium",

@@ -22,6 +22,7 @@ from pathlib import Path
 
 from reliabench.errors import UsageError
 from reliabench.files.untrusted import remove_tree
+from reliabench.meta_keys import ARTIFACTS_OMITTED, CHANGED_FILES, DELETED_FILES, SCANNED, total_key
 from reliabench.records import Rollout, ScanError
 from reliabench.run.artifacts import StoredArtifacts, open_artifacts, restore_workspace
 from reliabench.scanners.base import Scanner
@@ -81,9 +82,9 @@ def plan_rebuild(r: Rollout, stored: StoredArtifacts, kept: Collection[str], sta
         starter: The task's starter workspace.
     """
     meta = r.meta
-    changed = [c for c in meta.get("changed_files", []) if isinstance(c, str)]
-    recorded = meta.get("deleted_files")
-    omitted = {c for c in meta.get("artifacts_omitted", []) if isinstance(c, str)}
+    changed = [c for c in meta.get(CHANGED_FILES, []) if isinstance(c, str)]
+    recorded = meta.get(DELETED_FILES)
+    omitted = {c for c in meta.get(ARTIFACTS_OMITTED, []) if isinstance(c, str)}
     diff_text: str | None = None
     deleted: list[str] = []
     errors: list[ScanError] = []
@@ -104,7 +105,7 @@ def plan_rebuild(r: Rollout, stored: StoredArtifacts, kept: Collection[str], sta
         else:
             errors.append(ScanError(_TOOL, rel, "changed by the agent but not kept with the run's "
                                     "artifacts (over the per-rollout budget): not re-scanned"))
-    total = meta.get("changed_files_total")
+    total = meta.get(total_key(CHANGED_FILES))
     if isinstance(total, int) and total > len(changed):
         errors.append(ScanError(_TOOL, "", f"{total - len(changed)} more changed file(s) are not "
                                 "listed in the record (over the per-rollout budget): not re-scanned"))
@@ -132,7 +133,7 @@ def rescan_rollout(scanners: Sequence[Scanner], r: Rollout, stored: StoredArtifa
     errors = errors + plan.errors + tuple(
         ScanError(_TOOL, rel, f"kept with the run's artifacts but {why}: not re-scanned")
         for rel, why in unwritten)
-    meta = {**r.meta, "scanned": [s.name for s in scanners]}
+    meta = {**r.meta, SCANNED: [s.name for s in scanners]}
     return replace(r, findings=findings, scan_errors=errors, meta=meta)
 
 
@@ -151,11 +152,11 @@ def rescan_run(run_dir: str | Path, scanners: Sequence[Scanner], *, dry_run: boo
     rescanned = 0
     with RunStore.open_existing(run_dir, readonly=dry_run) as store:
         info = store.run_info()
-        suite_path = info["config"].get("suite_path")
+        suite_path = info.suite_path
         if not suite_path:
             raise UsageError(f"{run_dir}: the run does not record its suite path; it cannot be re-scanned")
         suite = load_suite(suite_path)
-        if suite.content_hash != info["suite"]["hash"]:
+        if suite.content_hash != info.suite.hash:
             raise UsageError(f"{run_dir}: the suite at {suite_path} changed since the run (content hash "
                              "differs); re-scanning would compare against other starters")
         scratch = Path(tempfile.mkdtemp(prefix="reliabench-scan-"))

@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from reliabench.errors import InvalidArgumentError, MissingExtraError
-from reliabench.records import Finding, ScanError
+from reliabench.records import SEVERITY_LEVELS, Confidence, Finding, ScanError, Severity
 from reliabench.scanners.base import (
     ScanResult,
     ScanTarget,
@@ -56,7 +56,7 @@ __all__ = [
 ]
 
 BUNDLED_RULES: Final = Path(__file__).resolve().parent / "rules"
-SEMGREP_SEVERITY: Final[Mapping[str, str]] = {
+SEMGREP_SEVERITY: Final[Mapping[str, Severity]] = {
     "ERROR": "high",
     "WARNING": "medium",
     "INFO": "low",
@@ -74,8 +74,8 @@ LANGUAGE_SUFFIXES: Final[Mapping[str, frozenset[str]]] = {
     "typescript": frozenset({".ts", ".tsx", ".mts", ".cts"}),
     "ts": frozenset({".ts", ".tsx", ".mts", ".cts"}),
 }
-_LEVELS: Final = ("info", "low", "medium", "high", "critical")
-_CONFIDENCE: Final = {"LOW": "low", "MEDIUM": "medium", "HIGH": "high"}
+_LEVELS: Final[Mapping[str, Severity]] = {level: level for level in SEVERITY_LEVELS}
+_CONFIDENCE: Final[Mapping[str, Confidence]] = {"LOW": "low", "MEDIUM": "medium", "HIGH": "high"}
 _CWE_RE: Final = re.compile(r"CWE-(\d+)", re.IGNORECASE)
 _LANGUAGES_RE: Final = re.compile(r"^\s*languages:\s*\[([^\]]*)\]", re.MULTILINE)
 _BATCH: Final = 1000  # files per semgrep call: keeps the command line far below ARG_MAX
@@ -139,15 +139,15 @@ def _cwe(value: Any) -> int | None:
     return None
 
 
-def _severity(extra: Mapping[str, Any]) -> str:
+def _severity(extra: Mapping[str, Any]) -> Severity:
     metadata = extra.get("metadata") or {}
     override = metadata.get("reliabench-severity") if isinstance(metadata, dict) else None
     if isinstance(override, str) and override.lower() in _LEVELS:
-        return override.lower()
+        return _LEVELS[override.lower()]
     return SEMGREP_SEVERITY.get(str(extra.get("severity", "")).upper(), "medium")
 
 
-def _confidence(extra: Mapping[str, Any]) -> str:
+def _confidence(extra: Mapping[str, Any]) -> Confidence:
     metadata = extra.get("metadata") or {}
     raw = metadata.get("confidence") if isinstance(metadata, dict) else None
     return _CONFIDENCE.get(str(raw).upper(), "medium") if raw is not None else "medium"

@@ -31,15 +31,19 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from scipy import stats
 
 from reliabench.errors import InvalidArgumentError
-from reliabench.records import Rollout, TestOutcome
+from reliabench.meta_keys import REASON
+from reliabench.records import Rollout, RolloutStatus, TestOutcome, TestOutcomeStatus
+
+if TYPE_CHECKING:
+    from reliabench.store import RetestRow
 
 __all__ = [
     "FLAKY_VERDICT_POLICIES",
@@ -165,11 +169,11 @@ def clopper_pearson(x: int, n: int, confidence: float = 0.95) -> tuple[float, fl
     return low, high
 
 
-def _passed(outcome: str) -> bool:
+def _passed(outcome: TestOutcomeStatus) -> bool:
     return outcome == "passed"
 
 
-def _verdict(r: Rollout, tests: Sequence[TestOutcome], status: str, excluded: set[str]) -> bool:
+def _verdict(r: Rollout, tests: Sequence[TestOutcome], status: RolloutStatus, excluded: set[str]) -> bool:
     """The verdict of one run of a rollout's code (same rule as ``Rollout.passes``)."""
     if status != "completed":
         return False
@@ -178,16 +182,17 @@ def _verdict(r: Rollout, tests: Sequence[TestOutcome], status: str, excluded: se
     return bool(functional) and all(t.outcome == "passed" for t in functional)
 
 
-def _base_status(r: Rollout) -> str | None:
+def _base_status(r: Rollout) -> RolloutStatus | None:
     """Whether a run of this rollout's code can pass at all (agent-side status)."""
     if r.status == "completed":
         return "completed"
-    if r.status == "timeout" and "wall time limit" in str(r.meta.get("reason", "")):
+    if r.status == "timeout" and "wall time limit" in str(r.meta.get(REASON, "")):
         return "completed"  # the tests timed out, not the agent: a re-run may finish
     return None
 
 
-def _runs(r: Rollout, rows: Sequence[Mapping[str, Any]]) -> list[tuple[str, tuple[TestOutcome, ...]]]:
+def _runs(r: Rollout, rows: Sequence[RetestRow]
+          ) -> list[tuple[RolloutStatus, tuple[TestOutcome, ...]]]:
     """The (status, tests) of the original run and every usable re-run of a rollout."""
     base = _base_status(r)
     first_status = r.status if base is None else ("completed" if r.status == "completed" else "timeout")
@@ -201,7 +206,7 @@ def _runs(r: Rollout, rows: Sequence[Mapping[str, Any]]) -> list[tuple[str, tupl
     return out
 
 
-def harness_noise(records: Iterable[Rollout], retests: Iterable[Mapping[str, Any]], *,
+def harness_noise(records: Iterable[Rollout], retests: Iterable[RetestRow], *,
                   confidence: float = 0.95) -> NoiseReport:
     """Flaky tests, flaky verdicts, the noise rate and the variance split of a run.
 
@@ -213,7 +218,7 @@ def harness_noise(records: Iterable[Rollout], retests: Iterable[Mapping[str, Any
     Raises:
         InvalidArgumentError: when no rollout has a usable re-run.
     """
-    by_key: dict[tuple[str, str, int], list[Mapping[str, Any]]] = {}
+    by_key: dict[tuple[str, str, int], list[RetestRow]] = {}
     errors = 0
     for row in retests:
         by_key.setdefault((row["task_id"], row["agent"], int(row["rollout"])), []).append(row)
@@ -307,7 +312,7 @@ class PolicyResult:
 
 
 def apply_flaky_policy(records: Iterable[Rollout], report: NoiseReport,
-                       retests: Iterable[Mapping[str, Any]], *, exclude_flaky_tests: bool = False,
+                       retests: Iterable[RetestRow], *, exclude_flaky_tests: bool = False,
                        flaky_verdict: str = "original") -> PolicyResult:
     """Re-judge rollouts: drop flaky tests and/or take the majority verdict of flipping rollouts."""
     if flaky_verdict not in FLAKY_VERDICT_POLICIES:
@@ -318,7 +323,7 @@ def apply_flaky_policy(records: Iterable[Rollout], report: NoiseReport,
     if exclude_flaky_tests:
         for f in report.flaky_tests:
             flaky_by_task.setdefault(f.task_id, set()).add(f.test)
-    by_key: dict[tuple[str, str, int], list[Mapping[str, Any]]] = {}
+    by_key: dict[tuple[str, str, int], list[RetestRow]] = {}
     for row in retests:
         by_key.setdefault((row["task_id"], row["agent"], int(row["rollout"])), []).append(row)
     out = []

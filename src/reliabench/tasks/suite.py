@@ -23,16 +23,17 @@ import shutil
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Final, cast
 
 from reliabench.errors import SuiteError, UsageError
 from reliabench.files.toml import tomllib
 from reliabench.hidden_tests.stdio_config import StdioConfig, parse_stdio_config
+from reliabench.meta_keys import TEST_RUNNERS, TestRunner
 from reliabench.sandbox import MAX_SECONDS
 
 __all__ = ["Suite", "Task", "Variant", "bundled_suites", "load_suite", "materialize", "resolve_suite"]
 
-_TEST_RUNNERS = ("pytest", "plain", "stdio")
+_TEST_RUNNERS: Final = TEST_RUNNERS
 """Values of a task's ``test_runner``: ``pytest`` (default), ``plain`` (top-level ``test_*``
 functions without fixtures, which a lean runner may run), ``stdio`` (stdin/stdout cases, see
 :mod:`reliabench.hidden_tests.stdio`)."""
@@ -77,7 +78,7 @@ class Task:
     solution_dir: Path | None
     feedback_dir: Path | None
     variants: tuple[Variant, ...]
-    test_runner: str = "pytest"
+    test_runner: TestRunner = "pytest"
     stdio: StdioConfig | None = None
 
 
@@ -209,7 +210,7 @@ def _load_task(tdir: Path, problems: list[str]) -> Task | None:
         solution_dir=solution if solution.is_dir() else None,
         feedback_dir=feedback if feedback.is_dir() else None,
         variants=tuple(variants),
-        test_runner=str(runner),
+        test_runner=cast(TestRunner, runner),  # checked above
         stdio=stdio,
     )
 

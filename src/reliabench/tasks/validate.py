@@ -27,7 +27,7 @@ from reliabench.errors import SuiteError
 from reliabench.hidden_tests.fresh import collect_hidden_tests, run_hidden_tests
 from reliabench.hidden_tests.stdio import expected_stdio_tests, run_stdio_tests
 from reliabench.metrics.security import DEFAULT_THRESHOLD, judge_security
-from reliabench.records import Rollout
+from reliabench.records import Isolation, Rollout, RolloutStatus
 from reliabench.sandbox import Limits, SandboxBackend, get_backend
 from reliabench.scanners import Scanner, get_scanner
 from reliabench.tasks.suite import Suite, Task, materialize
@@ -56,7 +56,7 @@ class TaskCheck:
     starter_failed: int
     variants: tuple[VariantCheck, ...]
     problems: tuple[str, ...]
-    isolation: str
+    isolation: Isolation
 
     @property
     def ok(self) -> bool:
@@ -97,7 +97,7 @@ def _check_task(task: Task, backend: SandboxBackend, scanners: Sequence[Scanner]
                                           limits=limits, slot=slot, starter=task.workspace_dir)
             nonlocal isolation
             isolation = hidden.isolation
-            status = "completed" if hidden.status == "completed" else hidden.status
+            status: RolloutStatus = hidden.status
             return Rollout(task.id, "validate", 0, tests=hidden.outcomes, status=status,
                            findings=findings, scan_errors=errors), ws
 
@@ -122,7 +122,7 @@ def _check_task(task: Task, backend: SandboxBackend, scanners: Sequence[Scanner]
                                 + ", ".join(f"{f.rule_id} {f.path}:{f.line}" for f in static)
                                 + (" (scan error)" if verdict.scan_errors else ""))
         starter, _ = run("starter", [task.workspace_dir])
-        starter_failed = sum(t.outcome in ("failed", "error") for t in starter.functional_tests)
+        starter_failed = sum(t.failing for t in starter.functional_tests)
         if starter.passes:
             problems.append(f"{task.workspace_dir}: the untouched starter passes every hidden test")
         variants = []

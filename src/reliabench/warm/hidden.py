@@ -22,6 +22,7 @@ from pathlib import Path
 from reliabench.errors import InvalidArgumentError, SandboxError
 from reliabench.hidden_tests.channel import parse_channel
 from reliabench.hidden_tests.staging import RawRun, pytest_command, staged
+from reliabench.meta_keys import TestPath, TestRunner
 from reliabench.sandbox import Limits
 from reliabench.warm.client import TEST_PATHS, WarmWorkers, new_key
 
@@ -38,7 +39,7 @@ class WarmTests:
         own: Close ``workers`` in :meth:`close` (default: only when they were made here).
     """
 
-    path: str = "warm"
+    path: TestPath = "warm"
 
     def __init__(self, workers: WarmWorkers | None = None, *, own: bool | None = None) -> None:
         self._own = workers is None if own is None else own
@@ -101,7 +102,7 @@ class WarmTests:
         slot: int,
         extra: Sequence[str],
         expected: set[str] | None,
-        test_runner: str = "pytest",
+        test_runner: TestRunner = "pytest",
     ) -> RawRun:
         """Stage ``tests_dir``, run it on ``workspace`` in the slot's warm worker, parse the channel.
 
@@ -162,12 +163,12 @@ def probe_round_trip() -> str | None:
         with WarmTests(workers, own=False) as warm:
             raw = warm.run_tests(ws, tests, limits=Limits(wall_s=30.0), slot=0, extra=[],
                                  expected={"test_probe.py::test_probe"}, test_runner="plain")
-        if raw.channel.tests.get("test_probe.py::test_probe", ("", False))[0] == "passed":
+        if raw.channel.tests.get("test_probe.py::test_probe", ("failed", False))[0] == "passed":
             with _spare_lock:
                 _spare.append(workers)
         else:
             workers.close()
-        if raw.channel.tests.get("test_probe.py::test_probe", ("", False))[0] != "passed":
+        if raw.channel.tests.get("test_probe.py::test_probe", ("failed", False))[0] != "passed":
             detail = (raw.result.stderr or raw.result.stdout).strip().splitlines()[-3:]
             return f"warm test worker probe failed: {' | '.join(detail) or raw.result.returncode}"
         return None

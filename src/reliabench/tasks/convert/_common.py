@@ -2,16 +2,15 @@
 
 from __future__ import annotations
 
-import gzip
 import json
 import re
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 from reliabench.errors import InputError, UsageError
-from reliabench.files import json_input
+from reliabench.files.jsonl import read_jsonl_lines
 
 __all__ = [
     "JsonRecord",
@@ -60,6 +59,8 @@ class JsonRecord:
 def read_jsonl_records(path: Path, error: type[InputError] = InputError) -> Iterator[JsonRecord]:
     """Yield each non-blank line of a JSONL (or ``.jsonl.gz``) file as a JSON object.
 
+    The lines are read by :func:`reliabench.files.jsonl.read_jsonl_lines`.
+
     Args:
         path: The file.
         error: The ``InputError`` subclass to raise (``ConfigError`` for agents' files).
@@ -68,30 +69,8 @@ def read_jsonl_records(path: Path, error: type[InputError] = InputError) -> Iter
         InputError: ``file:line``: not UTF-8, not JSON, or not an object; ``file`` when the
             file cannot be read.
     """
-    try:
-        raw: IO[bytes] = (gzip.open(path, "rb") if path.name.endswith(".gz")  # type: ignore[assignment]  # noqa: SIM115
-                          else path.open("rb"))
-    except OSError as exc:
-        raise error(path, f"cannot read the file ({exc.strerror or exc})") from None
-    with raw as fh:
-        try:
-            for lineno, line in enumerate(fh, start=1):
-                try:
-                    text = line.decode("utf-8")
-                except UnicodeDecodeError as exc:
-                    raise error(path, f"not UTF-8 ({exc.reason})", line=lineno) from None
-                if not text.strip():
-                    continue
-                try:
-                    obj = json_input.loads(text)
-                except json.JSONDecodeError as exc:
-                    raise error(path, f"invalid JSON ({exc.msg} at column {exc.colno})",
-                                     line=lineno) from None
-                if not isinstance(obj, dict):
-                    raise error(path, f"expected a JSON object, got {type(obj).__name__}", line=lineno)
-                yield JsonRecord(path, lineno, obj)
-        except (OSError, EOFError, gzip.BadGzipFile) as exc:
-            raise error(path, f"cannot read the file ({exc})") from None
+    for item in read_jsonl_lines(path, error=error, objects=True):
+        yield JsonRecord(path, item.line, item.value)
 
 
 def field_str(rec: JsonRecord, name: str, *, allow_empty: bool = False) -> str:

@@ -1,0 +1,100 @@
+"""The keys of a rollout's ``meta`` that reliabench itself writes and reads back.
+
+``Rollout.meta`` is free-form: an agent keeps what it likes there (the simulated agent's
+``behaviour``, the openai agent's ``turns``, an importer's ``source``). The keys below are the
+harness's own: the runner writes them, and ``scan``, ``retest``, the reports and the
+statistics read them. Each is spelled once, here.
+
+=====================  ========================  =============================================
+key                    written by                what it holds
+=====================  ========================  =============================================
+``seed``               the runner                the rollout's seed (int)
+``agent_kind``         the runner                the agent's kind (``command``, ``openai``...)
+``reason``             runner, agents            one line: why the rollout failed or was
+                                                 excluded (a harness error, a test timeout)
+``infra_reason``       runner, agents            why an ``infra_error``: one of
+                                                 :data:`reliabench.agents.infra.INFRA_REASONS`
+``infra_attempts``     the runner                attempts of an ``infra_error`` rollout (> 1)
+``retest``             ``run --retest``          why a rollout was not re-tested
+``changed_files``      the runner                files the agent added, changed or deleted
+``deleted_files``      the runner                files the agent deleted
+``artifacts_omitted``  runner, recording         changed files whose copy was not kept
+``tamper_files``       the runner                files that try to change how tests run
+``scanned``            runner, ``scan``          scanner names that ran on the rollout
+``test_path``          the runner                ``fresh``, ``warm`` or ``stdio``
+``test_runner``        the runner                ``pytest``, ``plain`` or ``stdio``
+``forged_outcomes``    the runner                true: forged test outcome lines were seen
+``<list>_total``       :func:`cap_record`        full length of a capped list (see below)
+``findings_total``     :func:`cap_record`        findings before the cap
+``scan_errors_total``  :func:`cap_record`        scan errors before the cap
+=====================  ========================  =============================================
+
+The lists in :data:`CAPPED_LISTS` keep their first entries only when long, with
+``<key>_total`` (:func:`total_key`) set to the full count
+(:func:`reliabench.run.artifacts.cap_record`).
+"""
+
+from __future__ import annotations
+
+from typing import Final, Literal, TypeAlias, get_args
+
+__all__ = [
+    "AGENT_KIND",
+    "ARTIFACTS_OMITTED",
+    "CAPPED_LISTS",
+    "CHANGED_FILES",
+    "DELETED_FILES",
+    "FINDINGS_TOTAL",
+    "FORGED_OUTCOMES",
+    "INFRA_ATTEMPTS",
+    "INFRA_REASON",
+    "REASON",
+    "RETEST",
+    "SCANNED",
+    "SCAN_ERRORS_TOTAL",
+    "SEED",
+    "TAMPER_FILES",
+    "TEST_PATH",
+    "TEST_RUNNER",
+    "TEST_RUNNERS",
+    "TestPath",
+    "TestRunner",
+    "total_key",
+]
+
+SEED: Final = "seed"
+AGENT_KIND: Final = "agent_kind"
+REASON: Final = "reason"
+INFRA_REASON: Final = "infra_reason"
+INFRA_ATTEMPTS: Final = "infra_attempts"
+RETEST: Final = "retest"
+CHANGED_FILES: Final = "changed_files"
+DELETED_FILES: Final = "deleted_files"
+ARTIFACTS_OMITTED: Final = "artifacts_omitted"
+TAMPER_FILES: Final = "tamper_files"
+SCANNED: Final = "scanned"
+TEST_PATH: Final = "test_path"
+TEST_RUNNER: Final = "test_runner"
+FORGED_OUTCOMES: Final = "forged_outcomes"
+FINDINGS_TOTAL: Final = "findings_total"
+SCAN_ERRORS_TOTAL: Final = "scan_errors_total"
+
+TestPath: TypeAlias = Literal["fresh", "warm", "stdio"]
+"""Where a rollout's hidden tests ran (``meta["test_path"]``): a fresh sandboxed process, a warm
+test worker, or the stdin/stdout case runner."""
+TestRunner: TypeAlias = Literal["pytest", "plain", "stdio"]
+"""What ran a rollout's hidden tests (``meta["test_runner"]``, and a task's ``test_runner``)."""
+TEST_RUNNERS: Final[tuple[TestRunner, ...]] = get_args(TestRunner)
+
+CAPPED_LISTS: Final = (CHANGED_FILES, TAMPER_FILES, DELETED_FILES, ARTIFACTS_OMITTED)
+"""Lists of paths that are cut when long, with their full length under :func:`total_key`."""
+
+
+def total_key(key: str) -> str:
+    """The key holding the full length of the capped list ``key``.
+
+    Example:
+        >>> total_key(CHANGED_FILES)
+        'changed_files_total'
+    """
+    return f"{key}_total"
