@@ -34,6 +34,7 @@ import contextlib
 
 from fake_openai_server import FakeOpenAIServer, Reply
 from sandbox_helpers import endpoint_narrowing_or_skip
+from suite_helpers import write_adder_suite
 
 from reliabench.agents.config import load_agents
 from reliabench.metrics.analysis import score
@@ -72,15 +73,7 @@ def bubblewrap() -> None:
 
 
 def make_suite(root: Path) -> Path:
-    suite = root / "suite"
-    task = suite / "tasks" / "adder"
-    (task / "workspace").mkdir(parents=True)
-    (task / "tests").mkdir()
-    (suite / "suite.toml").write_text('name = "cli-e2e"\nversion = "0.1"\n')
-    (task / "task.toml").write_text('id = "adder"\nlanguage = "python"\ntimeout_s = 30\n')
-    (task / "prompt.md").write_text("Implement add(a, b) in adder.py: return the sum of a and b.\n")
-    (task / "workspace" / "adder.py").write_text("def add(a, b):\n    raise NotImplementedError\n")
-    (task / "tests" / "test_adder.py").write_text(textwrap.dedent("""
+    return write_adder_suite(root, "cli-e2e", textwrap.dedent("""
         from adder import add
 
         def test_small():
@@ -88,8 +81,7 @@ def make_suite(root: Path) -> Path:
 
         def test_negative():
             assert add(-4, 1) == -3
-    """))
-    return suite
+    """), prompt="Implement add(a, b) in adder.py: return the sum of a and b.\n", timeout_s=30)
 
 
 def crash_cli(marker: str) -> Reply:

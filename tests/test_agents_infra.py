@@ -18,6 +18,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent))
 
 from fake_openai_server import FakeOpenAIServer, Reply
+from suite_helpers import write_adder_suite
 
 from reliabench.agents.config import load_agents
 from reliabench.agents.infra import (
@@ -66,23 +67,12 @@ def agents_file(tmp_path: Path, base_url: str, extra: str = "", name: str = "m")
 
 
 def make_suite(root: Path, tasks: int = 2) -> Path:
-    suite = root / "suite"
-    (suite).mkdir(parents=True)
-    (suite / "suite.toml").write_text('name = "infra"\nversion = "0.1"\n')
-    for i in range(tasks):
-        task = suite / "tasks" / f"adder{i}"
-        (task / "workspace").mkdir(parents=True)
-        (task / "tests").mkdir()
-        (task / "task.toml").write_text(f'id = "adder{i}"\nlanguage = "python"\ntimeout_s = 20\n')
-        (task / "prompt.md").write_text("Implement add(a, b) in adder.py.\n")
-        (task / "workspace" / "adder.py").write_text("def add(a, b):\n    raise NotImplementedError\n")
-        (task / "tests" / "test_adder.py").write_text(textwrap.dedent("""
+    return write_adder_suite(root, "infra", textwrap.dedent("""
             from adder import add
 
             def test_add():
                 assert add(1, 2) == 3
-        """))
-    return suite
+        """), task_ids=[f"adder{i}" for i in range(tasks)])
 
 
 # --- pure parts ------------------------------------------------------------------------------

@@ -10,7 +10,8 @@ from click.testing import CliRunner
 
 from reliabench.importers import ReportedFigure
 from reliabench.records import Rollout, TestOutcome, write_jsonl
-from reliabench.studies.audit import AuditFailed, audit_path, audit_records, report_to_dict
+from reliabench.report.audit_tables import audit_to_dict
+from reliabench.studies.audit import AuditFailed, audit_path, audit_records
 
 FIX = Path(__file__).parent / "fixtures" / "foreign"
 PUBLIC = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "public-results"
@@ -123,7 +124,7 @@ def test_audit_path_on_foreign_fixtures() -> None:
     assert all(c.matches for c in report.checks)
     flat = audit_path(FIX / "swebench_flat" / "logs")
     assert codes(flat) == ["SINGLE_SUBMISSION"]
-    data = report_to_dict(flat)
+    data = audit_to_dict(flat)
     assert json.loads(json.dumps(data))["findings"][0]["code"] == "SINGLE_SUBMISSION"
 
 

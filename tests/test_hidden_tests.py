@@ -8,9 +8,7 @@ import json
 import os
 import shutil
 import sys
-import tempfile
 import textwrap
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -117,13 +115,6 @@ def _via(backend: SandboxBackend) -> dict[str, object]:
         return {"worker": warm_or_skip()}
     return {"backend": backend}
 
-
-@pytest.fixture
-def base() -> Iterator[Path]:
-    path = Path(tempfile.mkdtemp(prefix="rb-hidden-test-"))
-    os.chmod(path, 0o711)
-    yield path
-    shutil.rmtree(path, ignore_errors=True)
 
 
 def _task(base: Path, solution: str = GOOD, suite: str = SUITE) -> tuple[Path, Path]:

@@ -13,7 +13,6 @@ import os
 import shutil
 import subprocess
 import sys
-import tempfile
 import textwrap
 import threading
 from collections.abc import Iterator
@@ -30,6 +29,7 @@ from sandbox_helpers import (
     hidden_test_path_or_skip,
     python_for,
 )
+from suite_helpers import write_adder_suite
 
 from reliabench.agents.base import AgentRequest, AgentResult
 from reliabench.agents.command import CommandAgent
@@ -61,14 +61,6 @@ TESTS = textwrap.dedent("""
 NAMES = ["test_adder.py::test_small", "test_adder.py::test_zero"]
 SECRET = "host-secret-7f3a [tool.pytest.ini_options]"
 
-
-@pytest.fixture
-def base() -> Iterator[Path]:
-    """A directory every slot uid can traverse (pytest's tmp_path is 0700)."""
-    path = Path(tempfile.mkdtemp(prefix="rb-hostile-"))
-    os.chmod(path, 0o711)
-    yield path
-    remove_tree(path)  # shutil.rmtree recurses: a deep tree of an agent's breaks it
 
 
 @pytest.fixture(params=HIDDEN_TEST_PATHS)
@@ -251,18 +243,8 @@ def test_private_tmp_is_bounded_and_counted_against_the_rollout(base: Path) -> N
 
 
 def _suite(root: Path) -> Path:
-    suite = root / "suite"
-    task = suite / "tasks" / "adder"
-    (task / "workspace").mkdir(parents=True)
-    (task / "tests").mkdir()
-    (suite / "suite.toml").write_text('name = "hostile"\nversion = "0.1"\n')
-    (task / "task.toml").write_text('id = "adder"\nlanguage = "python"\ntimeout_s = 30\n')
-    (task / "prompt.md").write_text("Implement add.\n")
-    (task / "workspace" / "adder.py").write_text("def add(a, b):\n    raise NotImplementedError\n")
-    (task / "tests" / "test_adder.py").write_text(TESTS)
-    for p in [suite, *suite.rglob("*")]:
-        os.chmod(p, 0o755 if p.is_dir() else 0o644)
-    return suite
+    return write_adder_suite(root, "hostile", TESTS, prompt="Implement add.\n", timeout_s=30,
+                             world_readable=True)
 
 
 @dataclass

@@ -14,13 +14,13 @@ from reliabench.commands.proxy import command as proxy_command
 from reliabench.errors import InvalidArgumentError
 from reliabench.metrics.analysis import count_pairs
 from reliabench.records import Rollout, write_jsonl
+from reliabench.report.proxy_tables import render_proxy
 from reliabench.studies.proxy_validity import (
     ProxyStudy,
     _pair_spearman,
     _rowwise_kendall,
     _rowwise_spearman,
     proxy_study,
-    render_proxy,
 )
 
 

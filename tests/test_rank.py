@@ -16,7 +16,8 @@ from reliabench.errors import InvalidArgumentError
 from reliabench.metrics.analysis import count_pairs, score
 from reliabench.records import Rollout, write_jsonl
 from reliabench.report.rank_figure import rank_figure_svg, rank_section
-from reliabench.studies.rank import adjust_p_values, consecutive_groups, rank_agents, ranking_to_dict
+from reliabench.report.rank_tables import ranking_to_dict
+from reliabench.studies.rank import adjust_p_values, consecutive_groups, rank_agents
 
 FIXTURE = Path(__file__).parent / "fixtures" / "swebench-leaderboard-synthetic.json"
 FULL = (Path(__file__).resolve().parents[1].parent / "shared" / "data" / "public-results" / "swe-bench"

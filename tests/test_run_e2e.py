@@ -17,6 +17,7 @@ import time
 from pathlib import Path
 
 import pytest
+from suite_helpers import write_adder_suite
 
 from reliabench.agents.config import load_agents
 from reliabench.cli import main
@@ -32,17 +33,7 @@ INSECURE = "import os\n\ndef add(a, b):\n    os.system('echo ' + str(a))\n    re
 
 
 def make_suite(root: Path) -> Path:
-    suite = root / "suite"
-    task = suite / "tasks" / "adder"
-    (task / "workspace").mkdir(parents=True)
-    (task / "tests").mkdir()
-    (task / "solution").mkdir()
-    (suite / "suite.toml").write_text('name = "mini"\nversion = "0.1"\n')
-    (task / "task.toml").write_text('id = "adder"\nlanguage = "python"\ntimeout_s = 20\n')
-    (task / "prompt.md").write_text("Implement add(a, b) in adder.py.\n")
-    (task / "workspace" / "adder.py").write_text("def add(a, b):\n    raise NotImplementedError\n")
-    (task / "solution" / "adder.py").write_text(GOOD)
-    (task / "tests" / "test_adder.py").write_text(textwrap.dedent("""
+    return write_adder_suite(root, "mini", textwrap.dedent("""
         import pytest
         from adder import add
 
@@ -60,8 +51,7 @@ def make_suite(root: Path) -> Path:
         def test_no_eval_of_strings():
             # strings are concatenated, never evaluated as code
             assert add("1", "2") == "12"
-    """))
-    return suite
+    """), solution=GOOD)
 
 
 def make_agents(root: Path) -> Path:

@@ -8,10 +8,8 @@ import os
 import shutil
 import stat
 import sys
-import tempfile
 import types
 import warnings
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -39,14 +37,6 @@ FAST = Limits(wall_s=10.0, cpu_s=10.0, memory_bytes=1024**3, max_procs=32)
 
 
 
-
-@pytest.fixture
-def base() -> Iterator[Path]:
-    """A world-traversable (not listable) directory for workspaces, as a runner would use."""
-    path = Path(tempfile.mkdtemp(prefix="rb-test-"))
-    os.chmod(path, 0o711)
-    yield path
-    shutil.rmtree(path, ignore_errors=True)
 
 
 @pytest.fixture(params=["bubblewrap", "namespaces", "none"])

@@ -22,6 +22,7 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover
     import tomli as tomllib
 
+from reliabench.report.sweep import render_sweep
 from reliabench.studies.synthetic import (
     GENERATOR,
     PARAMETERS,
@@ -29,7 +30,6 @@ from reliabench.studies.synthetic import (
     default_config,
     generate,
     load_config,
-    render_sweep,
     run_simulation,
     sweep,
     to_records,

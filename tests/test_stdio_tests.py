@@ -3,11 +3,9 @@
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import tempfile
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -152,13 +150,6 @@ def test_malformed_stdio_problems(tmp_path: Path, row: dict[str, Any], message: 
 
 # --- hostile programs, in the sandbox ------------------------------------------------------------
 
-
-@pytest.fixture
-def base() -> Iterator[Path]:
-    path = Path(tempfile.mkdtemp(prefix="rb-stdio-test-"))
-    os.chmod(path, 0o711)
-    yield path
-    shutil.rmtree(path, ignore_errors=True)
 
 
 def _run(task: Task, base: Path, program: str, backend: SandboxBackend, name: str = "ws") -> dict[str, str]:

@@ -5,8 +5,6 @@ from __future__ import annotations
 import os
 import socket
 import stat
-import tempfile
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -21,14 +19,6 @@ from reliabench.run.artifacts import (
     take_snapshot,
     write_artifacts,
 )
-
-
-@pytest.fixture
-def base() -> Iterator[Path]:
-    # deep trees stay out of pytest's temp dirs (its clean-up recurses)
-    path = Path(tempfile.mkdtemp(prefix="rb-untrusted-"))
-    yield path
-    remove_tree(path)
 
 
 def test_read_bounded_reads_only_regular_files(base: Path) -> None:

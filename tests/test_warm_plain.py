@@ -2,11 +2,7 @@
 
 from __future__ import annotations
 
-import os
-import shutil
-import tempfile
 import textwrap
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -100,13 +96,6 @@ SOLUTIONS = {
         "def add(a, b):\n    raise Bad()\n\ndef sub(a, b):\n    return a - b\n"),
 }
 
-
-@pytest.fixture
-def base() -> Iterator[Path]:
-    path = Path(tempfile.mkdtemp(prefix="rb-plain-"))
-    os.chmod(path, 0o711)
-    yield path
-    shutil.rmtree(path, ignore_errors=True)
 
 
 def _tests(base: Path) -> Path:

@@ -9,10 +9,8 @@ from __future__ import annotations
 import os
 import shutil
 import signal
-import tempfile
 import textwrap
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -41,7 +39,7 @@ def test_json_is_the_real_one():
 def test_alone():
     # nothing of an earlier rollout: no file in /tmp or /dev/shm, no other process
     # (/tmp holds only the directories the workspace and the staged tests are mounted on)
-    left = [n for n in os.listdir("/tmp") if not n.startswith(("rb-warm-stage-", "rb-warm-attack-"))]
+    left = [n for n in os.listdir("/tmp") if not n.startswith(("rb-warm-stage-", "rb-test-"))]
     assert left == [], left
     assert os.listdir("/dev/shm") == []
     pids = [p for p in os.listdir("/proc") if p.isdigit()]
@@ -56,13 +54,6 @@ NAMES = ["test_suite.py::test_value", "test_suite.py::test_json_is_the_real_one"
 def warm() -> WarmTests:
     return warm_or_skip()  # type: ignore[no-any-return]
 
-
-@pytest.fixture
-def base() -> Iterator[Path]:
-    path = Path(tempfile.mkdtemp(prefix="rb-warm-attack-"))
-    os.chmod(path, 0o711)
-    yield path
-    shutil.rmtree(path, ignore_errors=True)
 
 
 def _rollout(base: Path, warm: WarmTests, solution: str, runner: str,

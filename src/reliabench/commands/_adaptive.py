@@ -11,6 +11,7 @@ from pathlib import Path
 from reliabench.agents.config import load_agents
 from reliabench.commands._common import console, run_provenance
 from reliabench.errors import InvalidArgumentError
+from reliabench.report.marks import simulated_agents_note
 from reliabench.run.adaptive import ADAPTIVE_FILE, AdaptiveRunResult, run_adaptive
 from reliabench.run.runner import ProgressEvent, RunSettings
 from reliabench.studies.adaptive import AdaptiveDesign, Step
@@ -85,7 +86,7 @@ def execute_adaptive(suite_spec: str, agents_file: Path, out: Path, settings: Ru
               f"adaptive n on {list(design.schedule)} -> {out}")
     simulated = [a.name for a in agents if a.simulated]
     if simulated:
-        err.print(f"[yellow]SIMULATED agents (not real models): {', '.join(simulated)}[/]")
+        err.print(f"[yellow]{simulated_agents_note(simulated)}[/]")
 
     def on_round(i: int, step: Step) -> None:
         err.print(f"round {i}:")

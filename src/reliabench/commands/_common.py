@@ -14,8 +14,6 @@ from reliabench.errors import InvalidArgumentError
 from reliabench.metrics.security import FindingFilter, SecurityThreshold, parse_threshold
 
 __all__ = [
-    "SIMULATED",
-    "agent_label",
     "console",
     "emit",
     "format_option",
@@ -165,14 +163,6 @@ def console(*, stderr: bool = False) -> Console:
     """A rich console: the terminal's width on a terminal, 150 columns in a pipe or file."""
     probe = Console(stderr=stderr)
     return Console(stderr=stderr, highlight=False, width=None if probe.is_terminal else 150)
-
-
-SIMULATED = "[SIMULATED]"
-
-
-def agent_label(agent: str, simulated: frozenset[str] | set[str]) -> str:
-    """``agent``, marked ``[SIMULATED]`` when it is a simulated agent."""
-    return f"{agent} {SIMULATED}" if agent in simulated else agent
 
 
 def run_provenance(agents_file: Path) -> dict[str, object]:

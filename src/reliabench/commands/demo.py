@@ -20,6 +20,7 @@ from reliabench.commands.run import execute_run
 from reliabench.metrics.analysis import score
 from reliabench.report import render_score
 from reliabench.report.explorer import write_source_page
+from reliabench.report.marks import SIMULATED
 from reliabench.store import RunStore
 
 __all__ = ["DEMO_AGENTS", "command"]
@@ -43,7 +44,7 @@ def command(out: Path, n: int, workers: int, seed: int, tasks: tuple[str, ...], 
     """Run the bundled suite with three simulated agents and print the summary."""
     console = make_console()
     console.rule("[bold]reliabench demo")
-    console.print("Three [yellow]SIMULATED[/] agents (known behaviour, real code, really executed and "
+    console.print(f"Three [yellow]{SIMULATED}[/] agents (known behaviour, real code, really executed and "
                   f"scanned) x the bundled py30 suite x n={n} rollouts.\n"
                   f"Agents file: {DEMO_AGENTS}\n")
     execute_run("py30", DEMO_AGENTS, n, out, workers=workers, seed=seed, sandbox=sandbox,

@@ -3,18 +3,16 @@
 from __future__ import annotations
 
 import json
-from dataclasses import asdict
 
 import click
-from rich.console import Console
-from rich.table import Table
 
 from reliabench.commands._common import console, source_options
 from reliabench.errors import InvalidArgumentError
 from reliabench.importers import load_source
+from reliabench.report.plan_tables import plan_tables, plan_to_dict
+from reliabench.report.terminal import print_parts
 from reliabench.studies.planning import (
     AgentModel,
-    Plan,
     default_spread,
     fit_pilot,
     pilot_correlation,
@@ -58,39 +56,6 @@ def _models(rates: tuple[str, ...], spreads: tuple[str, ...], icc: float) -> lis
     if unknown:
         raise InvalidArgumentError(f"--spread for agent(s) without a --rate: {', '.join(unknown)}")
     return models
-
-
-def _plan_dict(plan: Plan) -> dict[str, object]:
-    return asdict(plan) | {"values": {a.name: variance_components(a, plan.k, plan.k).value
-                                      for a in plan.agents}}
-
-
-def _render(plan: Plan, console: Console) -> None:
-    t = Table(title="per-task rate model (Beta across tasks)")
-    for col in ("agent", "mean rate", "spread (sd across tasks)", f"reliability@{plan.k}",
-                "between-task var"):
-        t.add_column(col)
-    for a in plan.agents:
-        v = variance_components(a, plan.k, plan.k)
-        t.add_row(a.name, f"{a.mean:.4f}", f"{a.spread:.4f}", f"{v.value:.4f}", f"{v.between:.5f}")
-    console.print(t)
-    if plan.mode == "half_width":
-        title = (f"CI half-width <= {plan.target} for reliability@{plan.k} "
-                 f"({round(100 * plan.confidence)}% CI)")
-        achieved = "half-width" + (f" with {plan.max_tasks} tasks" if plan.max_tasks else "")
-    else:
-        title = (f"detect a difference of {plan.difference} in reliability@{plan.k} with power "
-                 f"{plan.target} at alpha {1 - plan.confidence:.3g} (two-sided, paired)")
-        achieved = "power" + (f" with {plan.max_tasks} tasks" if plan.max_tasks else "")
-    t = Table(title=title)
-    for col in ("rollouts per task", "tasks needed", "total rollouts per agent", achieved, ""):
-        t.add_column(col)
-    for o in plan.options:
-        mark = "<- recommended" if o == plan.recommended else ""
-        t.add_row(str(o.rollouts), str(o.tasks), str(o.total_rollouts), f"{o.achieved:.4f}", mark)
-    console.print(t)
-    for note in plan.notes:
-        console.print(f"note: {note}")
 
 
 @click.command("plan")
@@ -144,9 +109,11 @@ def command(pilot: str | None, input_format: str, leaderboard: str | None, rates
     if pilot is not None:
         records = load_source(pilot, input_format, leaderboard=leaderboard).records
         models = list(fit_pilot(records))
+        simulated: set[str] | None = {r.agent for r in records if r.simulated}
     else:
         records = ()
         models = _models(rates, spreads, icc)
+        simulated = None
     by_name = {m.name: m for m in models}
     for name in (agent_a, agent_b):
         if name is not None and name not in by_name:
@@ -185,6 +152,6 @@ def command(pilot: str | None, input_format: str, leaderboard: str | None, rates
         plan = plan_difference(a, b, k, difference, correlation=correlation, alpha=alpha, power=power,
                                rollout_options=options, max_tasks=max_tasks)
     if output == "json":
-        click.echo(json.dumps(_plan_dict(plan), indent=2))
+        click.echo(json.dumps(plan_to_dict(plan, simulated), indent=2))
     else:
-        _render(plan, console())
+        print_parts(console(), plan_tables(plan, simulated or ()))

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import json
-
 import click
 
 from reliabench.commands._common import emit, format_option, source_options
 from reliabench.importers import load_source
-from reliabench.studies.proxy_validity import proxy_study, render_proxy
+from reliabench.report.marks import simulated_agents_note
+from reliabench.report.proxy_tables import render_proxy_output
+from reliabench.studies.proxy_validity import proxy_study
 
 __all__ = ["command"]
 
@@ -34,11 +34,6 @@ def command(source: str, input_format: str, leaderboard: str | None, k: int, fmt
     records = list(load_source(source, input_format, leaderboard=leaderboard).records)
     study = proxy_study(records, k=k, confidence=confidence, n_resamples=resamples, seed=seed)
     simulated = sorted({r.agent for r in records if r.simulated})
-    text = render_proxy(study, fmt)
-    if fmt == "json":
-        doc = json.loads(text)
-        doc["simulated_agents"] = simulated
-        text = json.dumps(doc, indent=2) + "\n"
-    elif simulated and fmt != "csv":
-        text += f"\nnote: SIMULATED agents (not real models): {', '.join(simulated)}\n"
-    emit(text)
+    emit(render_proxy_output(study, fmt, simulated))
+    if simulated and fmt == "csv":  # the CSV rows are correlations, not agents: say it beside them
+        click.echo(f"note: {simulated_agents_note(simulated)}", err=True)

@@ -3,64 +3,27 @@
 from __future__ import annotations
 
 import json
-import math
 from pathlib import Path
 from typing import cast
 
 import click
-from rich.table import Table
 
-from reliabench.commands._common import SIMULATED, source_options
 from reliabench.commands._common import console as make_console
+from reliabench.commands._common import source_options
 from reliabench.importers import load_source
+from reliabench.report.rank_tables import ranking_tables, ranking_to_dict
+from reliabench.report.terminal import print_parts
 from reliabench.studies.rank import (
     CORRECTIONS,
     METRICS,
     SAMPLINGS,
     Correction,
     Metric,
-    Ranking,
     Sampling,
     rank_agents,
-    ranking_to_dict,
 )
 
-__all__ = ["command", "render"]
-
-
-def _f(x: float) -> str:
-    return "-" if not math.isfinite(x) else f"{x:.3f}"
-
-
-def render(r: Ranking) -> None:
-    """Print a ranking as tables (agents, adjacent gaps, groups) and its notes."""
-    console = make_console()
-    pct = round(100 * r.level)
-    t = Table(title=f"{r.metric_name} on {r.tasks} shared task(s): {pct}% CIs and rank intervals "
-                    f"({r.n_resamples} paired bootstrap resamples, {r.sampling} sampling, seed {r.seed})")
-    for col in ("rank", "agent", r.metric_name, f"{pct}% CI", "rank interval", "groups"):
-        t.add_column(col, overflow="fold")
-    membership = {a.agent: [str(i + 1) for i, g in enumerate(r.groups) if a.agent in g] for a in r.agents}
-    for a in r.agents:
-        t.add_row(str(a.rank), a.agent + (f" {SIMULATED}" if a.simulated else ""), _f(a.value),
-                  f"[{_f(a.ci_low)}, {_f(a.ci_high)}]", f"{a.rank_low}-{a.rank_high}",
-                  ",".join(membership[a.agent]))
-    console.print(t)
-    g = Table(title=f"adjacent gaps: decisive at alpha = {1 - r.level:.2g}, {r.correction_label} over "
-                    f"{len(r.pairs)} pairs ({r.decisive_gaps} of {len(r.gaps)} decisive)")
-    for col in ("upper", "lower", "difference", "corrected p", "decisive",
-                f"tasks for power {r.power:g}"):
-        g.add_column(col, overflow="fold")
-    for gap in r.gaps:
-        g.add_row(gap.upper, gap.lower, f"{gap.difference:+.3f}", f"{gap.p_adjusted:.3g}",
-                  ("yes" if gap.decisive else "no") + (" (borderline)" if gap.borderline else ""),
-                  "-" if gap.tasks_needed is None else str(gap.tasks_needed))
-    console.print(g)
-    console.print(f"groups (maximal runs of consecutive agents with no separated pair; {len(r.groups)}):")
-    for i, group in enumerate(r.groups, start=1):
-        console.print(f"  {i}: {', '.join(group)}")
-    for note in r.notes:
-        console.print(f"note: {note}")
+__all__ = ["command"]
 
 
 @click.command("rank")
@@ -101,7 +64,7 @@ def command(source: str, input_format: str, leaderboard: str | None, k: int, met
         doc = ranking_to_dict(r) | {"source": str(source), "format": loaded.format}
         click.echo(json.dumps(doc, indent=2))
     else:
-        render(r)
+        print_parts(make_console(), ranking_tables(r))
     if svg_path is not None:
         from reliabench.report.rank_figure import rank_figure_svg
 

@@ -26,6 +26,7 @@ from reliabench.commands._common import (
     security_config_option,
     test_workers_option,
 )
+from reliabench.report.marks import simulated_agents_note
 from reliabench.run.runner import ProgressEvent, RunSettings, RunSummary, run_suite
 from reliabench.tasks.suite import resolve_suite
 
@@ -67,7 +68,7 @@ def execute_run(suite_spec: str, agents_file: Path, n: int, out: Path, *, worker
         err.print(f"suite [bold]{suite.name}[/] {suite.version}: {len(tasks) or len(suite.tasks)} task(s) x "
                   f"{len(agents)} agent(s) x n={n} -> {out}")
         if simulated:
-            err.print(f"[yellow]SIMULATED agents (not real models): {', '.join(simulated)}[/]")
+            err.print(f"[yellow]{simulated_agents_note(simulated)}[/]")
     prov = run_provenance(agents_file)
     if quiet:
         return run_suite(suite, agents, out, settings, tasks=tasks or None, agents_file=agents_file,

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import sys
 
 import click
@@ -11,9 +10,8 @@ from reliabench.commands._common import emit, format_option, k_option
 from reliabench.errors import InvalidArgumentError
 from reliabench.metrics.analysis import parse_ks
 from reliabench.records import write_jsonl
-from reliabench.report import render_score, score_to_json
-from reliabench.studies.proxy_validity import render_proxy
-from reliabench.studies.synthetic import load_config, render_sweep, run_simulation, sweep, to_records
+from reliabench.report.simulation import HTML_TITLE, render_simulation
+from reliabench.studies.synthetic import load_config, run_simulation, sweep, to_records
 
 __all__ = ["command", "parse_sweep"]
 
@@ -87,22 +85,5 @@ def command(config_path: str | None, seed: int | None, records_path: str | None,
         from reliabench.report.html import sweep_figures, write_html_report
 
         extra = [sweep_figures(swept.to_rows())] if swept is not None else []
-        write_html_report(result.report, html_path, extra_sections=extra,
-                          title="reliabench simulate: synthetic benchmark (SIMULATED agents)")
-    if fmt == "json":
-        doc: dict[str, object] = {
-            "generator": "reliabench.studies.synthetic",
-            "seed": result.benchmark.seed,
-            "config": cfg.to_dict(),
-            "score": score_to_json(result.report),
-            "proxy": result.proxy.to_dict(),
-        }
-        if swept is not None:
-            doc["sweep"] = json.loads(render_sweep(swept, "json"))
-        emit(json.dumps(doc, indent=2) + "\n")
-        return
-    parts = [render_score(result.report, fmt, color=fmt == "table" and sys.stdout.isatty()),
-             render_proxy(result.proxy, fmt)]
-    if swept is not None:
-        parts.append(render_sweep(swept, fmt))
-    emit("\n".join(parts))
+        write_html_report(result.report, html_path, extra_sections=extra, title=HTML_TITLE)
+    emit(render_simulation(result, cfg, swept, fmt, color=fmt == "table" and sys.stdout.isatty()))

@@ -5,9 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import click
-from rich.table import Table
 
 from reliabench.commands._common import console
+from reliabench.report.suite_tables import SuiteRow, suites_table
 from reliabench.tasks.suite import bundled_suites, load_suite
 
 __all__ = ["command"]
@@ -21,12 +21,12 @@ def command(ctx: click.Context) -> None:
     """List the bundled task suites (use the name wherever a SUITE path is expected)."""
     if ctx.invoked_subcommand is not None:
         return
-    table = Table("name", "version", "tasks", "security tasks", "path", title="bundled suites")
+    rows = []
     for name, path in bundled_suites().items():
         suite = load_suite(path)
-        sec = sum("security" in t.tags for t in suite.tasks)
-        table.add_row(name, suite.version, str(len(suite.tasks)), str(sec), str(path))
-    console().print(table)
+        rows.append(SuiteRow(name, suite.version, len(suite.tasks),
+                             sum("security" in t.tags for t in suite.tasks), path))
+    console().print(suites_table(rows))
 
 
 @command.command("import")

@@ -52,11 +52,10 @@ from reliabench.errors import SandboxError, SuiteError
 from reliabench.files.untrusted import file_kind, read_bounded, remove_tree, walk_tree
 from reliabench.hidden_tests.channel import parse_channel
 from reliabench.hidden_tests.outcome_pipe import OutcomePipe
-from reliabench.hidden_tests.staging import PLUGIN_MODULE, RawRun, pytest_command, staged
+from reliabench.hidden_tests.staging import PLUGIN_MODULE, RawRun, hidden_test_env, pytest_command, staged
 from reliabench.meta_keys import TestRunner
 from reliabench.records import Isolation, TestOutcome
 from reliabench.sandbox import (
-    DEFAULT_PATH,
     Limits,
     SandboxBackend,
     SandboxResult,
@@ -246,17 +245,7 @@ def _run_pytest(
             os.write(key_w, key)
             os.close(key_w)
             key_w = -1
-            env = {
-                "PATH": DEFAULT_PATH,
-                "HOME": "/tmp",
-                "TMPDIR": "/tmp",
-                "LANG": "C.UTF-8",
-                "USER": "rollout",
-                "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1",
-                "RELIABENCH_OUTCOME_FD": str(pipe.write_fd),
-                "RELIABENCH_OUTCOME_KEY_FD": str(key_r),
-                "RELIABENCH_WORKSPACE": str(workspace),
-            }
+            env = hidden_test_env(pipe.write_fd, key_r, workspace)
             if order_seed is not None:
                 env["RELIABENCH_ORDER_SEED"] = str(int(order_seed))
             result = backend.run(

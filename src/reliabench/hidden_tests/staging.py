@@ -15,8 +15,9 @@ from reliabench.errors import SandboxError
 from reliabench.files.untrusted import remove_tree
 from reliabench.hidden_tests.channel import Channel
 from reliabench.sandbox import SandboxResult, slot_uid
+from reliabench.sandbox.base import minimal_env
 
-__all__ = ["PLUGIN_MODULE", "RawRun", "pytest_command", "staged"]
+__all__ = ["PLUGIN_MODULE", "RawRun", "pytest_command", "staged", "hidden_test_env"]
 
 PLUGIN_MODULE: Final = "_reliabench_outcome_plugin"
 """The module name under which the outcome plugin is loaded inside the sandbox."""
@@ -66,6 +67,22 @@ def staged(tests_dir: Path, slot: int, parent: Path | None = None) -> Iterator[P
         yield staging
     finally:
         remove_tree(staging)
+
+
+def hidden_test_env(outcome_fd: int, key_fd: int, workspace: str | Path) -> dict[str, str]:
+    """The whole environment of the hidden tests (a fresh process or a warm worker's fork).
+
+    Nothing of the harness's environment: the sandbox's ``minimal_env``, no pytest plugin
+    autoload, and where the outcome plugin writes (``outcome_fd``), reads its key
+    (``key_fd``) and finds the workspace.
+    """
+    return {
+        **minimal_env(),
+        "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1",
+        "RELIABENCH_OUTCOME_FD": str(outcome_fd),
+        "RELIABENCH_OUTCOME_KEY_FD": str(key_fd),
+        "RELIABENCH_WORKSPACE": str(workspace),
+    }
 
 
 def pytest_command(python: str, staging: Path, extra: Sequence[str]) -> list[str]:

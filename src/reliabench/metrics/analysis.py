@@ -377,8 +377,10 @@ def score_counts(
             notes.append(f"{agent}: {summaries[-1].infra_errors} rollout(s) lost to "
                          "infrastructure errors, excluded from n")
     if table.simulated:
-        notes.append("simulated agents (marked [SIMULATED]) are not real models: "
-                     + ", ".join(sorted(table.simulated)))
+        # imported here: the report package imports this module (the mark is a leaf module)
+        from reliabench.report.marks import marked_agents_note
+
+        notes.append(marked_agents_note(sorted(table.simulated)))
     return ScoreReport(
         agents=tuple(summaries), ks=ks_t, metric_names=tuple(names),
         security=table.secure_known, threshold=threshold, confidence=confidence,

@@ -22,6 +22,7 @@ overflow, for ``n`` up to ``10**7`` and beyond.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Literal
 
 import numpy as np
@@ -213,6 +214,46 @@ def _finish(values: FloatArray, shape: tuple[int, ...], nan_mask: npt.NDArray[np
     return res
 
 
+def _one_minus_exp(log_ratio: FloatArray) -> FloatArray:
+    """``1 - exp(x)`` without cancellation (``-expm1``), never -0.0."""
+    out: FloatArray = -np.expm1(log_ratio) + 0.0
+    return out
+
+
+def _estimate(
+    n: ArrayLike, c: ArrayLike, k: ArrayLike, k_exceeds_n: KExceedsN, *, failures: bool,
+    of_log_ratio: Callable[[FloatArray], FloatArray], if_zero: float,
+) -> FloatArray:
+    r"""Both estimators from one ratio: :math:`\binom{n-x}{k} / \binom{n}{k}` with x = c or n - c.
+
+    pass@k is ``1 - ratio`` with x = c (``failures=False``), pass^k is ``ratio`` with
+    x = n - c (``failures=True``); ``of_log_ratio`` maps the log ratio to the estimate and
+    ``if_zero`` is the estimate where the ratio is 0 (n - x < k). With few distinct (n, k)
+    the ratio comes from ``_suffix_table`` (``S[n-x+1]``; the transcendental once per table
+    cell, then one gather per row); otherwise from ``_log_product`` per row.
+    """
+    n_b, c_b, k_b, bad = _check(n, c, k, ("n", "c"), k_exceeds_n)
+    shape = n_b.shape
+    n_f, c_f, k_f = n_b.ravel(), c_b.ravel(), k_b.ravel()
+    x_f = n_f - c_f if failures else c_f
+    looked_up = _suffix_table(n_f, k_f)
+    if looked_up is not None:
+        # column n-x+1 <= k means n - x < k: the ratio is 0
+        table, below, base = looked_up
+        final = np.where(below > 0, if_zero, of_log_ratio(table))
+        values = final.ravel()[base + (n_f - x_f + 1)]
+    else:
+        zero = (n_f - x_f < k_f) | bad.ravel()  # (or undefined)
+        log_ratio = np.zeros(n_f.shape, dtype=np.float64)
+        live = np.flatnonzero(~zero)
+        if live.size:
+            a = np.maximum(x_f[live], k_f[live])
+            m = np.minimum(x_f[live], k_f[live])
+            log_ratio[live] = _log_product(a, n_f[live], m)
+        values = np.where(zero, if_zero, of_log_ratio(log_ratio))
+    return _finish(_exact_at_1(values, n_f, c_f, k_f), shape, bad)
+
+
 def pass_at_k(
     n: ArrayLike, c: ArrayLike, k: ArrayLike, *, k_exceeds_n: KExceedsN = "raise"
 ) -> FloatArray:
@@ -248,26 +289,8 @@ def pass_at_k(
         >>> pass_at_k([5, 10], [0, 10], 2).tolist()
         [0.0, 1.0]
     """
-    n_b, c_b, k_b, bad = _check(n, c, k, ("n", "c"), k_exceeds_n)
-    shape = n_b.shape
-    n_f, c_f, k_f = n_b.ravel(), c_b.ravel(), k_b.ravel()
-    looked_up = _suffix_table(n_f, k_f)
-    if looked_up is not None:
-        # 1 - ratio, ratio = exp(S[n-c+1]); column n-c+1 <= k means n - c < k: certain, 1.0.
-        # The transcendental runs once per table cell, then one gather per row.
-        table, below, base = looked_up
-        final = np.where(below > 0, 1.0, -np.expm1(table)) + 0.0  # + 0.0: no -0.0
-        values = final.ravel()[base + (n_f - c_f + 1)]
-    else:
-        certain = (n_f - c_f < k_f) | bad.ravel()  # some draw must succeed (or undefined)
-        log_ratio = np.zeros(n_f.shape, dtype=np.float64)
-        live = np.flatnonzero(~certain)
-        if live.size:
-            a = np.maximum(c_f[live], k_f[live])
-            m = np.minimum(c_f[live], k_f[live])
-            log_ratio[live] = _log_product(a, n_f[live], m)
-        values = np.where(certain, 1.0, -np.expm1(log_ratio)) + 0.0
-    return _finish(_exact_at_1(values, n_f, c_f, k_f), shape, bad)
+    # 1 - C(n-c, k)/C(n, k); the ratio is 0 (pass@k certain, 1.0) where n - c < k
+    return _estimate(n, c, k, k_exceeds_n, failures=False, of_log_ratio=_one_minus_exp, if_zero=1.0)
 
 
 def pass_hat_k(
@@ -302,26 +325,8 @@ def pass_hat_k(
         >>> float(pass_hat_k(4, 1, 2))
         0.0
     """
-    n_b, c_b, k_b, bad = _check(n, c, k, ("n", "c"), k_exceeds_n)
-    shape = n_b.shape
-    n_f, c_f, k_f = n_b.ravel(), c_b.ravel(), k_b.ravel()
-    looked_up = _suffix_table(n_f, k_f)
-    if looked_up is not None:
-        # ratio = exp(S[c+1]); column c+1 <= k means c < k: impossible, 0.0
-        table, below, base = looked_up
-        final = np.where(below > 0, 0.0, np.exp(table))
-        values = final.ravel()[base + (c_f + 1)]
-    else:
-        impossible = (c_f < k_f) | bad.ravel()
-        log_ratio = np.zeros(n_f.shape, dtype=np.float64)
-        live = np.flatnonzero(~impossible)
-        if live.size:
-            fails = n_f[live] - c_f[live]
-            a = np.maximum(fails, k_f[live])
-            m = np.minimum(fails, k_f[live])
-            log_ratio[live] = _log_product(a, n_f[live], m)
-        values = np.where(impossible, 0.0, np.exp(log_ratio))
-    return _finish(_exact_at_1(values, n_f, c_f, k_f), shape, bad)
+    # C(c, k)/C(n, k) = C(n-f, k)/C(n, k) with f = n - c failures; 0 (impossible) where c < k
+    return _estimate(n, c, k, k_exceeds_n, failures=True, of_log_ratio=np.exp, if_zero=0.0)
 
 
 def misapplied_pass_at_k(

@@ -34,6 +34,7 @@ from reliabench.records import Rollout, RolloutStatus, TestOutcomeStatus
 from reliabench.report.figures import cost_figures, proxy_scatter, reliability_curve
 from reliabench.report.heatmap import heatmap_html
 from reliabench.report.html import render_html
+from reliabench.report.marks import mark_agent
 from reliabench.report.provenance import Provenance, collect_provenance
 from reliabench.report.rollout_detail import DetailLimits, build_detail, rollout_id
 
@@ -200,7 +201,7 @@ def _provenance_html(p: Provenance) -> str:
     rows = [
         row("source", f"{p.source} ({p.source_format})"),
         row("suite", suite_text),
-        row("agents", ", ".join(p.agents)),
+        row("agents", ", ".join(mark_agent(a, p.simulated_agents) for a in p.agents)),
         row("simulated agents", ", ".join(p.simulated_agents) + " (not real models)"
             if p.simulated_agents else ""),
         row("agents' configuration (secrets masked)", p.agents_config),

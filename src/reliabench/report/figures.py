@@ -22,6 +22,7 @@ from reliabench.metrics.analysis import Estimate, ScoreReport, score_counts
 from reliabench.metrics.estimators import pass_at_k
 from reliabench.records import Rollout
 from reliabench.report.html import _PALETTE, _frame, _line_chart, figure_block
+from reliabench.report.marks import agent_label, fit_label
 from reliabench.report.rollout_detail import phase_costs
 from reliabench.studies.proxy_validity import proxy_study
 
@@ -97,13 +98,14 @@ def scatter_svg(title: str, points: Sequence[ScatterPoint], *, x_label: str, y_l
         ly = top + 14 + 16 * i
         color = _PALETTE[i % len(_PALETTE)]
         parts.append(f'<rect x="{left + pw + 12}" y="{ly - 9}" width="10" height="10" fill="{color}"/>')
-        parts.append(f'<text x="{left + pw + 26}" y="{ly}" font-size="11">{html.escape(name[:24])}</text>')
+        parts.append(f'<text x="{left + pw + 26}" y="{ly}" font-size="11">'
+                     f"{html.escape(fit_label(name, 24))}</text>")
     parts.append("</svg>")
     return "".join(parts)
 
 
 def _names(report: ScoreReport) -> list[str]:
-    return [a.agent + (" [SIMULATED]" if a.simulated else "") for a in report.agents]
+    return [agent_label(a.agent, a.simulated) for a in report.agents]
 
 
 def reliability_curve(report: ScoreReport) -> str:

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from reliabench.metrics.analysis import CountTable
+from reliabench.report.marks import agent_label_html
 
 __all__ = ["HeatmapRow", "cell_color", "heatmap_html", "heatmap_rows"]
 
@@ -67,8 +68,7 @@ def heatmap_html(t: CountTable, *, clickable: bool) -> str:
     rows = heatmap_rows(t)
     n_flaky = sum(r.flaky for r in rows)
     head = "".join(
-        f'<th class="hm-agent">{html.escape(a)}'
-        + (' <span class="sim">[SIMULATED]</span>' if a in t.simulated else "") + "</th>"
+        f'<th class="hm-agent">{agent_label_html(a, a in t.simulated)}</th>'
         for a in t.agents)
     body = []
     for r in rows:

@@ -18,8 +18,9 @@ from pathlib import Path
 from typing import Any
 
 from reliabench.files.output import open_output
-from reliabench.metrics.analysis import Estimate, ScoreReport
-from reliabench.report.score_render import SIM_MARK, _r3, score_to_json
+from reliabench.metrics.analysis import AgentSummary, Estimate, ScoreReport
+from reliabench.report.marks import SIMULATED_MARK, agent_label, agent_label_html, fit_label
+from reliabench.report.score_render import _r3, score_to_json
 
 __all__ = ["figure_block", "render_html", "sweep_figures", "write_html_report"]
 
@@ -47,8 +48,21 @@ def _fmt(e: Estimate) -> str:
 
 
 def _agent_cell(name: str, simulated: bool) -> str:
-    label = html.escape(name)
-    return f'{label} <span class="sim">{SIM_MARK}</span>' if simulated else label
+    return agent_label_html(name, simulated)
+
+
+def _agent_table(heading: str, columns: Sequence[str], report: ScoreReport,
+                 cell: Callable[[AgentSummary, int], str]) -> str:
+    """``<h2>heading</h2>`` and a table of one row per agent, cell ``i`` from ``cell(agent, i)``.
+
+    ``heading``, ``columns`` and the cells are HTML (escaped by the caller); the agent column
+    carries the simulated mark.
+    """
+    head = "".join(f"<th>{c}</th>" for c in columns)
+    rows = "".join(f"<tr><td>{_agent_cell(a.agent, a.simulated)}</td>"
+                   + "".join(f"<td>{cell(a, i)}</td>" for i in range(len(columns))) + "</tr>"
+                   for a in report.agents)
+    return f"<h2>{heading}</h2><table><tr><th>agent</th>{head}</tr>{rows}</table>"
 
 
 def _frame(title: str, width: int, height: int, left: float, pw: float,
@@ -137,6 +151,8 @@ def _bar_chart(
         return top + ph * (1 - v)
 
     parts = _frame(title, width, height, left, pw, y)
+    # many agents, or labels wider than a bar group (~6 px a character): slanted, so that they do not overlap
+    slant = len(agents) > 4 or any(len(fit_label(a, 22)) * 6 > slot for a in agents)
     for a, agent in enumerate(agents):
         x0 = left + slot * a + slot * 0.15
         for g, (label, color, ests) in enumerate(groups):
@@ -156,12 +172,12 @@ def _bar_chart(
                     'stroke="#333"/>'
                 )
         lx, ly = left + slot * (a + 0.5), top + ph + 16
-        if len(agents) > 4:  # many agents: slanted labels so that they do not overlap
+        if slant:
             parts.append(f'<text x="{lx:.1f}" y="{ly}" font-size="10" text-anchor="end" '
-                         f'transform="rotate(-35 {lx:.1f} {ly})">{html.escape(agent[:22])}</text>')
+                         f'transform="rotate(-35 {lx:.1f} {ly})">{html.escape(fit_label(agent, 22))}</text>')
         else:
             parts.append(f'<text x="{lx:.1f}" y="{ly}" font-size="11" '
-                         f'text-anchor="middle">{html.escape(agent[:22])}</text>')
+                         f'text-anchor="middle">{html.escape(fit_label(agent, 22))}</text>')
     for g, (label, color, _) in enumerate(groups):
         ly = top + 14 + 16 * g
         parts.append(f'<rect x="{left + pw + 12}" y="{ly - 9}" width="10" height="10" fill="{color}"/>')
@@ -248,7 +264,7 @@ def render_html(report: ScoreReport, *, title: str = "reliabench report",
     tables; ``lead_sections`` likewise, placed before the figures (the report page's heatmap).
     """
     ks = report.ks
-    names = [a.agent + (f" {SIM_MARK}" if a.simulated else "") for a in report.agents]
+    names = [agent_label(a.agent, a.simulated) for a in report.agents]
     out = [
         f"<!doctype html><html lang=en><head><meta charset=utf-8><title>{html.escape(title)}</title>"
         "<meta name=viewport content='width=device-width,initial-scale=1'>"
@@ -260,7 +276,7 @@ def render_html(report: ScoreReport, *, title: str = "reliabench report",
     ]
     if any(a.simulated for a in report.agents):
         out.append(
-            f'<p class="sim">Agents marked {SIM_MARK} are simulated: they are not models; their '
+            f'<p class="sim">Agents marked {SIMULATED_MARK} are simulated: they are not models; their '
             "behaviour is configured.</p>"
         )
     out.extend(lead_sections)
@@ -281,7 +297,7 @@ def render_html(report: ScoreReport, *, title: str = "reliabench report",
         '<div class="caption">Chance that k attempts ALL pass: consistency.</div></div>'
     )
     k_show = ks[-1] if len(ks) == 1 else ks[min(1, len(ks) - 1)]
-    agents = [a.agent for a in report.agents]
+    agents = names
     groups = [
         (
             f"misapplied pass@{k_show}",
@@ -331,44 +347,21 @@ def render_html(report: ScoreReport, *, title: str = "reliabench report",
     single = ["strict_resolution_rate", "macro_test_pass_rate"] + (
         ["insecure_share_of_passing"] if report.security else []
     )
-    out.append(
-        "<h2>Single-submission figures</h2><table><tr><th>agent</th>"
-        + "".join(f"<th>{html.escape(m.replace('_', ' '))}</th>" for m in single)
-        + "</tr>"
-    )
-    for a in report.agents:
-        out.append(
-            f"<tr><td>{_agent_cell(a.agent, a.simulated)}</td>"
-            + "".join(f"<td>{_fmt(a.metrics[m])}</td>" for m in single)
-            + "</tr>"
-        )
-    out.append("</table>")
+    out.append(_agent_table("Single-submission figures", [html.escape(m.replace("_", " ")) for m in single],
+                            report, lambda a, i: _fmt(a.metrics[single[i]])))
     if report.security:
         cwe = report.counts.cwe_counts
         all_cwes = sorted({c for d in cwe.values() for c in d}, key=lambda c: (c is None, c or 0))
         if all_cwes:
-            out.append(
-                f"<h2>Findings at or above {html.escape(str(report.threshold))}, by CWE</h2><table><tr>"
-                "<th>agent</th>"
-                + "".join(f"<th>{'CWE-' + str(c) if c is not None else 'no CWE'}</th>" for c in all_cwes)
-                + "</tr>"
-            )
-            for a in report.agents:
-                out.append(
-                    f"<tr><td>{_agent_cell(a.agent, a.simulated)}</td>"
-                    + "".join(f"<td>{cwe.get(a.agent, {}).get(c, 0)}</td>" for c in all_cwes)
-                    + "</tr>"
-                )
-            out.append("</table>")
+            out.append(_agent_table(
+                f"Findings at or above {html.escape(str(report.threshold))}, by CWE",
+                ["CWE-" + str(c) if c is not None else "no CWE" for c in all_cwes], report,
+                lambda a, i: str(cwe.get(a.agent, {}).get(all_cwes[i], 0))))
     if report.security and any(report.counts.lens_counts.values()):
         lenses = sorted({lens for d in report.counts.lens_counts.values() for lens in d})
-        out.append("<h2>Passing but insecure rollouts, by the lens that flagged them</h2><table><tr>"
-                   "<th>agent</th>" + "".join(f"<th>{html.escape(x)}</th>" for x in lenses) + "</tr>")
-        for a in report.agents:
-            row = report.counts.lens_counts.get(a.agent, {})
-            out.append(f"<tr><td>{_agent_cell(a.agent, a.simulated)}</td>"
-                       + "".join(f"<td>{row.get(x, 0)}</td>" for x in lenses) + "</tr>")
-        out.append("</table>")
+        out.append(_agent_table(
+            "Passing but insecure rollouts, by the lens that flagged them", [html.escape(x) for x in lenses],
+            report, lambda a, i: str(report.counts.lens_counts.get(a.agent, {}).get(lenses[i], 0))))
     if report.notes:
         out.append(
             "<h2>Notes</h2><ul>" + "".join(f"<li>{html.escape(n)}</li>" for n in report.notes) + "</ul>"

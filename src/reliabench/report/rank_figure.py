@@ -9,12 +9,10 @@ from __future__ import annotations
 
 import html
 
+from reliabench.report.marks import agent_label
 from reliabench.studies.rank import Ranking
 
 __all__ = ["rank_figure_svg", "rank_section"]
-
-_SIM = "[SIMULATED]"
-
 
 def rank_figure_svg(ranking: Ranking, *, width: int = 760, row: int = 18) -> str:
     """An SVG of the rank intervals, agents ordered by their point value (best on top)."""
@@ -65,7 +63,7 @@ def rank_figure_svg(ranking: Ranking, *, width: int = 760, row: int = 18) -> str
     for i, a in enumerate(agents):
         label = a.agent if len(a.agent) <= 40 else a.agent[:39] + "…"
         if a.simulated:
-            label += f" {_SIM}"
+            label = agent_label(label, True)
         yi = y(i)
         parts.append(f'<text x="{label_w - 4:.1f}" y="{yi + 4:.1f}" font-size="11" text-anchor="end">'
                      f"<title>{html.escape(a.agent)}</title>{html.escape(label)}</text>")

@@ -19,11 +19,11 @@ from rich.text import Text
 from reliabench.errors import InvalidArgumentError
 from reliabench.metrics.analysis import AgentSummary, Estimate, ScoreReport
 from reliabench.metrics.costs import AgentCost, CostFigure
+from reliabench.report.marks import SIMULATED_MARK, agent_label
 
 __all__ = ["FORMATS", "cost_to_json", "render_score", "score_to_json"]
 
 FORMATS = ("table", "json", "csv", "markdown")
-SIM_MARK = "[SIMULATED]"
 
 
 def _num(x: float) -> float | None:
@@ -100,10 +100,6 @@ def _fmt(e: Estimate, ci: bool) -> str:
     return text
 
 
-def _agent_label(agent: str, simulated: bool) -> str:
-    return f"{agent} {SIM_MARK}" if simulated else agent
-
-
 def _per_k_columns(report: ScoreReport) -> list[str]:
     cols = ["reliability@{k}", "pass^{k}", "misapplied_pass@{k}", "inflation@{k}"]
     if report.security:
@@ -143,19 +139,19 @@ def _grid(report: ScoreReport) -> list[tuple[str, list[str], list[list[str]]]]:
     for a in report.agents:
         for i, k in enumerate(report.ks):
             first = i == 0
-            rows1.append([_agent_label(a.agent, a.simulated) if first else "",
+            rows1.append([agent_label(a.agent, a.simulated) if first else "",
                           str(a.tasks) if first else "", _n_text(a) if first else "", str(k),
                           *(_fmt(a.metrics[c.format(k=k)], ci) for c in per_k)])
     per_agent = _per_agent_columns(report)
     head2 = ["agent", *(_HEADERS[c] for c in per_agent)]
-    rows2 = [[_agent_label(a.agent, a.simulated), *(_fmt(a.metrics[c], ci) for c in per_agent)]
+    rows2 = [[agent_label(a.agent, a.simulated), *(_fmt(a.metrics[c], ci) for c in per_agent)]
              for a in report.agents]
     title1 = "reliability@k over n independent rollouts vs the misapplied pass@k (n = tests of one rollout)"
     if report.security:
         title1 += f"; security threshold {report.threshold}"
     grids = [(title1, head1, rows1), ("single-submission figures", head2, rows2)]
     head0 = ["agent", "infra errors"]
-    rows0 = [[_agent_label(a.agent, a.simulated), str(a.infra_errors)] for a in report.agents]
+    rows0 = [[agent_label(a.agent, a.simulated), str(a.infra_errors)] for a in report.agents]
     costs = {c.agent: c for c in report.costs if c.known}
     if costs:
         head3 = ["agent", "agent s", "test s", "tokens in", "tokens out", "usd",
@@ -165,7 +161,7 @@ def _grid(report: ScoreReport) -> list[tuple[str, list[str], list[list[str]]]]:
             c = costs.get(a.agent)
             if c is None:
                 continue
-            rows3.append([_agent_label(a.agent, a.simulated), _mean(c.agent_s, 1),
+            rows3.append([agent_label(a.agent, a.simulated), _mean(c.agent_s, 1),
                           _mean(c.test_s, 2), _mean(c.tokens_in, 0), _mean(c.tokens_out, 0),
                           _mean(c.usd, 4), _opt(c.passes_per_usd, 2),
                           _opt(c.passes_per_minute, 2)])
@@ -198,11 +194,11 @@ def _rich_table(report: ScoreReport, console: Console) -> None:
             table.add_column(text, justify="left" if i == 0 else "right", no_wrap=i == 0 and not narrow)
         for row in rows:
             label = Text(row[0])
-            if row[0].endswith(SIM_MARK):
-                label = Text(row[0][: -len(SIM_MARK)])
+            if row[0].endswith(SIMULATED_MARK):
+                label = Text(row[0][: -len(SIMULATED_MARK)])
                 if narrow:
                     label.append("\n")
-                label.append(SIM_MARK, style="yellow")
+                label.append(SIMULATED_MARK, style="yellow")
             table.add_row(label, *row[1:])
         console.print(table)
     for note in report.notes:

@@ -26,7 +26,8 @@ from typing import Final
 
 from reliabench.errors import InvalidArgumentError
 from reliabench.metrics.analysis import AgentSummary, ScoreReport
-from reliabench.report.score_render import SIM_MARK, _fmt
+from reliabench.report.marks import agent_label, mark_agent
+from reliabench.report.score_render import _fmt
 
 __all__ = ["TABLE_FORMATS", "latex_escape", "render_tables"]
 
@@ -67,7 +68,7 @@ def _ranked(report: ScoreReport) -> list[AgentSummary]:
 
 
 def _label(a: AgentSummary) -> str:
-    return f"{a.agent} {SIM_MARK}" if a.simulated else a.agent
+    return agent_label(a.agent, a.simulated)
 
 
 def _n_text(a: AgentSummary) -> str:
@@ -86,7 +87,7 @@ def _leaderboard(report: ScoreReport) -> tuple[list[str], list[list[str]]]:
 def _per_task(report: ScoreReport) -> tuple[list[str], list[list[str]]]:
     t = report.counts
     agents = list(t.agents)
-    head = ["task", *(f"{a} {SIM_MARK}" if a in t.simulated else a for a in agents)]
+    head = ["task", *(mark_agent(a, t.simulated) for a in agents)]
     rows = []
     for i, task in enumerate(t.tasks):
         rows.append([task, *(f"{t.c[i, j]}/{t.n[i, j]}" if t.n[i, j] else "-" for j in range(len(agents)))])

@@ -52,6 +52,7 @@ __all__ = [
     "Limits",
     "SandboxBackend",
     "SandboxResult",
+    "minimal_env",
 ]
 
 DEFAULT_PATH = "/usr/local/bin:/usr/bin:/bin"
@@ -193,15 +194,14 @@ def _resolve_argv0(argv: Sequence[str], env: Mapping[str, str]) -> str:
     return found
 
 
+def minimal_env() -> dict[str, str]:
+    """The environment a sandboxed process gets when the caller gives none (nothing of the host's)."""
+    return {"PATH": DEFAULT_PATH, "HOME": "/tmp", "TMPDIR": "/tmp", "LANG": "C.UTF-8", "USER": "rollout"}
+
+
 def _base_env(env: Mapping[str, str] | None) -> dict[str, str]:
     if env is None:
-        return {
-            "PATH": DEFAULT_PATH,
-            "HOME": "/tmp",
-            "TMPDIR": "/tmp",
-            "LANG": "C.UTF-8",
-            "USER": "rollout",
-        }
+        return minimal_env()
     out = dict(env)
     out.setdefault("PATH", DEFAULT_PATH)
     return out

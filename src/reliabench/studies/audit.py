@@ -45,14 +45,14 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
 import numpy as np
 import numpy.typing as npt
 
 from reliabench.errors import InvalidArgumentError, ReliabenchError
 from reliabench.importers import ReportedFigure, StatedTotal, load_foreign
-from reliabench.metrics.analysis import CountTable, Estimate, ScoreReport, count_pairs, parse_ks, score
+from reliabench.metrics.analysis import CountTable, ScoreReport, count_pairs, parse_ks, score
 from reliabench.metrics.estimators import misapplied_pass_at_k, pass_at_k, pass_hat_k
 from reliabench.records import Rollout
 
@@ -65,7 +65,6 @@ __all__ = [
     "audit_path",
     "audit_records",
     "check_stated",
-    "report_to_dict",
 ]
 
 TOLERANCE = 1e-6
@@ -425,34 +424,3 @@ def audit_path(
 class AuditFailed(ReliabenchError):
     """``--strict`` audit with findings (exit code 1)."""
 
-
-def _estimate_dict(e: Estimate) -> dict[str, Any]:
-    def num(x: float) -> float | None:
-        return None if not np.isfinite(x) else round(float(x), 6)
-
-    return {"value": num(e.value), "ci_low": num(e.ci_low), "ci_high": num(e.ci_high),
-            "tasks": e.tasks, "excluded": e.excluded}
-
-
-def report_to_dict(report: AuditReport) -> dict[str, Any]:
-    """A JSON-ready view of an ``AuditReport`` (NaN written as null)."""
-    s = report.score
-    return {
-        "source": report.source,
-        "format": report.format,
-        "clean": report.clean,
-        "findings": [{"code": f.code, "severity": f.severity, "message": f.message,
-                      "agents": list(f.agents)} for f in report.findings],
-        "checks": [{"agent": c.figure.agent, "kind": c.figure.kind, "k": c.figure.k,
-                    "reported": c.figure.value, "source": c.figure.source,
-                    "ours": None if not np.isfinite(c.ours) else round(c.ours, 6),
-                    "matches": c.matches, "explanation": c.explanation} for c in report.checks],
-        "ks": list(report.ks),
-        "confidence": s.confidence,
-        "agents": [{"agent": a.agent, "simulated": a.simulated, "tasks": a.tasks, "rollouts": a.rollouts,
-                    "infra_errors": a.infra_errors, "min_n": a.min_n, "max_n": a.max_n,
-                    "metrics": {k: _estimate_dict(v) for k, v in a.metrics.items()}}
-                   for a in s.agents],
-        "missing": list(report.missing),
-        "notes": list(report.notes),
-    }

@@ -34,7 +34,6 @@ Examples:
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass
@@ -51,7 +50,6 @@ from reliabench.metrics.stats import resample_weights
 from reliabench.records import Rollout
 
 __all__ = [
-    "FORMATS",
     "LEVELS",
     "PROXIES",
     "STATISTICS",
@@ -59,17 +57,11 @@ __all__ = [
     "ProxyStudy",
     "RankCorrelation",
     "proxy_study",
-    "render_proxy",
 ]
 
 PROXIES: Final = ("first_fraction", "first_verdict")
 LEVELS: Final = ("pairs", "agents")
 STATISTICS: Final = ("spearman", "kendall")
-FORMATS: Final = ("table", "json", "csv", "markdown")
-_PROXY_LABEL: Final = {
-    "first_fraction": "first rollout's test pass fraction",
-    "first_verdict": "first rollout's verdict (all tests pass)",
-}
 _BATCH: Final = 256  # bootstrap resamples per vectorized batch
 
 FloatArray = npt.NDArray[np.float64]
@@ -381,47 +373,3 @@ def proxy_study(
                       tasks=n_tasks, pairs=int(ok.sum()), agents=tuple(rows),
                       correlations=tuple(correlations), notes=tuple(notes))
 
-
-def _fmt(x: float, digits: int = 3) -> str:
-    return "nan" if math.isnan(x) else f"{x:.{digits}f}"
-
-
-def render_proxy(study: ProxyStudy, fmt: str = "table") -> str:
-    """Render a proxy study as ``table`` (plain text), ``markdown``, ``json`` or ``csv``.
-
-    Raises:
-        InvalidArgumentError: for an unknown format.
-    """
-    if fmt not in FORMATS:
-        raise InvalidArgumentError(f"fmt must be one of {', '.join(FORMATS)}, got {fmt!r}")
-    if fmt == "json":
-        return json.dumps(study.to_dict(), indent=2)
-    pct = round(study.confidence * 100)
-    head = ["proxy", "level", "statistic", "value", f"{pct}% CI low", f"{pct}% CI high",
-            "p-value", "units"]
-    body = [[c.proxy, c.level, c.statistic, _fmt(c.value), _fmt(c.ci_low), _fmt(c.ci_high),
-             "nan" if math.isnan(c.pvalue) else f"{c.pvalue:.2g}", str(c.units)]
-            for c in study.correlations]
-    if fmt == "csv":
-        lines = [",".join(head)] + [",".join(r) for r in body]
-        return "\n".join(lines) + "\n"
-    title = (f"Proxy study: single-rollout proxies vs reliability@{study.k} over repeated runs "
-             f"({study.pairs} pairs, {len(study.agents)} agents, {study.tasks} tasks; "
-             f"bootstrap over tasks, {study.n_resamples} resamples, seed {study.seed})")
-    agent_head = ["agent", f"reliability@{study.k}", "first_fraction", "first_verdict", "tasks"]
-    agent_body = [[a.agent, _fmt(a.reliability), _fmt(a.first_fraction), _fmt(a.first_verdict),
-                   str(a.tasks)] for a in study.agents]
-    if fmt == "markdown":
-        def md(h: list[str], b: list[list[str]]) -> list[str]:
-            return (["| " + " | ".join(h) + " |", "|" + "|".join("---" for _ in h) + "|"]
-                    + ["| " + " | ".join(r) + " |" for r in b])
-        out = [f"**{title}**", "", *md(head, body), "", *md(agent_head, agent_body)]
-    else:
-        def plain(h: list[str], b: list[list[str]], left: int) -> list[str]:
-            widths = [max(len(x) for x in col) for col in zip(h, *b, strict=False)]
-            fmt_row = "  ".join(f"{{:<{w}}}" if i < left else f"{{:>{w}}}" for i, w in enumerate(widths))
-            return [fmt_row.format(*h), "  ".join("-" * w for w in widths)] + [
-                fmt_row.format(*r) for r in b]
-        out = [title, "", *plain(head, body, 3), "", *plain(agent_head, agent_body, 1)]
-    out += [f"note: {n}" for n in study.notes]
-    return "\n".join(out) + "\n"

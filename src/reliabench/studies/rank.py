@@ -62,7 +62,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any, Final, Literal
+from typing import Final, Literal
 
 import numpy as np
 import numpy.typing as npt
@@ -73,6 +73,7 @@ from reliabench.metrics.analysis import CountTable, count_pairs
 from reliabench.metrics.estimators import pass_at_k, pass_hat_k
 from reliabench.metrics.stats import resample_weights, sign_flip_p_values
 from reliabench.records import Rollout
+from reliabench.report.marks import marked_agents_note
 
 __all__ = [
     "CORRECTIONS",
@@ -88,7 +89,6 @@ __all__ = [
     "adjust_p_values",
     "consecutive_groups",
     "rank_agents",
-    "ranking_to_dict",
 ]
 
 Metric = Literal["reliability", "pass_hat"]
@@ -470,46 +470,10 @@ def rank_agents(
         for j in order
     )
     if table.simulated:
-        notes.append("simulated agents (marked [SIMULATED]) are not real models: "
-                     + ", ".join(sorted(table.simulated)))
+        notes.append(marked_agents_note(sorted(table.simulated)))
     return Ranking(
         agents=agents, groups=groups, pairs=tuple(pairs), gaps=tuple(gaps), metric=metric, k=int(k),
         level=float(level), correction=correction, sampling=sampling, tasks=n_tasks, excluded=excluded,
         min_n=int(n_sh.min()), max_n=int(n_sh.max()), n_resamples=int(n_resamples), power=float(power),
         seed=int(seed), notes=tuple(notes),
     )
-
-
-def _num(x: float) -> float | None:
-    return round(float(x), 6) if math.isfinite(x) else None
-
-
-def ranking_to_dict(r: Ranking) -> dict[str, Any]:
-    """A JSON-ready view of a ``Ranking`` (NaN written as null)."""
-    return {
-        "metric": r.metric_name,
-        "k": r.k,
-        "level": r.level,
-        "correction": r.correction,
-        "correction_label": r.correction_label,
-        "sampling": r.sampling,
-        "tasks": r.tasks,
-        "excluded": r.excluded,
-        "rollouts_per_task": {"min": r.min_n, "max": r.max_n},
-        "n_resamples": r.n_resamples,
-        "seed": r.seed,
-        "agents": [{"agent": a.agent, "value": _num(a.value), "ci_low": _num(a.ci_low),
-                    "ci_high": _num(a.ci_high), "rank": a.rank, "rank_low": a.rank_low,
-                    "rank_high": a.rank_high, "simulated": a.simulated} for a in r.agents],
-        "groups": [list(g) for g in r.groups],
-        "gaps": [{"upper": g.upper, "lower": g.lower, "difference": _num(g.difference),
-                  "p_adjusted": _num(g.p_adjusted), "decisive": g.decisive, "borderline": g.borderline,
-                  "sd": _num(g.sd), "tasks_needed": g.tasks_needed} for g in r.gaps],
-        "decisive_gaps": r.decisive_gaps,
-        "power": r.power,
-        "pairs": [{"a": p.agent_a, "b": p.agent_b, "difference": _num(p.difference),
-                   "p_value": _num(p.p_value), "p_adjusted": _num(p.p_adjusted),
-                   "separated": p.separated, "borderline": p.borderline} for p in r.pairs],
-        "simulated_agents": sorted(a.agent for a in r.agents if a.simulated),
-        "notes": list(r.notes),
-    }

@@ -54,7 +54,6 @@ Examples:
 from __future__ import annotations
 
 import dataclasses
-import json
 import math
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -87,7 +86,6 @@ __all__ = [
     "default_config",
     "generate",
     "load_config",
-    "render_sweep",
     "run_simulation",
     "sweep",
     "count_table",
@@ -606,46 +604,3 @@ def sweep(
                 ))
     return SweepResult(config, seed_v, tuple(points))
 
-
-_SWEEP_COLUMNS: Final = ("param", "value", "k", "misapplied_mean", "reliability_mean", "inflation_mean",
-                         "inflation_min", "inflation_max", "rho_pairs", "rho_agents")
-
-
-def render_sweep(result: SweepResult, fmt: str = "table") -> str:
-    """Render a sweep as ``table`` (plain text), ``markdown``, ``json`` or ``csv``.
-
-    Raises:
-        InvalidArgumentError: for an unknown format.
-    """
-    if fmt not in ("table", "json", "csv", "markdown"):
-        raise InvalidArgumentError(f"fmt must be one of table, json, csv, markdown, got {fmt!r}")
-    rows = result.to_rows()
-    if fmt == "json":
-        clean = [{k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in r.items()}
-                 for r in rows]
-        return json.dumps({"seed": result.seed, "base": result.base.to_dict(), "points": clean},
-                          indent=2) + "\n"
-
-    def cell(key: str, v: object) -> str:
-        if isinstance(v, float):
-            if key == "value":
-                return f"{v:g}"
-            return "nan" if math.isnan(v) else f"{v:.3f}"
-        return str(v)
-
-    body = [[cell(key, r[key]) for key in _SWEEP_COLUMNS] for r in rows]
-    head = list(_SWEEP_COLUMNS)
-    if fmt == "csv":
-        return "\n".join(",".join(x) for x in [head, *body]) + "\n"
-    title = (f"Sweep (one parameter at a time around the base config, seed {result.seed}; "
-             "means and ranges over agents, rho = Spearman of the first rollout's test pass "
-             "fraction with reliability@k)")
-    if fmt == "markdown":
-        lines = ["| " + " | ".join(head) + " |", "|" + "|".join("---" for _ in head) + "|"]
-        lines += ["| " + " | ".join(r) + " |" for r in body]
-        return f"**{title}**\n\n" + "\n".join(lines) + "\n"
-    widths = [max(len(x) for x in col) for col in zip(head, *body, strict=False)]
-    fmt_row = "  ".join(f"{{:<{w}}}" if i == 0 else f"{{:>{w}}}" for i, w in enumerate(widths))
-    lines = [fmt_row.format(*head), "  ".join("-" * w for w in widths)]
-    lines += [fmt_row.format(*r) for r in body]
-    return title + "\n\n" + "\n".join(lines) + "\n"

@@ -32,6 +32,7 @@ from typing import Any, Final
 
 import reliabench
 from reliabench.errors import SandboxError
+from reliabench.hidden_tests.staging import hidden_test_env
 from reliabench.sandbox import DEFAULT_PATH, Limits, SandboxResult, slot_uid
 from reliabench.sandbox.bubblewrap import _ETC_FILES, _SYSTEM_DIRS, _python_prefixes
 from reliabench.sandbox.slots import _hold_slot, _lend_workdir, _under
@@ -269,17 +270,7 @@ class WarmWorkers:
         if runner not in ("pytest", "plain"):
             raise SandboxError(f"warm worker: runner must be 'pytest' or 'plain', got {runner!r}")
         ws = os.path.realpath(workspace)
-        env = {
-            "PATH": DEFAULT_PATH,
-            "HOME": "/tmp",
-            "TMPDIR": "/tmp",
-            "LANG": "C.UTF-8",
-            "USER": "rollout",
-            "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1",
-            "RELIABENCH_OUTCOME_FD": "3",
-            "RELIABENCH_OUTCOME_KEY_FD": "4",
-            "RELIABENCH_WORKSPACE": ws,
-        }
+        env = hidden_test_env(3, 4, ws)
         extra = {"tests": str(staging / "tests"), "plugin_dir": str(staging / "plugin"),
                  "pytest_args": list(pytest_args), "key_hex": key.hex()}
         return self.request(runner, Path(ws), readonly=[str(staging)], env=env, limits=limits,

@@ -43,7 +43,6 @@ import pytest
 __all__ = ["collect_order", "run_plain"]
 
 PLUGIN_MODULE = "_reliabench_outcome_plugin"
-_PYTHON_FILES = ("test_", "_test.py")
 _MAX_SHOWN = 4096
 
 # Bound once in the server, so that code under test that monkeypatches these modules or the
