@@ -66,11 +66,11 @@ demo: $(VENV)/.installed sandbox-deps
 
 test: $(VENV)/.installed-test sandbox-deps browser-deps
 	$(BIN)/python -m pytest
-	$(BIN)/ruff check src tests benchmarks
+	$(BIN)/ruff check src tests benchmarks docs/examples
 	$(BIN)/mypy
 
 lint: $(VENV)/.installed-test
-	$(BIN)/ruff check src tests benchmarks
+	$(BIN)/ruff check src tests benchmarks docs/examples
 
 typecheck: $(VENV)/.installed-test
 	$(BIN)/mypy

@@ -14,10 +14,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from scipy import stats
 
 from reliabench.cli import main
 from reliabench.errors import InvalidArgumentError
-from reliabench.records import Rollout
+from reliabench.metrics.estimators import pass_at_k
+from reliabench.records import Rollout, TestOutcome
 from reliabench.run.adaptive import counts_at
 from reliabench.store import RunStore
 from reliabench.studies.adaptive import (
@@ -31,6 +33,7 @@ from reliabench.studies.adaptive import (
     look_schedule,
     simulate_design,
 )
+from reliabench.studies.adaptive_estimate import stop_estimates
 from reliabench.studies.planning import AgentModel
 
 
@@ -148,25 +151,96 @@ def test_counts_at_uses_only_each_tasks_first_n_rollouts() -> None:
 SIM = Scenario("test", (AgentModel("A", 0.6, 0.3), AgentModel("B", 0.3, 0.25)), tasks=30, correlation=0.6)
 
 
+def _near_nominal(cov: float, nominal: float, runs: int) -> bool:
+    # the 1.5 points, plus 3 simulation standard errors of a small run count
+    return abs(cov - nominal) <= 0.015 + 3 * math.sqrt(nominal * (1 - nominal) / runs)
+
+
 def test_small_simulation_half_width() -> None:
     design = AdaptiveDesign(first=2, max_n=16, target_half_width=0.13)
-    res = simulate_design(design, SIM, runs=200, seed=3)
+    res = simulate_design(design, SIM, runs=200, seed=3, draws=8)
     for cov, se in zip(res.coverage, res.coverage_se, strict=True):
         assert cov >= 0.95 - 3 * se
     for bias, se in zip(res.bias, res.bias_se, strict=True):
         assert abs(bias) <= 3.5 * se
     assert res.rollout_fraction < 0.9 and res.agreement >= 0.95
+    # the reported (Rao-Blackwellised) estimate and interval
+    for j in range(2):
+        assert abs(res.rb_bias[j]) <= 4 * res.rb_bias_se[j]
+        assert _near_nominal(res.rb_coverage[j], 0.95, 200)
+    assert 0 < res.rb_acceptance <= 1
 
 
 def test_small_simulation_settle() -> None:
     design = AdaptiveDesign(first=2, max_n=16, settle=(("A", "B"),))
-    res = simulate_design(design, SIM, runs=200, seed=4)
+    res = simulate_design(design, SIM, runs=200, seed=4, draws=8)
     assert res.coverage[0] >= 0.95 - 3 * res.coverage_se[0]
     assert res.rollout_fraction < 0.5  # a 0.3 difference settles early
     assert res.agreement >= 0.95
     assert sum(res.stop_reasons.values()) == 200
     # the first-look estimate is unbiased whatever the stop (simulation error only)
     assert abs(res.first_bias[0]) <= 3.5 * res.first_bias_se[0]
+    # and so is the reported one, which uses every rollout: smaller error than the first look's
+    assert abs(res.rb_bias[0]) <= 4 * res.rb_bias_se[0]
+    assert res.rb_bias_se[0] < res.first_bias_se[0]
+    assert _near_nominal(res.rb_coverage[0], 0.95, 200)
+
+
+def _counts(n: int, c: list[int]) -> AgentCounts:
+    return AgentCounts(np.full(len(c), n, np.int64), np.asarray(c, np.int64))
+
+
+def test_stop_at_the_first_look_reports_the_plain_t_interval() -> None:
+    design = AdaptiveDesign(first=3, max_n=12, settle=(("A", "B"),))
+    c = {"A": _counts(3, [3, 2, 3, 1, 3]), "B": _counts(3, [0, 1, 2, 0, 1])}
+    est = stop_estimates(design, [{"A": 3, "B": 3}], [c], seed=1)
+    assert est.draws == 0 and est.accepted == {"A": 0, "B": 0}
+    d = (np.array([3, 2, 3, 1, 3]) - np.array([0, 1, 2, 0, 1])) / 3
+    (pair,) = est.pairs
+    assert pair.interval.value == pytest.approx(d.mean()) == pytest.approx(pair.plain_value)
+    half = float(stats.t.ppf(0.975, 4)) * d.std(ddof=1) / math.sqrt(5)
+    assert (pair.interval.low, pair.interval.high) == pytest.approx((d.mean() - half, d.mean() + half))
+    assert est.agent("A").interval.value == pytest.approx(12 / 15)
+
+
+@pytest.mark.parametrize("k", [1, 2])
+def test_when_every_ordering_is_consistent_it_is_the_estimate_at_the_final_n(k: int) -> None:
+    # a target no plan can meet: every first look plans max_n, so every ordering is consistent
+    # and E[pass@k(first, C_first) | c at n] = pass@k(n, c) (a U-statistic): the average over
+    # the orderings converges to the plain estimate at the final n
+    design = AdaptiveDesign(first=2, max_n=8, k=k, target_half_width=0.001)
+    rng = np.random.default_rng(5)
+    final = rng.binomial(8, rng.uniform(0.1, 0.9, 24)).tolist()
+    early = [int(rng.hypergeometric(c, 8 - c, 2)) for c in final]
+    history = [{"A": 2}, {"A": 8}]
+    looks = [{"A": _counts(2, early)}, {"A": _counts(8, final)}]
+    assert dict(evaluate(design, looks[0], history[:1]).advance) == {"A": 8}
+    est = stop_estimates(design, history, looks, seed=2, draws=300)
+    assert est.accepted == {"A": 300}
+    a = est.agent("A")
+    assert a.plain_value == pytest.approx(float(np.mean(pass_at_k(8, np.array(final), k))))
+    assert abs(a.interval.value - a.plain_value) < 0.015  # Monte Carlo error ~ 0.003
+    assert a.first_value == pytest.approx(float(np.mean(pass_at_k(2, np.array(early), k))))
+    # seeded: the same numbers again, other numbers with another seed
+    assert stop_estimates(design, history, looks, seed=2, draws=300) == est
+    assert stop_estimates(design, history, looks, seed=3, draws=300).agent("A").interval.value != a.interval.value
+
+
+def test_inconsistent_orderings_are_rejected() -> None:
+    # two-stage: the first look planned n = 4 for A; orderings whose first look would plan
+    # another n are left out, so fewer than all draws are kept
+    design = AdaptiveDesign(first=2, max_n=16, target_half_width=0.14)
+    rng = np.random.default_rng(11)
+    p = rng.beta(2, 2, 30)
+    out = rng.random((30, 16)) < p[:, None]
+    first = _counts(2, out[:, :2].sum(axis=1).tolist())
+    assert dict(evaluate(design, {"A": first}, [{"A": 2}]).advance) == {"A": 4}
+    n_final = 4
+    final = _counts(n_final, out[:, :n_final].sum(axis=1).tolist())
+    est = stop_estimates(design, [{"A": 2}, {"A": n_final}], [{"A": first}, {"A": final}], seed=0, draws=64)
+    assert 0 < est.accepted["A"] < 64
+    with pytest.raises(InvalidArgumentError, match="one entry per look"):
+        stop_estimates(design, [{"A": 2}, {"A": n_final}], [{"A": final}])
 
 
 def make_suite(root: Path) -> Path:
@@ -232,6 +306,14 @@ def test_adaptive_run_resume_and_plan(tmp_path: Path, monkeypatch: pytest.Monkey
             [(f"add{t}", i) for t in range(4) for i in range(n)]
     assert doc["rollouts"] == 4 * sum(final_n.values()) and doc["fixed_rollouts"] == 4 * 8 * 2
     assert "round 1:" in err and "adaptive run finished" in err
+    # the reported estimates at the stop: Rao-Blackwellised, seeded with the run's seed
+    assert "estimates at the stop (Rao-Blackwellised" in err
+    est = doc["estimate"]
+    assert {e["agent"] for e in est["agents"]} == {"good", "coin"} and est["seed"] == doc["design"]["seed"]
+    (pair,) = est["pairs"]
+    assert (pair["a"], pair["b"]) == ("good", "coin") and pair["ci_low"] <= pair["value"] <= pair["ci_high"]
+    good = next(e for e in est["agents"] if e["agent"] == "good")
+    assert good["value"] == good["plain_value"] == good["first_look_value"] == 1.0  # passes every rollout
     # the good agent shows no within-task variance: the next rollouts go to the other one
     assert doc["rounds"][0]["advance"] == {"coin": 4}
     # resume: the same command replays the rounds from the store and runs nothing new
@@ -241,11 +323,23 @@ def test_adaptive_run_resume_and_plan(tmp_path: Path, monkeypatch: pytest.Monkey
     with RunStore.open_existing(out) as store:
         assert len(store.done_keys()) == len(recs)
     assert json.loads((out / "adaptive.json").read_text())["rounds"] == json.loads(before)["rounds"]
+    assert json.loads((out / "adaptive.json").read_text())["estimate"] == est
+    # score on the run adds the adaptive section; JSON keeps its keys and adds "adaptive"
+    assert main(["score", str(out), "-k", "1"]) == 0
+    text = capsys.readouterr().out
+    assert "== adaptive run: stopped after" in text and "estimates at the stop" in text
+    assert main(["score", str(out), "-k", "1", "--format", "json"]) == 0
+    scored = json.loads(capsys.readouterr().out)
+    by_agent = {e["agent"]: e for e in scored["adaptive"]["estimate"]["agents"]}
+    assert by_agent == {e["agent"]: e for e in est["agents"]} and "agents" in scored
+    assert scored["adaptive"]["estimate"]["pairs"] == est["pairs"]
     # plan reads the finished run as a pilot
     assert main(["plan", "--pilot", str(out), "--max-n", "16", "--settle", "good,coin", "--format", "json"]) == 0
     plan = json.loads(capsys.readouterr().out)
     assert plan["pilot_n"] == 2 and isinstance(plan["settled"], bool)
     assert plan["settled"] == (plan["extra_rollouts"] == 0)
+    # an adaptive pilot: its own estimates at the stop
+    assert {e["agent"]: e for e in plan["estimate"]["agents"]} == {e["agent"]: e for e in est["agents"]}
 
 
 def test_continuation_projects_more_rollouts_for_an_open_pair() -> None:
@@ -261,3 +355,26 @@ def test_continuation_projects_more_rollouts_for_an_open_pair() -> None:
     assert res.extra_rollouts is not None and res.extra_rollouts == res.looks[-1].extra_rollouts > 0
     assert res.looks[-1].met and not any(look.met for look in res.looks[:-1])
     assert math.isfinite(res.now.pairs[0].interval.value)
+
+
+def test_plan_pilot_prints_the_estimates_if_the_run_stops_now(tmp_path: Path,
+                                                              capsys: pytest.CaptureFixture[str]) -> None:
+    from reliabench.records import write_jsonl
+
+    rng = np.random.default_rng(3)
+    recs = [Rollout(task_id=f"t{t}", agent=agent, rollout=i, status="completed",
+                    tests=(TestOutcome("test_x", "passed" if rng.random() < p else "failed"),))
+            for t in range(12) for agent, p in (("A", 0.8), ("B", 0.3)) for i in range(3)]
+    pilot = tmp_path / "pilot.jsonl"
+    write_jsonl(recs, pilot)
+    assert main(["plan", "--pilot", str(pilot), "--max-n", "12", "--settle", "A,B"]) == 0
+    text = capsys.readouterr().out
+    assert "estimates at the stop (one look: the plain estimate" in text
+    assert main(["plan", "--pilot", str(pilot), "--max-n", "12", "--settle", "A,B", "--format", "json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    (pair,) = doc["estimate"]["pairs"]
+    by_agent = {e["agent"]: e["value"] for e in doc["estimate"]["agents"]}
+    passes = {a: np.mean([r.passes for r in recs if r.agent == a]) for a in ("A", "B")}
+    assert by_agent == pytest.approx(passes, abs=1e-6)
+    assert pair["value"] == pytest.approx(passes["A"] - passes["B"], abs=1e-6)
+    assert doc["estimate"]["draws"] == 0 and pair["ci_low"] < pair["value"] < pair["ci_high"]

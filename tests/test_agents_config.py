@@ -6,6 +6,7 @@ import importlib.util
 import os
 import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -312,7 +313,41 @@ def test_broken_agent_kind_plugin_is_one_usage_error(monkeypatch: pytest.MonkeyP
     from reliabench.errors import UsageError
 
     fake_entry_points(monkeypatch, "reliabench.agents", mykind="no_such_module_for_reliabench:register")
-    monkeypatch.setattr(config, "_loaded", False)
     with pytest.raises(UsageError, match=r"agent kind plugin mykind \(no_such_module_for_reliabench:register\) "
                                          r"failed to load: ModuleNotFoundError"):
         config.load_builtin_kinds()
+
+
+def test_agent_kinds_load_lazily_and_a_broken_one_only_when_named(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    from entry_point_helpers import fake_entry_points
+
+    from reliabench.agents import AGENT_KIND_REGISTRY
+    from reliabench.errors import UsageError
+
+    fake_entry_points(monkeypatch, "reliabench.agents", mykind="no_such_module_for_reliabench:make",
+                      command="no_such_module_for_reliabench:make")
+    # a built-in name is never the plugin's; the broken plugin is listed but not loaded
+    assert AGENT_KIND_REGISTRY.names() == ["command", "openai", "replay", "python", "simulated", "mykind"]
+    (agent,) = load_agents(write(tmp_path, '[[agents]]\nname = "a"\nkind = "command"\ncommand = "true"\n'))
+    assert agent.kind == "command"
+    with pytest.raises(UsageError, match=r"agent kind plugin mykind \(no_such_module_for_reliabench:make\)"):
+        load_agents(write(tmp_path, '[[agents]]\nname = "a"\nkind = "mykind"\n'))
+
+
+def test_register_agent_kind_in_process() -> None:
+    from reliabench.agents import AGENT_KIND_REGISTRY, AGENT_KINDS, register_agent_kind
+    from reliabench.errors import InvalidArgumentError
+
+    def factory(table: Any, ctx: Any) -> Any:
+        raise AssertionError("not called")
+
+    try:
+        assert register_agent_kind("tmp-kind")(factory) is factory
+        assert AGENT_KINDS["tmp-kind"] is factory
+        register_agent_kind("tmp-kind")(print)  # a later registration replaces an earlier one
+        assert AGENT_KINDS["tmp-kind"] is print
+    finally:
+        AGENT_KIND_REGISTRY.unregister("tmp-kind")
+    with pytest.raises(InvalidArgumentError, match=r"name: 'command' is a built-in agent kind"):
+        register_agent_kind("command")(factory)

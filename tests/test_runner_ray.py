@@ -67,5 +67,5 @@ def test_ray_missing_is_a_clear_error(setup: tuple[Path, Path], tmp_path: Path,
 
 
 def test_executor_is_validated() -> None:
-    with pytest.raises(ValueError, match="executor must be 'local' or 'ray'"):
+    with pytest.raises(ValueError, match="executor must be one of local, ray, got 'dask'"):
         RunSettings(n=1, executor="dask")

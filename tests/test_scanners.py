@@ -387,7 +387,7 @@ def test_entry_point_that_is_not_a_scanner(
 
 
 def test_register_scanner(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(scanners_base, "_registered", {})
+    monkeypatch.setattr(scanners_base.SCANNERS, "_registered", {})
     register_scanner("mine", _FakeScanner)
     assert "mine" in available_scanners()
     assert get_scanner("mine").name == "fake"

@@ -1,10 +1,12 @@
 """Agents: the protocol, the registry of kinds, and the agents file loader.
 
-Importing this package registers the built-in kinds ``command``, ``openai``, ``replay`` and
-``python``; :func:`load_agents` reads an ``agents.toml`` (see ``docs/agents.md``).
+The kinds live in one registry (:data:`AGENT_KIND_REGISTRY`): the built-ins ``command``,
+``openai``, ``replay``, ``python`` and ``simulated``, and third-party kinds of the entry-point group
+``reliabench.agents``; :func:`load_agents` reads an ``agents.toml`` (see ``docs/agents.md``).
 """
 
 from reliabench.agents.base import (
+    AGENT_KIND_REGISTRY,
     AGENT_KINDS,
     Agent,
     AgentContext,
@@ -29,6 +31,7 @@ from reliabench.agents.replay import ReplayAgent, read_replay_file
 
 __all__ = [
     "AGENT_KINDS",
+    "AGENT_KIND_REGISTRY",
     "INFRA_REASONS",
     "Agent",
     "AgentContext",

@@ -15,9 +15,11 @@ from pathlib import Path, PurePosixPath, PureWindowsPath
 from typing import Any, Final, Literal, Protocol, TypeAlias, get_args, runtime_checkable
 
 from reliabench.errors import ConfigError, InvalidArgumentError
+from reliabench.plugins import Registry
 
 __all__ = [
     "AGENT_KINDS",
+    "AGENT_KIND_REGISTRY",
     "AGENT_STATUSES",
     "Agent",
     "AgentContext",
@@ -144,15 +146,35 @@ class AgentContext:
 
 
 AgentFactory = Callable[[Mapping[str, Any], AgentContext], Agent]
-AGENT_KINDS: dict[str, AgentFactory] = {}
+
+AGENT_KIND_REGISTRY: Registry[AgentFactory] = Registry(
+    "agents",
+    builtins={
+        "command": "reliabench.agents.command:_make_command",
+        "openai": "reliabench.agents.openai_agent:_make_openai",
+        "replay": "reliabench.agents.replay:_make_replay",
+        "python": "reliabench.agents.python_agent:_make_python",
+        "simulated": "reliabench.agents.simulated:simulated_agent_factory",
+    },
+    what="agent kind",
+    expected="an agent factory (a callable (table, context) -> Agent)",
+)
+"""The agent kind registry (entry-point group ``reliabench.agents``: kind -> factory)."""
+
+AGENT_KINDS: Mapping[str, AgentFactory] = AGENT_KIND_REGISTRY.view()
+"""Kind -> factory, read-only (a view of :data:`AGENT_KIND_REGISTRY`; loads on access)."""
 
 
 def register_agent_kind(kind: str) -> Callable[[AgentFactory], AgentFactory]:
-    """Register a factory for an agent ``kind`` (a decorator)."""
+    """Register a factory for an agent ``kind`` in this process (a decorator).
+
+    A packaged kind is an entry point instead: ``kind = "module:factory"`` in the group
+    ``reliabench.agents``. A later registration of the same kind replaces an earlier one;
+    a built-in kind cannot be replaced (``InvalidArgumentError``).
+    """
 
     def deco(factory: AgentFactory) -> AgentFactory:
-        AGENT_KINDS[kind] = factory
-        return factory
+        return AGENT_KIND_REGISTRY.register(kind, factory, replace=True)
 
     return deco
 

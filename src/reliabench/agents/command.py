@@ -63,7 +63,6 @@ from reliabench.agents.base import (
     AgentRequest,
     AgentResult,
     AgentStatus,
-    register_agent_kind,
 )
 from reliabench.agents.config import FieldReader
 from reliabench.agents.infra import Endpoint, infra_result, parse_endpoint
@@ -462,7 +461,6 @@ def _read_network(r: FieldReader, endpoint: Endpoint | None) -> bool | str:
     raise r.ctx.error("network", f"expected true, false or \"endpoint\", got {value!r}")
 
 
-@register_agent_kind("command")
 def _make_command(table: Mapping[str, Any], ctx: AgentContext) -> CommandAgent:
     r = FieldReader(table, ctx, _COMMAND_KEYS)
     name = r.required_string("name")

@@ -15,61 +15,39 @@ for example ``agents.toml: agents[2].timeout_s: expected a positive number, got 
 Relative paths in the file are relative to the file's folder.
 
 Kind factories use :class:`FieldReader` to read their keys with the same messages; third-party
-kinds can use it too (``register_agent_kind`` plus an entry point in the group
-``reliabench.agents`` that imports the module registering the kind).
+kinds can use it too: a kind is a factory ``(table, context) -> Agent`` named by an entry point
+``kind = "module:factory"`` in the group ``reliabench.agents`` (or registered in-process with
+``register_agent_kind``). Kinds load when a file names them.
 """
 
 from __future__ import annotations
 
-import importlib
 import math
 import shlex
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from reliabench.agents.base import AGENT_KINDS, Agent, AgentContext
+from reliabench.agents.base import AGENT_KIND_REGISTRY, Agent, AgentContext
 from reliabench.errors import ConfigError
 from reliabench.files.toml import read_toml
-from reliabench.plugins import entry_points, load_entry_point
 
 __all__ = ["COMMON_KEYS", "FieldReader", "load_agents", "load_builtin_kinds"]
 
 COMMON_KEYS: frozenset[str] = frozenset({"name", "kind"})
 """Keys every ``[[agents]]`` table has, whatever its kind."""
 
-_BUILTIN_KIND_MODULES = (
-    "reliabench.agents.command",
-    "reliabench.agents.openai_agent",
-    "reliabench.agents.replay",
-    "reliabench.agents.python_agent",
-)
-# Modules of other parts of reliabench that register kinds when they exist (``simulated``).
-_OPTIONAL_KIND_MODULES = ("reliabench.studies.synthetic", "reliabench.agents.simulated")
-_ENTRY_POINT_GROUP = "reliabench.agents"
-_loaded = False
 
 
 def load_builtin_kinds() -> None:
-    """Import every module that registers an agent kind (idempotent).
+    """Load every agent kind now: the built-ins and the entry points of ``reliabench.agents``.
 
-    Built-in kinds, the ``simulated`` kind when its module is present, and third-party
-    modules named by entry points in the group ``reliabench.agents``.
+    Kinds otherwise load when an agents file names them; this finds a broken plugin early.
+
+    Raises:
+        UsageError: an agent kind plugin fails to load or is not an agent factory.
     """
-    global _loaded
-    if _loaded:
-        return
-    for mod in _BUILTIN_KIND_MODULES:
-        importlib.import_module(mod)
-    for mod in _OPTIONAL_KIND_MODULES:
-        try:
-            importlib.import_module(mod)
-        except ModuleNotFoundError as exc:
-            if exc.name != mod:
-                raise
-    for ep in entry_points(_ENTRY_POINT_GROUP).values():
-        load_entry_point(ep, "agent kind plugin")  # the module registers its kinds on import
-    _loaded = True
+    AGENT_KIND_REGISTRY.load_all()
 
 
 def _type_name(value: object) -> str:
@@ -258,7 +236,6 @@ def load_agents(path: str | Path) -> list[Agent]:
     """
     config_path = Path(path)
     doc = _read_toml(config_path)
-    load_builtin_kinds()
     extra = sorted(set(doc) - {"agents"})
     if extra:
         raise ConfigError(config_path, "unknown top-level key (only [[agents]] tables are allowed)",
@@ -283,10 +260,11 @@ def load_agents(path: str | Path) -> list[Agent]:
             raise ctx.error("name", f"duplicate agent name {name!r} (also agents[{seen[name]}])")
         seen[name] = i
         kind = table.get("kind")
-        known = ", ".join(sorted(AGENT_KINDS))
+        known = ", ".join(sorted(AGENT_KIND_REGISTRY.names()))
         if kind is None:
             raise ctx.error("kind", f"missing required key (known kinds: {known})")
-        if not isinstance(kind, str) or kind not in AGENT_KINDS:
+        factory = AGENT_KIND_REGISTRY.find(kind) if isinstance(kind, str) else None
+        if factory is None:
             raise ctx.error("kind", f"unknown kind {kind!r} (known kinds: {known})")
-        agents.append(AGENT_KINDS[kind](table, ctx))
+        agents.append(factory(table, ctx))
     return agents

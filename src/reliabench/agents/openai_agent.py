@@ -76,7 +76,6 @@ from reliabench.agents.base import (
     AgentResult,
     AgentStatus,
     WorkspacePathError,
-    register_agent_kind,
     write_workspace_files,
 )
 from reliabench.agents.command import sandbox_name
@@ -579,7 +578,6 @@ def _require_sdk() -> None:
         raise MissingExtraError("openai", "agent kind 'openai'")
 
 
-@register_agent_kind("openai")
 def _make_openai(table: Mapping[str, Any], ctx: AgentContext) -> OpenAIAgent:
     r = FieldReader(table, ctx, _OPENAI_KEYS)
     name = r.required_string("name")

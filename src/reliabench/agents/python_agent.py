@@ -33,7 +33,7 @@ import traceback
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from reliabench.agents.base import AgentContext, AgentRequest, AgentResult, register_agent_kind
+from reliabench.agents.base import AgentContext, AgentRequest, AgentResult
 from reliabench.agents.config import FieldReader
 
 __all__ = ["PythonAgent", "import_callable", "split_spec"]
@@ -148,7 +148,6 @@ class PythonAgent:
         return box[0]
 
 
-@register_agent_kind("python")
 def _make_python(table: Mapping[str, Any], ctx: AgentContext) -> PythonAgent:
     r = FieldReader(table, ctx, {"callable", "path", "options", "timeout_s"})
     name = r.required_string("name")

@@ -39,7 +39,6 @@ from reliabench.agents.base import (
     AgentResult,
     WorkspacePathError,
     delete_workspace_paths,
-    register_agent_kind,
     write_workspace_files,
 )
 from reliabench.agents.config import FieldReader
@@ -292,7 +291,6 @@ class ReplayAgent:
         )
 
 
-@register_agent_kind("replay")
 def _make_replay(table: Mapping[str, Any], ctx: AgentContext) -> ReplayAgent:
     r = FieldReader(table, ctx, {"path", "agent_filter", "file", "stop"})
     name = r.required_string("name")

@@ -43,7 +43,6 @@ from reliabench.agents.base import (
     AgentContext,
     AgentRequest,
     AgentResult,
-    register_agent_kind,
 )
 from reliabench.agents.config import FieldReader
 from reliabench.agents.mutate import (
@@ -168,7 +167,6 @@ def params_from_config(table: Mapping[str, Any], ctx: AgentContext) -> SimParams
     return SimParams(**values)
 
 
-@register_agent_kind("simulated")
 def simulated_agent_factory(table: Mapping[str, Any], ctx: AgentContext) -> Agent:
     """Build a :class:`SimulatedAgent` from its ``[[agents]]`` table (kind ``simulated``)."""
     params = params_from_config(table, ctx)

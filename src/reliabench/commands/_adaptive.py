@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import itertools
 import sys
+from collections.abc import Collection
 from dataclasses import replace
 from pathlib import Path
 
@@ -15,9 +16,10 @@ from reliabench.report.marks import simulated_agents_note
 from reliabench.run.adaptive import ADAPTIVE_FILE, AdaptiveRunResult, run_adaptive
 from reliabench.run.runner import ProgressEvent, RunSettings
 from reliabench.studies.adaptive import AdaptiveDesign, Step
+from reliabench.studies.adaptive_estimate import StopEstimates
 from reliabench.tasks.suite import resolve_suite
 
-__all__ = ["execute_adaptive", "parse_settle", "render_step"]
+__all__ = ["execute_adaptive", "parse_settle", "render_estimates", "render_step"]
 
 
 def parse_settle(values: tuple[str, ...], agents: list[str]) -> tuple[tuple[str, str], ...]:
@@ -62,6 +64,37 @@ def render_step(step: Step, k: int) -> list[str]:
     return lines
 
 
+def render_estimates(est: StopEstimates, design: AdaptiveDesign,
+                     simulated: Collection[str] = ()) -> list[str]:
+    """Lines with the reported estimates at the stop (Rao-Blackwellised, unbiased).
+
+    Agents named in ``simulated`` are marked ``[SIMULATED]``.
+    """
+    from reliabench.report.marks import mark_agent
+
+    k = design.k
+    if est.draws:
+        accepted = ", ".join(f"{a} {n}" for a, n in est.accepted.items())
+        lines = [f"estimates at the stop (Rao-Blackwellised first-look estimate, unbiased under the "
+                 f"stopping rule; {est.draws} orderings drawn, consistent: {accepted}; seed {est.seed}):"]
+    else:
+        lines = ["estimates at the stop (one look: the plain estimate, unbiased; t-interval over tasks):"]
+    level = round(100 * design.confidence)
+    for e in est.agents:
+        iv = e.interval
+        name = mark_agent(e.target, simulated)
+        lines.append(f"  {name:<20} reliability@{k} {iv.value:.3f} [{iv.low:.3f}, {iv.high:.3f}] "
+                     f"({level}% t-interval over {iv.tasks} tasks); plain at stop {e.plain_value:.3f}, "
+                     f"first-look {e.first_value:.3f}")
+    pair_level = 100 * (1 - design.pair_alpha)
+    for e in est.pairs:
+        iv = e.interval
+        lines.append(f"  {e.target}: {iv.value:+.3f} [{iv.low:+.3f}, {iv.high:+.3f}] "
+                     f"({pair_level:.4g}% interval); "
+                     f"plain at stop {e.plain_value:+.3f}, first-look {e.first_value:+.3f}")
+    return lines
+
+
 def execute_adaptive(suite_spec: str, agents_file: Path, out: Path, settings: RunSettings, *,
                      first: int, max_n: int, k: int, half_width: float | None, settle: tuple[str, ...],
                      margin: float, tasks: tuple[str, ...] = (), preflight: bool = True) -> AdaptiveRunResult:
@@ -101,6 +134,9 @@ def execute_adaptive(suite_spec: str, agents_file: Path, out: Path, settings: Ru
 
     result = run_adaptive(suite, agents, out, settings, design, tasks=tasks or None, on_round=on_round,
                           agents_file=agents_file, progress=progress, provenance=run_provenance(agents_file))
+    if result.estimates is not None:
+        for line in render_estimates(result.estimates, design, simulated):
+            err.print(line, highlight=False, markup=False)
     if result.stop_reason == "interrupted":
         err.print("stopped before the round finished: run the same command again to resume")
     else:

@@ -46,10 +46,11 @@ def invocation() -> list[str]:
 
 def source_options() -> Callable[[F], F]:
     """``--input-format`` and ``--leaderboard``: how ``importers.load_source`` reads the source."""
-    from reliabench.importers import FORMATS
+    from reliabench.commands._registry_choice import RegistryChoice
+    from reliabench.importers import IMPORTERS
 
     fmt = click.option("--input-format", "input_format", default="auto", show_default=True,
-                       type=click.Choice(["auto", *FORMATS]),
+                       type=RegistryChoice(IMPORTERS, ["auto"]),
                        help="Format of the source (auto: detected from its content).")
     board = click.option("--leaderboard", default=None,
                          help="SWE-bench leaderboards file: the leaderboard to read (e.g. bash-only).")
@@ -118,9 +119,10 @@ def sandbox_option(default: str | None = "auto",
                    help: str = "Sandbox backend: auto (the strongest that works here) or a name of the "
                                "registry (see docs/guide.md).") -> Callable[[F], F]:
     """``--sandbox``: ``auto`` or a backend of the registry (built-ins and plugins)."""
-    from reliabench.sandbox import available_backends
+    from reliabench.commands._registry_choice import RegistryChoice
+    from reliabench.sandbox import SANDBOXES
 
-    return click.option("--sandbox", type=click.Choice(["auto", *available_backends()]), default=default,
+    return click.option("--sandbox", type=RegistryChoice(SANDBOXES, ["auto"]), default=default,
                         show_default=default is not None, help=help)
 
 

@@ -9,12 +9,14 @@ from pathlib import Path
 import click
 import numpy as np
 
-from reliabench.commands._adaptive import parse_settle, render_step
+from reliabench.commands._adaptive import parse_settle, render_estimates, render_step
+from reliabench.commands._adaptive_score import adaptive_for_score
 from reliabench.errors import InvalidArgumentError
 from reliabench.metrics.analysis import count_pairs
 from reliabench.records import Rollout
-from reliabench.run.adaptive import step_to_json
+from reliabench.run.adaptive import estimates_to_json, step_to_json
 from reliabench.studies.adaptive import AdaptiveDesign, AgentCounts, Continuation, continuation
+from reliabench.studies.adaptive_estimate import StopEstimates, stop_estimates
 
 __all__ = ["continuation_to_json", "pilot_records", "plan_continuation"]
 
@@ -26,12 +28,14 @@ def pilot_records(pilot: str | Path, input_format: str, leaderboard: str | None 
     return list(load_source(str(pilot), input_format, leaderboard=leaderboard).records)
 
 
-def continuation_to_json(c: Continuation) -> dict[str, object]:
-    """JSON view of a continuation."""
+def continuation_to_json(c: Continuation, estimates: StopEstimates | None = None) -> dict[str, object]:
+    """JSON view of a continuation (``estimate``: the estimates if the run stops here)."""
+    extra = {} if estimates is None else {"estimate": estimates_to_json(estimates)}
     def num(x: float) -> float | None:
         return round(x, 6) if math.isfinite(x) else None
 
     return {
+        **extra,
         "pilot_n": c.design.first, "max_n": c.design.max_n, "schedule": list(c.design.schedule),
         "settled": c.settled, "now": step_to_json(c.now),
         "extra_rollouts": c.extra_rollouts,
@@ -45,7 +49,8 @@ def plan_continuation(pilot: str | Path, input_format: str, leaderboard: str | N
                       k: int, max_n: int, half_width: float | None,
                       settle: tuple[str, ...], margin: float, confidence: float, output: str) -> None:
     """Print whether the pilot's decision is settled and what an adaptive continuation needs."""
-    table = count_pairs(pilot_records(pilot, input_format, leaderboard))
+    records = pilot_records(pilot, input_format, leaderboard)
+    table = count_pairs(records)
     present = table.n[table.n > 0]
     if present.size == 0:
         raise InvalidArgumentError(f"{pilot}: no eligible rollouts")
@@ -60,14 +65,22 @@ def plan_continuation(pilot: str | Path, input_format: str, leaderboard: str | N
     counts = {a: AgentCounts(table.n[:, j].astype(np.int64), table.c[:, j].astype(np.int64))
               for j, a in enumerate(table.agents)}
     result = continuation(design, counts)
+    # the estimates to quote if the run stops here: an adaptive pilot's own (unbiased at its
+    # stop); otherwise the pilot is one fixed look, whose plain estimate is unbiased
+    adaptive = adaptive_for_score(str(pilot), records)
+    estimates = (adaptive.estimates if adaptive is not None
+                 else stop_estimates(design, [{a: first for a in counts}], [counts]))
     if output == "json":
-        click.echo(json.dumps(continuation_to_json(result), indent=2))
+        click.echo(json.dumps(continuation_to_json(result, estimates), indent=2))
         return
     click.echo(f"pilot {pilot}: {len(table.tasks)} task(s), n = {first} (look 1 of {list(design.schedule)}); "
                f"repeated {round(100 * confidence)}% intervals of reliability@{k}")
     for line in render_step(result.now, k):
         if not line.lstrip().startswith("next:"):
             click.echo(line)
+    shown = adaptive.design if adaptive is not None else design
+    for line in render_estimates(estimates, shown, {r.agent for r in records if r.simulated}):
+        click.echo(line)
     if result.settled:
         click.echo("settled: the target is met with the pilot's rollouts; no more are needed")
         return

@@ -26,7 +26,9 @@ from reliabench.commands._common import (
     security_config_option,
     test_workers_option,
 )
+from reliabench.commands._registry_choice import RegistryChoice
 from reliabench.report.marks import simulated_agents_note
+from reliabench.run.executors import EXECUTORS
 from reliabench.run.runner import ProgressEvent, RunSettings, RunSummary, run_suite
 from reliabench.tasks.suite import resolve_suite
 
@@ -132,7 +134,7 @@ def _policy(path: Path | None) -> dict[str, object] | None:
 @click.option("--test-timeout", type=click.FloatRange(min=0.5), default=None,
               help="Cap on each task's timeout_s (seconds) for the hidden tests.")
 @security_config_option()
-@click.option("--executor", type=click.Choice(["local", "ray"]), default="local", show_default=True,
+@click.option("--executor", type=RegistryChoice(EXECUTORS), default="local", show_default=True,
               help="Where rollouts run: threads here, or Ray actors (pip install 'reliabench[ray]').")
 @click.option("--ray-address", default=None,
               help="Address of a running Ray cluster (default: start a local one with --workers CPUs).")

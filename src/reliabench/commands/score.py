@@ -65,6 +65,11 @@ def command(ctx: click.Context, source: str, input_format: str, leaderboard: str
     text = render_score(report, fmt, color=fmt == "table" and sys.stdout.isatty())
     if noise is not None:
         text = noise.attach(text, fmt)
+    from reliabench.commands._adaptive_score import adaptive_for_score
+
+    adaptive = adaptive_for_score(source, records)
+    if adaptive is not None:
+        text = adaptive.attach(text, fmt)
     emit(text)
     if html_path is not None:  # the same page as `reliabench report SOURCE -o FILE`
         from reliabench.report.explorer import write_source_page

@@ -7,13 +7,12 @@ from pathlib import Path
 import click
 
 from reliabench.commands._common import console
+from reliabench.commands._registry_choice import RegistryChoice
 from reliabench.report.suite_tables import SuiteRow, suites_table
+from reliabench.tasks.convert import CONVERTER_REGISTRY
 from reliabench.tasks.suite import bundled_suites, load_suite
 
 __all__ = ["command"]
-
-_FORMATS = ("humaneval", "mbpp", "stdio")
-
 
 @click.group("suites", invoke_without_command=True)
 @click.pass_context
@@ -30,7 +29,7 @@ def command(ctx: click.Context) -> None:
 
 
 @command.command("import")
-@click.argument("fmt", metavar="FORMAT", type=click.Choice(_FORMATS))
+@click.argument("fmt", metavar="FORMAT", type=RegistryChoice(CONVERTER_REGISTRY))
 @click.argument("source", required=False, type=click.Path(dir_okay=False, path_type=Path))
 @click.option("-o", "--output", "out", required=True, type=click.Path(path_type=Path),
               help="The new suite directory (must not exist, or be empty).")

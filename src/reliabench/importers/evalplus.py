@@ -21,9 +21,10 @@ from typing import Any, Literal
 
 from reliabench.errors import InputError, InvalidArgumentError
 from reliabench.importers._common import ImportResult, expect_dict, expect_list, read_json
+from reliabench.importers.base import FormatImporter, ImporterOption
 from reliabench.records import Rollout
 
-__all__ = ["FORMAT", "detect", "load"]
+__all__ = ["FORMAT", "IMPORTER", "detect", "load"]
 
 FORMAT = "evalplus"
 _STATUSES = ("pass", "fail", "timeout")
@@ -117,3 +118,11 @@ def load(path: Path, data: Any = None, *, agent: str | None = None,
     if base_only:
         notes.append(f"{base_only} sample(s) have no plus result: their base status decides")
     return ImportResult(tuple(records), FORMAT, tuple(notes))
+
+
+IMPORTER = FormatImporter(
+    FORMAT, "EvalPlus", frozenset({"json"}), lambda path, data: detect(data), load,
+    (ImporterOption("variant", "plus (base and plus tests, default) or base tests only.",
+                    choices=("plus", "base")),),
+)
+"""``eval_results.json`` (base/plus status per sample)."""

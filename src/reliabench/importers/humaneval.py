@@ -18,9 +18,10 @@ from typing import Any
 from reliabench.errors import InputError
 from reliabench.files.jsonl import read_jsonl_lines
 from reliabench.importers._common import ImportResult
+from reliabench.importers.base import FormatImporter
 from reliabench.records import Rollout, RolloutStatus
 
-__all__ = ["FORMAT", "detect_line", "load"]
+__all__ = ["FORMAT", "IMPORTER", "detect_line", "load"]
 
 FORMAT = "humaneval"
 
@@ -78,3 +79,8 @@ def load(path: Path, data: Any = None, *, agent: str | None = None) -> ImportRes
         raise InputError(path, "no results lines in this file")
     return ImportResult(tuple(records), FORMAT,
                         ("verdicts only (human-eval records no per-test outcomes); rollouts in file order",))
+
+
+IMPORTER = FormatImporter(FORMAT, "human-eval results", frozenset({"jsonl"}),
+                          lambda path, data: detect_line(data), load)
+"""human-eval ``*_results.jsonl``."""

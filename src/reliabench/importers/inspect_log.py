@@ -45,9 +45,10 @@ from reliabench.importers._common import (
     expect_dict,
     expect_list,
 )
+from reliabench.importers.base import FormatImporter, ImporterOption
 from reliabench.records import Rollout, RolloutStatus
 
-__all__ = ["FORMAT", "detect_zip", "load"]
+__all__ = ["FORMAT", "IMPORTER", "detect_zip", "load"]
 
 FORMAT = "inspect"
 _ZSTD = 93
@@ -287,3 +288,17 @@ def load(path: Path, data: Any = None, *, agent: str | None = None,
             kind: FigureKind = "pass@k" if m.group(1) == "pass_at" else "pass^k"
             reported.append(ReportedFigure(model, kind, int(m.group(2)), value, src))
     return ImportResult(tuple(records), FORMAT, tuple(notes), tuple(reported))
+
+
+def _detect(path: Path, data: Any) -> bool:
+    """A zip archive with an Inspect log header."""
+    try:
+        with zipfile.ZipFile(path) as zf:
+            return detect_zip(zf)
+    except (zipfile.BadZipFile, OSError):
+        return False
+
+
+IMPORTER = FormatImporter(FORMAT, "Inspect", frozenset({"zip"}), _detect, load,
+                          (ImporterOption("scorer", "the scorer that decides success."),))
+"""An Inspect AI ``.eval`` log (a zip), epochs = rollouts."""

@@ -46,9 +46,11 @@ from reliabench.importers._common import (
     read_json,
     stated_rate,
 )
+from reliabench.importers.base import FormatImporter, ImporterOption
+from reliabench.importers.terminal_bench import detect as _is_terminal_bench
 from reliabench.records import Rollout, RolloutStatus, TestOutcome
 
-__all__ = ["FORMAT", "detect", "detect_dir", "load"]
+__all__ = ["FORMAT", "IMPORTER", "detect", "detect_dir", "load"]
 
 FORMAT = "swebench"
 _DECIDING = ("FAIL_TO_PASS", "PASS_TO_PASS")
@@ -323,3 +325,21 @@ def load(path: Path, data: Any = None, *, agent: str | None = None,
         for inst, rep, field in _reports_in(obj, path.parent.name, path)
     )
     return ImportResult(records, FORMAT, ("one report: one rollout per instance",))
+
+
+def _detect(path: Path, data: Any) -> bool:
+    """A folder with ``report.json`` files, or JSON of one of the SWE-bench shapes.
+
+    A Terminal-Bench ``results.json`` also carries ``resolved_ids``: it is left to the
+    ``terminal-bench`` importer (detection has always tried Terminal-Bench first for JSON).
+    """
+    if path.is_dir():
+        return detect_dir(path)
+    return detect(data) and not _is_terminal_bench(data)
+
+
+IMPORTER = FormatImporter(
+    FORMAT, "SWE-bench", frozenset({"folder", "json"}), _detect, load,
+    (ImporterOption("leaderboard", "in a leaderboards file, the leaderboard to read (e.g. bash-only)."),),
+)
+"""report.json files, folders of them, run summaries, leaderboard flags."""

@@ -15,9 +15,10 @@ from typing import Any
 
 from reliabench.errors import InputError
 from reliabench.importers._common import ImportResult, expect_dict, read_json
+from reliabench.importers.base import FormatImporter
 from reliabench.records import Rollout
 
-__all__ = ["FORMAT", "SUCCESS_TOLERANCE", "detect", "load"]
+__all__ = ["FORMAT", "IMPORTER", "SUCCESS_TOLERANCE", "detect", "load"]
 
 FORMAT = "tau-bench"
 SUCCESS_TOLERANCE = 1e-6
@@ -85,3 +86,7 @@ def load(path: Path, data: Any = None, *, agent: str | None = None) -> ImportRes
 
 def _sort_key(task: str) -> tuple[int, str]:
     return (int(task), "") if task.isdigit() else (1 << 62, task)
+
+
+IMPORTER = FormatImporter(FORMAT, "tau-bench", frozenset({"json"}), lambda path, data: detect(data), load)
+"""A JSON list of trials with rewards."""

@@ -37,9 +37,10 @@ from reliabench.importers._common import (
     expect_list,
     read_json,
 )
+from reliabench.importers.base import FormatImporter
 from reliabench.records import Rollout, RolloutStatus, TestOutcome, TestOutcomeStatus
 
-__all__ = ["FORMAT", "detect", "detect_dir", "load"]
+__all__ = ["FORMAT", "IMPORTER", "detect", "detect_dir", "load"]
 
 FORMAT = "terminal-bench"
 _OUTCOMES: dict[str, TestOutcomeStatus] = {"passed": "passed", "failed": "failed", "error": "error",
@@ -184,3 +185,10 @@ def load(path: Path, data: Any = None, *, agent: str | None = None) -> ImportRes
             notes.append(f"{name}: {nulls} trial(s) with is_resolved = null counted as failed "
                          "attempts (status from failure_mode), as Terminal-Bench counts them")
     return ImportResult(tuple(records), FORMAT, tuple(notes), tuple(reported))
+
+
+IMPORTER = FormatImporter(
+    FORMAT, "Terminal-Bench", frozenset({"folder", "json"}),
+    lambda path, data: detect_dir(path) if path.is_dir() else detect(data), load,
+)
+"""``results.json`` files, or a folder of them."""

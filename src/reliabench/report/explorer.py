@@ -316,8 +316,10 @@ def render_report_page(
         f'<script type="application/json" id="rb-data">{embed_json(data)}</script>',
         f"<script>{_static('explorer.js')}</script>",
     ]
+    from reliabench.report.noise_section import noise_for_run
+
     return render_html(report, title=title or f"reliabench: {source}", lead_sections=lead,
-                       extra_sections=extra)
+                       extra_sections=extra, noise=noise_for_run(run_dir, recs))
 
 
 def write_report_page(path: str | Path, text: str) -> Path:

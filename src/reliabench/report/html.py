@@ -21,6 +21,7 @@ from reliabench.files.output import open_output
 from reliabench.metrics.analysis import AgentSummary, Estimate, ScoreReport
 from reliabench.report.marks import SIMULATED_MARK, agent_label, agent_label_html, fit_label
 from reliabench.report.score_render import _r3, score_to_json
+from reliabench.studies.noise import NoiseReport
 
 __all__ = ["figure_block", "render_html", "sweep_figures", "write_html_report"]
 
@@ -257,11 +258,13 @@ def _rank_section(report: ScoreReport) -> str:
 
 
 def render_html(report: ScoreReport, *, title: str = "reliabench report",
-                extra_sections: Sequence[str] = (), lead_sections: Sequence[str] = ()) -> str:
+                extra_sections: Sequence[str] = (), lead_sections: Sequence[str] = (),
+                noise: NoiseReport | None = None) -> str:
     """Render ``report`` as one self-contained HTML document.
 
     ``extra_sections`` are trusted HTML fragments (e.g. ``sweep_figures``) placed after the
     tables; ``lead_sections`` likewise, placed before the figures (the report page's heatmap).
+    ``noise`` (a run with re-tests) adds the harness-noise section after the tables.
     """
     ks = report.ks
     names = [agent_label(a.agent, a.simulated) for a in report.agents]
@@ -368,6 +371,10 @@ def render_html(report: ScoreReport, *, title: str = "reliabench report",
         )
 
 
+    if noise is not None:
+        from reliabench.report.noise_section import noise_section
+
+        out.append(noise_section(noise, simulated={a.agent for a in report.agents if a.simulated}))
     out.append(_rank_section(report))
     out.append(_per_task_section(report))
     out.extend(extra_sections)

@@ -9,6 +9,9 @@ run, so an adaptive run is a prefix of the fixed run with the same seed.
 Resuming: the same command replays the rounds from the store (every decision is a
 deterministic function of the recorded rollouts) and runs only what is missing. The rounds
 and the final decision are written atomically to ``RUN/adaptive.json`` after every round.
+At the stop, the reported estimates and intervals are the Rao-Blackwellised ones of
+``reliabench.studies.adaptive_estimate`` (unbiased under the stopping rule), seeded with the
+run's seed; ``adaptive.json`` keeps them under ``estimate``.
 """
 
 from __future__ import annotations
@@ -31,9 +34,11 @@ from reliabench.records import Rollout
 from reliabench.run.runner import ProgressEvent, RunSettings, RunSummary, run_suite
 from reliabench.store import RunStore
 from reliabench.studies.adaptive import AdaptiveDesign, AgentCounts, Step, evaluate
+from reliabench.studies.adaptive_estimate import StopEstimates, stop_estimates
 from reliabench.tasks.suite import Suite
 
-__all__ = ["ADAPTIVE_FILE", "AdaptiveRunResult", "counts_at", "run_adaptive", "step_to_json"]
+__all__ = ["ADAPTIVE_FILE", "AdaptiveRunResult", "counts_at", "estimates_for_run", "estimates_to_json",
+           "run_adaptive", "step_to_json"]
 
 ADAPTIVE_FILE = "adaptive.json"
 
@@ -49,6 +54,8 @@ class AdaptiveRunResult:
         fixed_rollouts: Rollouts of the fixed-n design at ``max_n``.
         stop_reason: ``target``, ``max_n`` or ``interrupted``.
         summaries: The ``RunSummary`` of each round.
+        estimates: The Rao-Blackwellised estimates and intervals at the stop (None when the
+            run was interrupted).
     """
 
     steps: tuple[Step, ...]
@@ -57,6 +64,7 @@ class AdaptiveRunResult:
     fixed_rollouts: int
     stop_reason: str
     summaries: tuple[RunSummary, ...]
+    estimates: StopEstimates | None = None
 
 
 def counts_at(records: Sequence[Rollout], tasks: Sequence[str],
@@ -94,6 +102,28 @@ def step_to_json(step: Step) -> dict[str, Any]:
         "advance": dict(step.advance),
         "stop_reason": step.stop_reason,
     }
+
+
+def estimates_for_run(records: Sequence[Rollout], tasks: Sequence[str], design: AdaptiveDesign,
+                      history: Sequence[Mapping[str, int]], seed: int) -> StopEstimates:
+    """The estimates at the stop of a finished run: ``history`` ends at the stopping look."""
+    return stop_estimates(design, history, [counts_at(records, tasks, h) for h in history], seed=seed)
+
+
+def estimates_to_json(est: StopEstimates) -> dict[str, Any]:
+    """A JSON-ready view of the estimates at the stop."""
+    def row(key: str, e: Any) -> dict[str, Any]:
+        i = e.interval
+        return {key: e.target, "value": _num(i.value), "ci_low": _num(i.low), "ci_high": _num(i.high),
+                "se": _num(i.se), "tasks": i.tasks, "first_look_value": _num(e.first_value),
+                "plain_value": _num(e.plain_value)}
+
+    return {"method": "Rao-Blackwellised first-look estimate (unbiased under the stopping rule), "
+                      "Student-t interval over tasks",
+            "draws": est.draws, "accepted": dict(est.accepted), "seed": est.seed,
+            "agents": [row("agent", e) for e in est.agents],
+            "pairs": [{**row("pair", e), "a": e.target.split(" - ")[0], "b": e.target.split(" - ")[1]}
+                      for e in est.pairs]}
 
 
 def _write_atomic(path: Path, doc: Mapping[str, Any]) -> None:
@@ -139,6 +169,7 @@ def run_adaptive(
     steps: list[Step] = []
     summaries: list[RunSummary] = []
     reason = "interrupted"
+    estimates: StopEstimates | None = None
     out = Path(out_dir)
     while True:
         summary = run_suite(suite, agents, out, base, tasks=tasks, progress=progress, stop=stop,
@@ -151,28 +182,35 @@ def run_adaptive(
         step = evaluate(design, counts_at(records, task_ids, history[-1]), history,
                         counts_at(records, task_ids, history[0]))
         steps.append(step)
+        if not step.advance:
+            estimates = estimates_for_run(records, task_ids, design, history, settings.seed)
         if on_round is not None:
             on_round(len(steps), step)
-        _write_atomic(out / ADAPTIVE_FILE, _document(design, history, steps, len(task_ids), names))
+        _write_atomic(out / ADAPTIVE_FILE, _document(design, history, steps, len(task_ids), names,
+                                                     estimates, settings.seed))
         if not step.advance:
             reason = step.stop_reason
             break
         history.append({**history[-1], **step.advance})
     used = len(task_ids) * sum(history[len(steps) - 1].values()) if steps else 0
     return AdaptiveRunResult(tuple(steps), tuple(history), used,
-                             len(task_ids) * design.max_n * len(names), reason, tuple(summaries))
+                             len(task_ids) * design.max_n * len(names), reason, tuple(summaries),
+                             estimates)
 
 
 def _document(design: AdaptiveDesign, history: Sequence[Mapping[str, int]], steps: Sequence[Step],
-              n_tasks: int, names: Sequence[str]) -> dict[str, Any]:
+              n_tasks: int, names: Sequence[str], estimates: StopEstimates | None,
+              seed: int) -> dict[str, Any]:
     last = steps[-1]
     used = n_tasks * sum(history[len(steps) - 1].values())
-    return {
+    extra = {} if estimates is None else {"estimate": estimates_to_json(estimates)}
+    return {**extra,
         "design": {"first": design.first, "max_n": design.max_n, "k": design.k,
                    "confidence": design.confidence, "target_half_width": design.target_half_width,
                    "settle": [list(p) for p in design.settle], "margin": design.margin,
                    "boundary": design.boundary, "schedule": list(design.schedule),
-                   "interval": "repeated confidence interval (group-sequential, Student-t over tasks)"},
+                   "interval": "repeated confidence interval (group-sequential, Student-t over tasks)",
+                   "seed": seed, "half_width_rule": design.half_width_rule},
         "tasks": n_tasks,
         "rounds": [{"round": i + 1, "n": dict(history[i]), **step_to_json(s)} for i, s in enumerate(steps)],
         "final": step_to_json(last),

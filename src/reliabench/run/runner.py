@@ -14,9 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import importlib.metadata
-import os
 import platform
-import tempfile
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -26,15 +24,13 @@ from typing import Any
 from reliabench.agents.base import Agent
 from reliabench.agents.infra import InfraStopWatch
 from reliabench.errors import InfraStopError, InvalidArgumentError
-from reliabench.files.untrusted import remove_tree
 from reliabench.meta_keys import TestPath
-from reliabench.run.artifacts import RolloutArtifacts
-from reliabench.run.executors.local import run_local
-from reliabench.run.executors.ray import WorkerSpec, run_ray
+from reliabench.run.executors import EXECUTORS
+from reliabench.run.executors.context import ExecutionContext
 from reliabench.run.expected import collect_expected
 from reliabench.run.plan import derive_seed, plan_run, run_identity
-from reliabench.run.recording import store_rollout, write_rollout_artifacts
-from reliabench.run.rollout import Outcome, RolloutRunner
+from reliabench.run.recording import store_rollout
+from reliabench.run.rollout import Outcome
 from reliabench.run.settings import ProgressEvent, RunSettings, RunSummary
 from reliabench.sandbox import get_backend
 from reliabench.scanners import get_scanner
@@ -150,29 +146,10 @@ def run_suite(
 
             # an agent stopped early gets no new rollouts (those in flight finish and are kept)
             live_jobs = (j for j in jobs if j.agent.name not in stopped)
-            if settings.executor == "ray":
-                if agents_file is None:
-                    raise InvalidArgumentError("executor='ray' needs agents_file (workers load the agents)")
-                if warm is not None:
-                    warm.close()  # each Ray actor opens its own
-                spec = WorkerSpec(str(suite.root.resolve()), suite.content_hash,
-                                   str(Path(agents_file).resolve()), settings, expected)
-                run_ray(live_jobs, settings, spec, record, stop)
-            else:
-                scratch = Path(tempfile.mkdtemp(prefix="reliabench-run-"))
-                os.chmod(scratch, 0o711)
-                try:
-                    executor = RolloutRunner(settings, backend, scanners, expected, scratch, warm)
-                    executor.stopped = stopped.__contains__
-
-                    def finish(outcome: Outcome) -> Outcome:
-                        rollout, art = outcome  # in the worker thread: not on the single writer
-                        rollout = write_rollout_artifacts(store, rollout, art)
-                        return rollout, RolloutArtifacts("", "", "", {}, retests=art.retests, written=True)
-
-                    run_local(live_jobs, settings.workers, executor, record, stop, finish)
-                finally:
-                    remove_tree(scratch)
+            context = ExecutionContext(suite, settings, backend, scanners, expected, warm, store,
+                                       stopped.__contains__, record, stop,
+                                       None if agents_file is None else Path(agents_file))
+            EXECUTORS.get(settings.executor).run(live_jobs, context)
     summary = RunSummary(Path(out_dir), resumed, planned, skipped, executed, passed, infra,
                          backend.name, time.perf_counter() - t0, test_path)
     if stopped:

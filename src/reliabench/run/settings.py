@@ -10,6 +10,7 @@ from typing import Any
 from reliabench.errors import InvalidArgumentError
 from reliabench.meta_keys import TestPath
 from reliabench.records import Isolation, Rollout
+from reliabench.run.executors.base import EXECUTORS
 from reliabench.sandbox import MAX_SECONDS, Limits
 
 __all__ = ["ProgressEvent", "RunSettings", "RunSummary"]
@@ -30,8 +31,9 @@ class RunSettings:
         test_timeout_s: Cap on each task's ``timeout_s`` for the hidden tests (None: no cap).
         security_policy: A security policy (threshold, allow/deny lists) kept with the run and
             applied when it is scored; analysis-time only, so not part of the run's identity.
-        executor: ``local`` (a thread pool on this machine) or ``ray`` (Ray actors, one per
-            worker slot, on a local or remote cluster); not part of the run's identity.
+        executor: A name of the executor registry (``reliabench.run.executors.EXECUTORS``):
+            ``local`` (a thread pool on this machine), ``ray`` (Ray actors, one per worker slot,
+            on a local or remote cluster) or a plugin's; not part of the run's identity.
         ray_address: Address of an existing Ray cluster (None: start a local one).
         retest: Re-run each rollout's hidden tests this many times on its unchanged files
             (``reliabench.run.retest``; harness noise); not part of the run's identity.
@@ -55,8 +57,9 @@ class RunSettings:
     test_workers: str = "auto"
 
     def __post_init__(self) -> None:
-        if self.executor not in ("local", "ray"):
-            raise InvalidArgumentError(f"executor must be 'local' or 'ray', got {self.executor!r}")
+        if self.executor not in EXECUTORS:
+            raise InvalidArgumentError(f"executor must be one of {', '.join(EXECUTORS.names())}, "
+                                       f"got {self.executor!r}")
         if isinstance(self.n, bool) or not isinstance(self.n, int) or self.n < 1:
             raise InvalidArgumentError(f"n must be an integer >= 1, got {self.n!r}")
         if self.workers < 1:

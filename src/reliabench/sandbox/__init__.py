@@ -58,6 +58,7 @@ from reliabench.sandbox.none import NoSandboxBackend
 from reliabench.sandbox.registry import (
     BACKENDS,
     ENTRY_POINT_GROUP,
+    SANDBOXES,
     available_backends,
     get_backend,
 )
@@ -68,6 +69,7 @@ __all__ = [
     "DEFAULT_PATH",
     "ENTRY_POINT_GROUP",
     "MAX_SECONDS",
+    "SANDBOXES",
     "SLOT_UID_BASE",
     "BubblewrapBackend",
     "Limits",

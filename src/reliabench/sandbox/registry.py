@@ -26,13 +26,13 @@ from pathlib import Path
 from typing import Any
 
 from reliabench.errors import SandboxError, UsageError
-from reliabench.plugins import entry_points, load_entry_point
+from reliabench.plugins import Registry
 from reliabench.sandbox.base import DEFAULT_PATH, Limits, SandboxBackend
 from reliabench.sandbox.bubblewrap import BubblewrapBackend
 from reliabench.sandbox.namespaces import NamespacesBackend
 from reliabench.sandbox.none import NoSandboxBackend
 
-__all__ = ["BACKENDS", "ENTRY_POINT_GROUP", "available_backends", "get_backend"]
+__all__ = ["BACKENDS", "ENTRY_POINT_GROUP", "SANDBOXES", "available_backends", "get_backend"]
 
 logger = logging.getLogger(__name__)
 
@@ -47,27 +47,27 @@ BACKENDS: dict[str, type] = {
 """The built-in backends: isolation level -> backend class, strongest first."""
 
 
+SANDBOXES: Registry[Any] = Registry(
+    "sandboxes",
+    builtins={name: f"{cls.__module__}:{cls.__name__}" for name, cls in BACKENDS.items()},
+    what="sandbox backend",
+    check=lambda cls: callable(cls) and callable(getattr(cls, "run", None)),
+    expected="a backend class (needs a 'run' method)",
+)
+"""The sandbox backend registry (entry-point group ``reliabench.sandboxes``)."""
+
+
 def available_backends() -> list[str]:
     """Names of every backend: the built-ins strongest first, then plugins sorted by name.
 
     A name being listed does not mean the backend works here: ``get_backend`` probes it.
     """
-    plugins = sorted(n for n in entry_points(ENTRY_POINT_GROUP) if n not in BACKENDS)
-    return [*BACKENDS, *plugins]
+    return SANDBOXES.names()
 
 
 def _backend_class(name: str) -> Any:
     """The class registered as ``name`` (a built-in or an entry point), or None."""
-    if name in BACKENDS:
-        return BACKENDS[name]
-    ep = entry_points(ENTRY_POINT_GROUP).get(name)
-    if ep is None:
-        return None
-    cls = load_entry_point(ep, "sandbox backend plugin")
-    if not callable(cls) or not callable(getattr(cls, "run", None)):
-        raise UsageError(f"sandbox backend plugin {name} ({ep.value}) is not a backend class "
-                         f"(needs a 'run' method), got {cls!r}")
-    return cls
+    return SANDBOXES.find(name)
 
 
 _NONE_WARNING = (

@@ -22,7 +22,6 @@ Contract every scanner keeps:
 
 from __future__ import annotations
 
-import importlib.metadata
 import os
 import stat
 import threading
@@ -34,13 +33,14 @@ from pathlib import Path, PurePosixPath
 from typing import Any, Protocol, runtime_checkable
 
 from reliabench.errors import InvalidArgumentError, UsageError
-from reliabench.plugins import entry_points, load_entry_point, load_target
+from reliabench.plugins import Registry
 from reliabench.records import Finding, ScanError
 
 __all__ = [
     "BUILTIN_SCANNERS",
     "DEFAULT_SCANNER",
     "ENTRY_POINT_GROUP",
+    "SCANNERS",
     "ScanResult",
     "ScanTarget",
     "Scanner",
@@ -53,7 +53,7 @@ __all__ = [
     "silence_parse_warnings",
 ]
 
-ENTRY_POINT_GROUP = "reliabench.scanners"
+ENTRY_POINT_GROUP = "reliabench.scanners"  # SCANNERS.group
 DEFAULT_SCANNER = "bandit"
 BUILTIN_SCANNERS: Mapping[str, str] = {
     "bandit": "reliabench.scanners.bandit_scanner:BanditScanner",
@@ -256,8 +256,11 @@ def silence_parse_warnings() -> Iterator[None]:
 
 # ------------------------------------------------------------------------------- registry
 
-_registry_lock = threading.Lock()
-_registered: dict[str, ScannerFactory] = {}
+SCANNERS: Registry[ScannerFactory] = Registry(
+    "scanners", builtins=BUILTIN_SCANNERS, what="scanner",
+    expected="a scanner factory (a callable returning a Scanner)",
+)
+"""The scanner registry (entry-point group ``reliabench.scanners``)."""
 
 
 def register_scanner(name: str, factory: ScannerFactory, *, replace: bool = False) -> None:
@@ -272,22 +275,9 @@ def register_scanner(name: str, factory: ScannerFactory, *, replace: bool = Fals
         InvalidArgumentError: ``name`` is empty, a built-in name, already registered
             (without ``replace``), or ``factory`` is not callable.
     """
-    if not isinstance(name, str) or not name.strip():
-        raise InvalidArgumentError(f"name: expected a non-empty string, got {name!r}")
-    if name in BUILTIN_SCANNERS:
-        raise InvalidArgumentError(f"name: {name!r} is a built-in scanner and cannot be replaced")
     if not callable(factory):
         raise InvalidArgumentError(f"factory: expected a callable, got {factory!r}")
-    with _registry_lock:
-        if name in _registered and not replace:
-            raise InvalidArgumentError(
-                f"name: scanner {name!r} is already registered (pass replace=True)"
-            )
-        _registered[name] = factory
-
-
-def _entry_points() -> dict[str, importlib.metadata.EntryPoint]:
-    return entry_points(ENTRY_POINT_GROUP)
+    SCANNERS.register(name, factory, replace=replace)
 
 
 def available_scanners() -> list[str]:
@@ -296,14 +286,7 @@ def available_scanners() -> list[str]:
     A name being listed does not mean its tool is installed: ``get_scanner("semgrep")``
     raises ``MissingExtraError`` when Semgrep is absent.
     """
-    with _registry_lock:
-        names = set(BUILTIN_SCANNERS) | set(_registered)
-    return sorted(names | set(_entry_points()))
-
-
-def _load_builtin(target: str) -> ScannerFactory:
-    factory: ScannerFactory = load_target(target)
-    return factory
+    return sorted(SCANNERS.names())
 
 
 def get_scanner(name: str, **options: Any) -> Scanner:
@@ -324,21 +307,9 @@ def get_scanner(name: str, **options: Any) -> Scanner:
     """
     if not isinstance(name, str) or not name:
         raise InvalidArgumentError(f"name: expected a scanner name, got {name!r}")
-    factory: ScannerFactory | None = None
-    origin = name
-    if name in BUILTIN_SCANNERS:
-        factory = _load_builtin(BUILTIN_SCANNERS[name])
-    else:
-        with _registry_lock:
-            factory = _registered.get(name)
-        if factory is None:
-            ep = _entry_points().get(name)
-            if ep is None:
-                raise UsageError(
-                    f"unknown scanner {name!r}; known scanners: {', '.join(available_scanners())}"
-                )
-            origin = f"{name} ({ep.value})"
-            factory = load_entry_point(ep, "scanner plugin")
+    factory = SCANNERS.get(name)
+    target = SCANNERS.target(name)
+    origin = name if target is None or name in BUILTIN_SCANNERS else f"{name} ({target})"
     scanner = factory(**options)
     if not isinstance(scanner, Scanner) or not isinstance(getattr(scanner, "name", None), str):
         raise UsageError(

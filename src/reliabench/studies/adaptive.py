@@ -37,11 +37,13 @@ as pure functions (no I/O); ``reliabench.run.adaptive`` drives real runs with it
   mode advances the agents of open pairs whose next step cuts the most within-task variance
   per rollout (every agent within half of the best gain).
 
-The point estimate at the stop is the plain mean of per-task estimates. It is unbiased at any
-FIXED n; with a data-dependent stop it is not exactly unbiased in general (the classic
-optional-stopping bias of group-sequential designs). :func:`simulate_design` measures that
-bias, the coverage and the agreement with the fixed-n design (docs/statistics.md has the
-numbers).
+The plain mean of per-task estimates at a look is unbiased at any FIXED n; with a
+data-dependent stop it is not (the classic optional-stopping bias of group-sequential
+designs). What a run reports at its stop is therefore the Rao-Blackwellised estimate and its
+interval of ``reliabench.studies.adaptive_estimate`` (unbiased under the stopping rule);
+:func:`simulate_design` measures its bias and coverage next to the plain estimate's, the
+first-look estimate's, the decision intervals' and the fixed-n design's, and the agreement
+with the fixed-n decisions (docs/statistics.md has the numbers).
 """
 
 from __future__ import annotations
@@ -54,7 +56,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import numpy.typing as npt
-from scipy import stats
+from scipy import special, stats
 
 from reliabench.errors import InvalidArgumentError
 from reliabench.metrics.estimators import pass_at_k
@@ -202,7 +204,11 @@ def _no_crossing(c: float, info: tuple[float, ...], shape: str) -> float:
 
 
 def _pdf(x: FloatArray, sd: float) -> FloatArray:
-    out: FloatArray = np.exp(-0.5 * (x / sd) ** 2) / (sd * math.sqrt(2.0 * math.pi))
+    out: FloatArray = x * (1.0 / sd)  # in place below: this is the inner loop of the boundary
+    np.square(out, out=out)
+    out *= -0.5
+    np.exp(out, out=out)
+    out *= 1.0 / (sd * math.sqrt(2.0 * math.pi))
     return out
 
 
@@ -215,7 +221,7 @@ def _simpson(x: FloatArray) -> FloatArray:
     return out
 
 
-@functools.lru_cache(maxsize=4096)
+@functools.lru_cache(maxsize=1 << 16)
 def _constant(fractions: tuple[float, ...], alpha: float, shape: str) -> float:
     from scipy.optimize import brentq
 
@@ -375,15 +381,31 @@ class Step:
     stop_reason: str
 
 
+@functools.lru_cache(maxsize=4096)
+def _pass_table(n: int, k: int) -> FloatArray:
+    """``pass@k(n, c)`` for c = 0..n (NaN when n < k), computed once per (n, k)."""
+    out: FloatArray = np.asarray(pass_at_k(n, np.arange(n + 1), k, k_exceeds_n="nan"), dtype=np.float64)
+    out.flags.writeable = False
+    return out
+
+
 def _values(counts: AgentCounts, k: int) -> FloatArray:
-    return np.asarray(pass_at_k(counts.n, counts.c, k, k_exceeds_n="nan"), dtype=np.float64)
+    n = np.asarray(counts.n, np.int64)
+    c = np.asarray(counts.c, np.int64)
+    out = np.empty(n.shape, dtype=np.float64)
+    for value in np.unique(n):
+        mask = n == value
+        out[mask] = _pass_table(int(value), k)[c[mask]]
+    return out
 
 
 def _t_scale(z: float, df: int) -> float:
     """The Student-t quantile with the same upper tail as the normal quantile z (tail-safe)."""
     if not math.isfinite(z):
         return z
-    return float(stats.t.isf(stats.norm.sf(z), df=df))
+    # = stats.t.isf(stats.norm.sf(z), df), through the same special functions without
+    # scipy.stats' argument handling (this runs in the adaptive estimate's replay loops)
+    return float(-special.stdtrit(df, special.ndtr(-z)))
 
 
 def _interval(values: FloatArray, z_crit: float) -> Interval:
@@ -415,7 +437,7 @@ class _Within:
             if self.model is None:
                 self._cache[n] = 0.25 / n  # no 2 tasks with 2 rollouts: the Bernoulli maximum
             else:
-                self._cache[n] = variance_components(self.model, n, self.k).within
+                self._cache[n] = variance_components(self.model, n, self.k, closed_form=True).within
         return self._cache[n]
 
 
@@ -488,7 +510,8 @@ def _pair_states(history: Sequence[Mapping[str, int]], a: str, b: str) -> list[t
 
 def evaluate(design: AdaptiveDesign, counts: Mapping[str, AgentCounts],
              history: Sequence[Mapping[str, int]],
-             first_counts: Mapping[str, AgentCounts] | None = None) -> Step:
+             first_counts: Mapping[str, AgentCounts] | None = None, *,
+             decisions_only: bool = False) -> Step:
     """Look at the data of the current round and decide where the next round goes.
 
     Args:
@@ -499,6 +522,10 @@ def evaluate(design: AdaptiveDesign, counts: Mapping[str, AgentCounts],
             appends to it; the path matters for the repeated intervals).
         first_counts: The counts among each task's first ``design.first`` rollouts (for the
             unbiased first-look estimates); default: ``counts`` when this is the first look.
+        decisions_only: Skip what cannot change ``advance`` and the pair decisions (in settle
+            mode, the agents' repeated intervals: they are then plain intervals). The
+            Rao-Blackwellised estimate (``reliabench.studies.adaptive_estimate``) replays
+            many orderings this way.
 
     Returns:
         A ``Step``: estimates, intervals, pair decisions, and the agents to advance.
@@ -538,6 +565,8 @@ def evaluate(design: AdaptiveDesign, counts: Mapping[str, AgentCounts],
             if len(history) == 1 and design.target_half_width is not None:
                 planned[a] = _two_stage_n(values[a], now[a], schedule, within[a], z_plain,
                                           design.target_half_width)
+        elif decisions_only and design.mode == "settle":
+            iv = _interval(values[a], z_plain)
         else:
             single: list[tuple[int, ...]] = [(n,) for n in schedule]
             iv = _rci(values[a], single, (now[a],), [within[a]], alpha, design.boundary)
@@ -638,6 +667,13 @@ class SimulationResult:
         fixed_coverage: Coverage of the fixed-n (n = max_n) plain interval.
         first_bias: Bias of the first-look estimate (``first_value``).
         first_bias_se: Its simulation standard error.
+        rb_coverage: Share of runs whose reported interval at the stop (the Rao-Blackwellised
+            estimate's, ``reliabench.studies.adaptive_estimate``) covers the truth.
+        rb_coverage_se: Its simulation standard error.
+        rb_bias: Bias of the reported (Rao-Blackwellised) estimate at the stop.
+        rb_bias_se: Its simulation standard error.
+        rb_acceptance: Mean share of proposed orderings consistent with a run's history (runs
+            that stopped at the first look need none and are left out; NaN if all did).
         agreement: Share of runs whose decisions all equal the fixed-n design's (settle:
             every pair's decision; half-width: the ranking of agents by estimate).
         rollout_fraction: Mean rollouts of the adaptive run / rollouts of the fixed-n run.
@@ -657,6 +693,11 @@ class SimulationResult:
     fixed_coverage: tuple[float, ...]
     first_bias: tuple[float, ...]
     first_bias_se: tuple[float, ...]
+    rb_coverage: tuple[float, ...]
+    rb_coverage_se: tuple[float, ...]
+    rb_bias: tuple[float, ...]
+    rb_bias_se: tuple[float, ...]
+    rb_acceptance: float
     agreement: float
     rollout_fraction: float
     stop_reasons: dict[str, int] = field(default_factory=dict)
@@ -676,19 +717,24 @@ def _draw_rates(scenario: Scenario, rng: np.random.Generator) -> FloatArray:
 
 
 def simulate_design(design: AdaptiveDesign, scenario: Scenario, *, runs: int = 2000,
-                    seed: int = 0) -> SimulationResult:
+                    seed: int = 0, draws: int | None = None) -> SimulationResult:
     """Run ``design`` on ``runs`` simulated benchmarks and measure coverage, bias and savings.
 
     Each run draws per-task rates for every agent (Beta marginals, Gaussian copula), then
     ``max_n`` Bernoulli rollouts per (task, agent). The adaptive design sees prefixes of these
     rollouts; the fixed-n design sees all of them -- the same data, as in a real run where
-    rollout i has the same seed in both designs.
+    rollout i has the same seed in both designs. At the stop, the reported estimate and
+    interval are ``reliabench.studies.adaptive_estimate.stop_estimates`` with ``draws``
+    orderings (default: what a real run uses), seeded from ``(seed, run)``.
 
     Returns:
         A ``SimulationResult``.
     """
+    from reliabench.studies.adaptive_estimate import DEFAULT_DRAWS, stop_estimates
+
     if isinstance(runs, bool) or not isinstance(runs, int) or runs < 1:
         raise InvalidArgumentError(f"runs must be an integer >= 1, got {runs!r}")
+    draws = DEFAULT_DRAWS if draws is None else draws
     names = [a.name for a in scenario.agents]
     for pair in design.settle:
         for agent in pair:
@@ -709,6 +755,9 @@ def simulate_design(design: AdaptiveDesign, scenario: Scenario, *, runs: int = 2
     first_est = np.empty((runs, len(targets)))
     cover = np.empty((runs, len(targets)), bool)
     fixed_cover = np.empty((runs, len(targets)), bool)
+    rb_est = np.empty((runs, len(targets)))
+    rb_cover = np.empty((runs, len(targets)), bool)
+    acceptance: list[float] = []
     agree = np.empty(runs, bool)
     used = np.empty(runs)
     reasons: dict[str, int] = {}
@@ -733,6 +782,11 @@ def simulate_design(design: AdaptiveDesign, scenario: Scenario, *, runs: int = 2
         reasons[step.stop_reason] = reasons.get(step.stop_reason, 0) + 1
         used[r] = sum(history[-1].values()) / (design.max_n * len(names))
         fixed_counts = counts_at({a: design.max_n for a in names})
+        rb_seed = int(np.random.SeedSequence([seed, r]).generate_state(1)[0])
+        rb = stop_estimates(design, history, [counts_at(h) for h in history], seed=rb_seed, draws=draws)
+        if rb.draws:
+            acceptance.append(float(np.mean(list(rb.accepted.values()))) / rb.draws)
+        rb_ivs = [x.interval for x in (rb.agents if design.mode == "half_width" else rb.pairs)]
         if design.mode == "half_width":
             ivs = [x.interval for x in step.agents]
             firsts = [x.first_value for x in step.agents]
@@ -753,9 +807,13 @@ def simulate_design(design: AdaptiveDesign, scenario: Scenario, *, runs: int = 2
             first_est[r, j] = firsts[j]
             cover[r, j] = iv.low <= truth[j] <= iv.high
             fixed_cover[r, j] = fiv.low <= truth[j] <= fiv.high
+            rb_est[r, j] = rb_ivs[j].value
+            rb_cover[r, j] = rb_ivs[j].low <= truth[j] <= rb_ivs[j].high
     cov = cover.mean(axis=0)
     err = est - np.asarray(truth)[None, :]
     first_err = first_est - np.asarray(truth)[None, :]
+    rb_err = rb_est - np.asarray(truth)[None, :]
+    rb_cov = rb_cover.mean(axis=0)
     return SimulationResult(
         scenario=scenario, design=design, runs=runs, targets=targets, truth=truth,
         coverage=tuple(float(x) for x in cov),
@@ -765,6 +823,11 @@ def simulate_design(design: AdaptiveDesign, scenario: Scenario, *, runs: int = 2
         fixed_coverage=tuple(float(x) for x in fixed_cover.mean(axis=0)),
         first_bias=tuple(float(x) for x in np.nanmean(first_err, axis=0)),
         first_bias_se=tuple(float(x) for x in np.nanstd(first_err, axis=0, ddof=1) / math.sqrt(runs)),
+        rb_coverage=tuple(float(x) for x in rb_cov),
+        rb_coverage_se=tuple(float(math.sqrt(x * (1 - x) / runs)) for x in rb_cov),
+        rb_bias=tuple(float(x) for x in np.nanmean(rb_err, axis=0)),
+        rb_bias_se=tuple(float(x) for x in np.nanstd(rb_err, axis=0, ddof=1) / math.sqrt(runs)),
+        rb_acceptance=float(np.mean(acceptance)) if acceptance else math.nan,
         agreement=float(agree.mean()), rollout_fraction=float(used.mean()),
         stop_reasons=reasons, decisions=decisions,
     )

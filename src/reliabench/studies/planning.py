@@ -50,6 +50,7 @@ power are met within a few percent).
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -218,8 +219,13 @@ def _moment(model: AgentModel, j: int) -> float:
                         - special.gammaln(b) - special.gammaln(a + b + j)))
 
 
-def variance_components(model: AgentModel, n: int, k: int) -> VarianceComponents:
+def variance_components(model: AgentModel, n: int, k: int, *,
+                        closed_form: bool = False) -> VarianceComponents:
     r"""Mean, between- and within-task variance of :math:`\hat R_t = \mathrm{pass@}k(n, c_t)`.
+
+    ``closed_form`` computes the beta-binomial pmf from log-Beta functions instead of
+    ``scipy.stats.betabinom`` (equal to ~1e-16, much faster: the adaptive design calls this in
+    its replay loops); the default keeps scipy's, whose digits ``plan`` prints.
 
     Examples:
         With every task at rate 0.5 (spread 0) there is no between-task variance, and for
@@ -235,10 +241,24 @@ def variance_components(model: AgentModel, n: int, k: int) -> VarianceComponents
     between = max(_moment(model, 2 * k) - _moment(model, k) ** 2, 0.0)
     c = np.arange(n + 1)
     ab = model.beta
-    pmf = stats.binom.pmf(c, n, model.mean) if ab is None else stats.betabinom.pmf(c, n, ab[0], ab[1])
-    second = float(np.sum(pmf * pass_at_k(n, c, k) ** 2))
+    if ab is None:
+        pmf = stats.binom.pmf(c, n, model.mean)
+    elif not closed_form:
+        pmf = stats.betabinom.pmf(c, n, ab[0], ab[1])
+    else:
+        pmf = np.exp(special.gammaln(n + 1) - special.gammaln(c + 1) - special.gammaln(n - c + 1)
+                     + special.betaln(c + ab[0], n - c + ab[1]) - special.betaln(ab[0], ab[1]))
+    second = float(np.sum(pmf * _pass_curve(n, k) ** 2))
     total = max(second - value**2, between)
     return VarianceComponents(value, between, total - between, n, k)
+
+
+@functools.lru_cache(maxsize=1024)
+def _pass_curve(n: int, k: int) -> npt.NDArray[np.float64]:
+    """``pass@k(n, c)`` for c = 0..n, computed once per (n, k)."""
+    out = np.asarray(pass_at_k(n, np.arange(n + 1), k), dtype=np.float64)
+    out.flags.writeable = False
+    return out
 
 
 def _copula_cov(a: AgentModel, b: AgentModel, rho: float, k: int) -> float:

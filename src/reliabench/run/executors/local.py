@@ -7,19 +7,33 @@ import threading
 from collections.abc import Callable, Iterable
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 
+from reliabench.run.executors.context import ExecutionContext
 from reliabench.run.plan import Job
-from reliabench.run.rollout import Outcome, RolloutRunner
+from reliabench.run.rollout import Outcome
 
-__all__ = ["run_local"]
+__all__ = ["LOCAL_EXECUTOR", "LocalExecutor", "run_local"]
 
 
-def run_local(jobs: Iterable[Job], workers: int, executor: RolloutRunner,
-               record: Callable[[Outcome | None], None], stop: threading.Event | None,
-               finish: Callable[[Outcome], Outcome] | None = None) -> None:
+class LocalExecutor:
+    """``local``: a thread pool of ``settings.workers`` sandbox slots in this process."""
+
+    name = "local"
+
+    def run(self, jobs: Iterable[Job], context: ExecutionContext) -> None:
+        """Run ``jobs`` with :func:`run_local` (see :class:`~reliabench.run.executors.Executor`)."""
+        with context.rollouts() as run_one:
+            run_local(jobs, context.settings.workers, run_one, context.record, context.stop)
+
+
+LOCAL_EXECUTOR = LocalExecutor()
+
+
+def run_local(jobs: Iterable[Job], workers: int, run_one: Callable[[Job, int], Outcome | None],
+              record: Callable[[Outcome | None], None], stop: threading.Event | None) -> None:
     """Run ``jobs`` on a thread pool; each thread borrows a sandbox slot per rollout.
 
-    ``finish`` (writing the artifacts) runs in the worker thread, so that only the store
-    commit is left to the single writer.
+    ``run_one`` (the rollout and writing its artifacts, :meth:`ExecutionContext.rollouts`)
+    runs in the worker thread, so that only the store commit is left to the single writer.
     """
     slots: queue.Queue[int] = queue.Queue()
     for slot in range(workers):
@@ -28,10 +42,9 @@ def run_local(jobs: Iterable[Job], workers: int, executor: RolloutRunner,
     def work(job: Job) -> Outcome | None:
         slot = slots.get()
         try:
-            outcome = executor.run_one(job, slot)
+            return run_one(job, slot)
         finally:
             slots.put(slot)
-        return finish(outcome) if finish is not None and outcome is not None else outcome
 
     pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="rollout")
     pending: set[Future[Outcome | None]] = set()

@@ -10,8 +10,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from reliabench.errors import MissingExtraError, SandboxError
+from reliabench.errors import InvalidArgumentError, MissingExtraError, SandboxError
 from reliabench.records import TestOutcome
+from reliabench.run.executors.context import ExecutionContext
 from reliabench.run.plan import Job
 from reliabench.run.rollout import Outcome, RolloutRunner
 from reliabench.run.settings import RunSettings
@@ -19,7 +20,7 @@ from reliabench.sandbox import get_backend
 from reliabench.scanners import get_scanner
 from reliabench.warm.hidden import open_test_workers
 
-__all__ = ["RayRolloutWorker", "WorkerSpec", "run_ray"]
+__all__ = ["RAY_EXECUTOR", "RayExecutor", "RayRolloutWorker", "WorkerSpec", "run_ray"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,6 +62,30 @@ class RayRolloutWorker:
         """Run one rollout on this worker's slot."""
         job = Job(self.suite.task(task_id), self.agents[agent], rollout, seed)
         return self.executor.run_one(job, self.slot)
+
+
+class RayExecutor:
+    """``ray``: Ray actors, one per worker slot, on a local or remote cluster (``ray`` extra)."""
+
+    name = "ray"
+
+    def run(self, jobs: Iterable[Job], context: ExecutionContext) -> None:
+        """Run ``jobs`` with :func:`run_ray` (see :class:`~reliabench.run.executors.Executor`).
+
+        Raises:
+            InvalidArgumentError: no agents file (the actors load the agents themselves).
+            MissingExtraError: Ray is not installed.
+        """
+        if context.agents_file is None:
+            raise InvalidArgumentError("executor='ray' needs agents_file (workers load the agents)")
+        if context.warm is not None:
+            context.warm.close()  # each Ray actor opens its own
+        spec = WorkerSpec(str(context.suite.root.resolve()), context.suite.content_hash,
+                          str(context.agents_file.resolve()), context.settings, context.expected)
+        run_ray(jobs, context.settings, spec, context.record, context.stop)
+
+
+RAY_EXECUTOR = RayExecutor()
 
 
 def run_ray(jobs: Iterable[Job], settings: RunSettings, spec: WorkerSpec,

@@ -1,6 +1,7 @@
 """Converters from other benchmarks' files to the suite format (``reliabench suites import``).
 
-A converter is a :class:`Converter` registered under a format name; :func:`import_suite`
+A converter is a :class:`Converter` registered under a format name (built-ins here, others
+through the entry-point group ``reliabench.converters``); :func:`import_suite`
 looks it up, converts into a new directory and loads the result, so every converted suite
 passes the same checks as a hand-written one. Formats:
 
@@ -13,26 +14,30 @@ passes the same checks as a hand-written one. Formats:
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol, runtime_checkable
+from typing import Protocol, runtime_checkable
 
 from reliabench.errors import InvalidArgumentError, SuiteError, UsageError
+from reliabench.plugins import Registry
+from reliabench.tasks.convert._common import JsonRecord, TaskFiles, field_str, task_id_for
 from reliabench.tasks.suite import Suite
-
-if TYPE_CHECKING:
-    from reliabench.tasks.convert._common import JsonRecord, TaskFiles
 
 __all__ = [
     "CONVERTERS",
+    "CONVERTER_REGISTRY",
     "ConversionResult",
     "ConvertOptions",
     "Converter",
+    "JsonRecord",
+    "TaskFiles",
     "declare_reference_findings",
+    "field_str",
     "get_converter",
     "import_suite",
     "register_converter",
+    "task_id_for",
     "write_converted_suite",
 ]
 
@@ -100,33 +105,48 @@ class Converter(Protocol):
         ...
 
 
-CONVERTERS: dict[str, Callable[[], Converter]] = {}
+CONVERTER_REGISTRY: Registry[Callable[[], Converter]] = Registry(
+    "converters",
+    builtins={
+        "humaneval": "reliabench.tasks.convert.humaneval:HumanEvalConverter",
+        "mbpp": "reliabench.tasks.convert.mbpp:MbppConverter",
+        "stdio": "reliabench.tasks.convert.stdio:StdioConverter",
+    },
+    what="suite format",
+    expected="a converter factory (a callable returning a Converter)",
+)
+"""The suite converter registry (entry-point group ``reliabench.converters``: format -> factory)."""
+
+CONVERTERS: Mapping[str, Callable[[], Converter]] = CONVERTER_REGISTRY.view()
+"""Format -> converter factory, read-only (a view of :data:`CONVERTER_REGISTRY`)."""
 
 
 def register_converter(name: str) -> Callable[[Callable[[], Converter]], Callable[[], Converter]]:
-    """Register a converter factory under a format name (a decorator)."""
+    """Register a converter factory under a format name in this process (a decorator).
+
+    A packaged converter is an entry point instead: ``name = "module:Factory"`` in the group
+    ``reliabench.converters``.
+    """
 
     def deco(factory: Callable[[], Converter]) -> Callable[[], Converter]:
-        CONVERTERS[name] = factory
-        return factory
+        return CONVERTER_REGISTRY.register(name, factory, replace=True)
 
     return deco
-
-
-def _load_builtins() -> None:
-    from reliabench.tasks.convert import humaneval, mbpp, stdio  # noqa: F401  (registers)
 
 
 def get_converter(name: str) -> Converter:
     """The converter of format ``name``.
 
     Raises:
-        UsageError: Unknown format (the message lists the known ones).
+        UsageError: Unknown format (the message lists the known ones), a plugin that fails to
+            load, or a factory that does not return a ``Converter``.
     """
-    _load_builtins()
-    if name not in CONVERTERS:
-        raise UsageError(f"unknown suite format {name!r}; choose one of: {', '.join(sorted(CONVERTERS))}")
-    return CONVERTERS[name]()
+    converter = CONVERTER_REGISTRY.get(name)()
+    if not isinstance(converter, Converter):
+        raise UsageError(f"suite format {name!r}: its factory did not return a Converter (needs "
+                         f"name, description, default_source and convert), got "
+                         f"{type(converter).__name__}")
+    return converter
 
 
 def import_suite(fmt: str, source: str | Path | None, out: str | Path,

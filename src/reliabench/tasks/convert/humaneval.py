@@ -26,7 +26,6 @@ from reliabench.errors import MissingExtraError
 from reliabench.tasks.convert import (
     ConversionResult,
     ConvertOptions,
-    register_converter,
     write_converted_suite,
 )
 from reliabench.tasks.convert._common import (
@@ -122,7 +121,6 @@ def humaneval_task(rec: JsonRecord, options: ConvertOptions, *, benchmark: str) 
     return task, len(split.units)
 
 
-@register_converter("humaneval")
 class HumanEvalConverter:
     """HumanEval-shaped JSONL (see the module docstring)."""
 

@@ -24,7 +24,6 @@ from pathlib import Path
 from reliabench.tasks.convert import (
     ConversionResult,
     ConvertOptions,
-    register_converter,
     write_converted_suite,
 )
 from reliabench.tasks.convert._common import (
@@ -100,7 +99,6 @@ def mbpp_task(rec: JsonRecord, options: ConvertOptions) -> tuple[TaskFiles, int]
     return task, len(split.units)
 
 
-@register_converter("mbpp")
 class MbppConverter:
     """MBPP-shaped JSONL (see the module docstring)."""
 

@@ -32,7 +32,6 @@ from reliabench.hidden_tests.stdio_config import COMPARE_MODES
 from reliabench.tasks.convert import (
     ConversionResult,
     ConvertOptions,
-    register_converter,
     write_converted_suite,
 )
 from reliabench.tasks.convert._common import (
@@ -179,7 +178,6 @@ def stdio_task(rec: JsonRecord, options: ConvertOptions) -> tuple[TaskFiles, int
     ), len(cases)
 
 
-@register_converter("stdio")
 class StdioConverter:
     """stdin/stdout problems (see the module docstring)."""
 
