@@ -96,14 +96,11 @@ COVERED_ELSEWHERE: dict[str, tuple[str, str, str]] = {
     "report/serve.py": ("test_report_page.py", "reliabench.report.serve", "the view server"),
     # ---- run: the runner's parts, through run_suite
     "run/adaptive.py": ("test_studies_adaptive.py", "reliabench.run.adaptive", "adaptive runs with their design"),
-    "run/artifacts.py": ("test_files_untrusted.py", "reliabench.run.artifacts", "artifact budgets"),
     "run/executors/base.py": ("test_plugin_examples.py", "EXECUTORS.names()", "the executor registry, with a plugin"),
     "run/executors/context.py": ("test_run_e2e.py", "run_suite", "what run_suite hands every executor"),
     "run/executors/local.py": ("test_run_e2e.py", "run_suite", "the default executor of every run"),
-    "run/plan.py": ("test_run_e2e.py", "--seed", "jobs and seeds of every run"),
     "run/recording.py": ("test_hostile_rollouts.py", "run_suite", "artifacts and records of hostile rollouts"),
     "run/retest.py": ("test_studies_noise.py", "reliabench.run.retest", "re-tests feed the noise study"),
-    "run/rollout.py": ("test_hostile_rollouts.py", "rollout", "one rollout, whatever it does"),
     "run/runner.py": ("test_run_e2e.py", "run_suite", "run_suite end to end (other tests import its helpers)"),
     # ---- sandbox backends and their plumbing, tested as a package (and by the self-check)
     "sandbox/base.py": ("test_sandbox.py", "Limits", "the contract's types"),
