@@ -34,15 +34,15 @@ from suite_helpers import write_adder_suite
 from reliabench.agents.base import AgentRequest, AgentResult
 from reliabench.agents.command import CommandAgent
 from reliabench.cli import main
-from reliabench.commands.scan import rebuild_deletions
 from reliabench.errors import InvalidArgumentError, OutputError, SuiteError
 from reliabench.files.untrusted import remove_tree
 from reliabench.hidden_tests.fresh import find_tamper_files, run_hidden_tests
 from reliabench.records import Rollout, TestOutcome
 from reliabench.run import artifacts, rollout
-from reliabench.run.artifacts import ArtifactBudget
+from reliabench.run.artifacts import ArtifactBudget, StoredArtifacts
 from reliabench.run.runner import RunSettings, run_suite
 from reliabench.sandbox import Limits
+from reliabench.scanners.rescan import plan_rebuild
 from reliabench.store import RunStore
 from reliabench.tasks.suite import load_suite
 
@@ -320,8 +320,9 @@ def test_a_hostile_workspace_is_one_recorded_rollout(base: Path, monkeypatch: py
     diff_lines = (adir / "diff.patch").read_text().splitlines()
     assert "line.py" not in diff_lines  # the newline name is quoted, not split
     # a re-scan says which changed files it cannot see
-    missing = rebuild_deletions(r, adir, suite.task("adder").workspace_dir, base / "rescan")
-    assert any(e.path == "big.py" for e in missing)
+    stored = StoredArtifacts(adir)
+    plan = plan_rebuild(r, stored, stored.kept_files().keys(), suite.task("adder").workspace_dir)
+    assert any(e.path == "big.py" for e in plan.errors)
     # resuming finds nothing to do
     again = run_suite(suite, [HostileAgent(secret=secret)], out, _settings(sandbox))
     assert again.executed == 0

@@ -19,6 +19,7 @@ def test_the_keys_are_the_stored_names() -> None:
         "CHANGED_FILES": "changed_files", "DELETED_FILES": "deleted_files",
         "FINDINGS_TOTAL": "findings_total", "FORGED_OUTCOMES": "forged_outcomes",
         "INFRA_ATTEMPTS": "infra_attempts", "INFRA_REASON": "infra_reason", "REASON": "reason",
+        "RAY_ATTEMPTS": "ray_attempts", "RAY_NODE": "ray_node", "RAY_NODE_ID": "ray_node_id",
         "RETEST": "retest",
         "SCANNED": "scanned", "SCAN_ERRORS_TOTAL": "scan_errors_total", "SEED": "seed",
         "TAMPER_FILES": "tamper_files", "TEST_PATH": "test_path", "TEST_RUNNER": "test_runner",

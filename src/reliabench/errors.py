@@ -16,6 +16,7 @@
      |    +-- PreflightError                       an agent's API key or endpoint fails the pre-run check
      +-- SandboxError                    exit 3   the sandbox could not start (infrastructure)
      +-- InfraStopError                  exit 3   agents stopped: their first rollouts all failed on infra
+     +-- WorkersLostError                exit 3   an executor lost its workers (Ray nodes died): resumable
      +-- AgentError                      exit 1   an agent adapter failed in a way it cannot record
      +-- StoreError                      exit 1   the run store is unreadable or inconsistent
 
@@ -44,6 +45,7 @@ __all__ = [
     "StoreError",
     "SuiteError",
     "UsageError",
+    "WorkersLostError",
 ]
 
 
@@ -168,6 +170,16 @@ class InfraStopError(ReliabenchError):
 
 class SandboxError(ReliabenchError):
     """The sandbox could not be started or set up (an infrastructure failure)."""
+
+    exit_code = 3
+
+
+class WorkersLostError(ReliabenchError):
+    """An executor lost its workers (e.g. Ray nodes died) before every rollout ran.
+
+    The rollouts that finished are recorded, none twice; a re-run with the same arguments
+    runs the rest.
+    """
 
     exit_code = 3
 

@@ -24,6 +24,10 @@ key                    written by                what it holds
 ``test_path``          the runner                ``fresh``, ``warm`` or ``stdio``
 ``test_runner``        the runner                ``pytest``, ``plain`` or ``stdio``
 ``forged_outcomes``    the runner                true: forged test outcome lines were seen
+``ray_node``           the Ray executor          IP address of the node that ran the rollout
+``ray_node_id``        the Ray executor          Ray's id of that node
+``ray_attempts``       the Ray executor          submissions of a rollout whose worker died
+                                                 (> 1; recorded once)
 ``<list>_total``       :func:`cap_record`        full length of a capped list (see below)
 ``findings_total``     :func:`cap_record`        findings before the cap
 ``scan_errors_total``  :func:`cap_record`        scan errors before the cap
@@ -49,6 +53,9 @@ __all__ = [
     "INFRA_ATTEMPTS",
     "INFRA_REASON",
     "REASON",
+    "RAY_ATTEMPTS",
+    "RAY_NODE",
+    "RAY_NODE_ID",
     "RETEST",
     "SCANNED",
     "SCAN_ERRORS_TOTAL",
@@ -76,6 +83,9 @@ SCANNED: Final = "scanned"
 TEST_PATH: Final = "test_path"
 TEST_RUNNER: Final = "test_runner"
 FORGED_OUTCOMES: Final = "forged_outcomes"
+RAY_NODE: Final = "ray_node"
+RAY_NODE_ID: Final = "ray_node_id"
+RAY_ATTEMPTS: Final = "ray_attempts"
 FINDINGS_TOTAL: Final = "findings_total"
 SCAN_ERRORS_TOTAL: Final = "scan_errors_total"
 

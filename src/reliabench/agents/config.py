@@ -22,9 +22,12 @@ kinds can use it too: a kind is a factory ``(table, context) -> Agent`` named by
 
 from __future__ import annotations
 
+import contextlib
 import math
 import shlex
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
+from contextvars import ContextVar
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -32,11 +35,46 @@ from reliabench.agents.base import AGENT_KIND_REGISTRY, Agent, AgentContext
 from reliabench.errors import ConfigError
 from reliabench.files.toml import read_toml
 
-__all__ = ["COMMON_KEYS", "FieldReader", "load_agents", "load_builtin_kinds"]
+__all__ = ["COMMON_KEYS", "FieldReader", "PathReference", "load_agents", "load_builtin_kinds",
+           "recording_paths"]
 
 COMMON_KEYS: frozenset[str] = frozenset({"name", "kind"})
 """Keys every ``[[agents]]`` table has, whatever its kind."""
 
+
+@dataclass(frozen=True, slots=True)
+class PathReference:
+    """A path an agents file refers to (:meth:`FieldReader.resolve_path` resolved it).
+
+    Attributes:
+        config_path: The agents file.
+        field: ``agents[i].key``, as in error messages.
+        written: The value as written (after ``{agents_dir}`` is replaced).
+        resolved: The absolute path it resolves to.
+    """
+
+    config_path: Path
+    field: str
+    written: str
+    resolved: Path
+
+
+_path_log: ContextVar[list[PathReference] | None] = ContextVar("reliabench_agent_paths", default=None)
+
+
+@contextlib.contextmanager
+def recording_paths() -> Iterator[list[PathReference]]:
+    """Collect every path that agents files loaded inside the block refer to.
+
+    Executors that run agents on other machines use it to know which files to ship
+    (:mod:`reliabench.run.executors.ray_bundle`).
+    """
+    log: list[PathReference] = []
+    token = _path_log.set(log)
+    try:
+        yield log
+    finally:
+        _path_log.reset(token)
 
 
 def load_builtin_kinds() -> None:
@@ -211,6 +249,10 @@ class FieldReader:
         if not p.is_absolute():
             p = self.base_dir / p
         p = p.absolute()
+        log = _path_log.get()
+        if log is not None:
+            log.append(PathReference(self.ctx.config_path,
+                                     f"agents[{self.ctx.table_index}].{key}", value, p))
         if must_exist and not p.exists():
             raise self.ctx.error(key, f"no such file or directory: {p}")
         return p

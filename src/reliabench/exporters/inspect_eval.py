@@ -31,6 +31,7 @@ from typing import Any, Final
 from reliabench.errors import InvalidArgumentError, MissingExtraError, UsageError
 from reliabench.meta_keys import REASON
 from reliabench.records import Rollout, rollout_to_dict
+from reliabench.run.artifacts import StoredArtifacts, open_artifacts
 
 __all__ = ["EXPORT_MARK", "export_inspect"]
 
@@ -46,8 +47,9 @@ def _inspect() -> Any:
     return ilog
 
 
-def _messages(adir: Path | None) -> list[Any]:
-    if adir is None or not (adir / "transcript.json").is_file():
+def _messages(adir: StoredArtifacts | None) -> list[Any]:
+    text = adir.transcript() if adir is not None else None
+    if text is None:
         return []
     from inspect_ai.model import (
         ChatMessageAssistant,
@@ -57,8 +59,8 @@ def _messages(adir: Path | None) -> list[Any]:
     )
 
     try:
-        raw = json.loads((adir / "transcript.json").read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError):
+        raw = json.loads(text)
+    except json.JSONDecodeError:
         return []
     kinds = {"system": ChatMessageSystem, "user": ChatMessageUser, "assistant": ChatMessageAssistant,
              "tool": ChatMessageTool}
@@ -81,7 +83,7 @@ def _prompt(suite_path: str | None, task_id: str) -> str:
     return f"reliabench task {task_id}"
 
 
-def _sample(ilog: Any, r: Rollout, adir: Path | None, prompt: str) -> Any:
+def _sample(ilog: Any, r: Rollout, adir: StoredArtifacts | None, prompt: str) -> Any:
     from inspect_ai.scorer import Score
 
     failed = [t.name for t in r.functional_tests if t.failing]
@@ -100,8 +102,8 @@ def _sample(ilog: Any, r: Rollout, adir: Path | None, prompt: str) -> Any:
         scores["tests"] = Score(value=per_test)
     meta: dict[str, Any] = {"reliabench": rollout_to_dict(r)}
     messages = _messages(adir)
-    if not messages and adir is not None and (adir / "agent.log").is_file():
-        log = (adir / "agent.log").read_text(encoding="utf-8", errors="replace")
+    log = adir.agent_log() if not messages and adir is not None else None
+    if log is not None:
         meta["agent_log"] = log if len(log) <= _LOG_CHARS else log[:_LOG_CHARS] + "\n[... cut ...]"
     error = None
     limit = None
@@ -130,7 +132,7 @@ def export_inspect(run_dir: str | Path, output: str | Path, *, agent: str | None
         InvalidArgumentError: for an unknown agent.
         UsageError: for a ``.eval`` output with several agents.
     """
-    from reliabench.store import RunStore, artifact_path
+    from reliabench.store import RunStore
 
     ilog = _inspect()
     root = Path(run_dir)
@@ -158,7 +160,7 @@ def export_inspect(run_dir: str | Path, output: str | Path, *, agent: str | None
     for name, path in targets.items():
         recs = [r for r in records if r.agent == name]
         written.append(_write_one(ilog, root, recs, name, path, suite, suite_path, created,
-                                  dict(info.packages), artifact_path))
+                                  dict(info.packages)))
     return written
 
 
@@ -168,13 +170,13 @@ def _safe(name: str) -> str:
 
 def _write_one(ilog: Any, root: Path, recs: Sequence[Rollout], agent: str, path: Path,
                suite: dict[str, Any], suite_path: str | None, created: str,
-               packages: dict[str, str], artifact_path: Any) -> Path:
+               packages: dict[str, str]) -> Path:
     tasks = sorted({r.task_id for r in recs})
     prompts = {t: _prompt(suite_path, t) for t in tasks}
     samples = []
     for r in sorted(recs, key=lambda x: (x.task_id, x.rollout)):
-        adir = artifact_path(root, r.task_id, r.agent, r.rollout)
-        samples.append(_sample(ilog, r, adir if adir.is_dir() else None, prompts[r.task_id]))
+        adir = open_artifacts(root, r.task_id, r.agent, r.rollout)
+        samples.append(_sample(ilog, r, adir if adir.present else None, prompts[r.task_id]))
     epochs = max((r.rollout + 1 for r in recs), default=1)
     eligible = [r for r in recs if r.status != "infra_error"]
     accuracy = sum(r.passes for r in eligible) / len(eligible) if eligible else 0.0

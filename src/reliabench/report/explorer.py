@@ -122,13 +122,10 @@ _CODE_STATUSES: Final[frozenset[RolloutStatus]] = frozenset({"completed", "no_ch
 def _diff_hash(run_dir: Path | None, r: Rollout) -> str | None:
     if run_dir is None:
         return None
-    from reliabench.store import artifact_path
+    from reliabench.run.artifacts import open_artifacts
 
-    path = artifact_path(run_dir, r.task_id, r.agent, r.rollout) / "diff.patch"
-    try:
-        return hashlib.sha256(path.read_bytes()).hexdigest()[:16]
-    except OSError:
-        return None
+    data = open_artifacts(run_dir, r.task_id, r.agent, r.rollout).diff_bytes()
+    return None if data is None else hashlib.sha256(data).hexdigest()[:16]
 
 
 def _task_views(records: Sequence[Rollout], run_dir: Path | None) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -183,9 +180,9 @@ def rollout_detail_json(r: Rollout, run_dir: Path | None, limits: DetailLimits) 
     """The explorer's JSON for one rollout (used by the page and by ``reliabench view``)."""
     adir = None
     if run_dir is not None:
-        from reliabench.store import artifact_path
+        from reliabench.run.artifacts import open_artifacts
 
-        adir = artifact_path(run_dir, r.task_id, r.agent, r.rollout)
+        adir = open_artifacts(run_dir, r.task_id, r.agent, r.rollout).directory
     return build_detail(r, adir, limits).to_json()
 
 

@@ -33,6 +33,7 @@ from typing import Any, Final
 from reliabench.errors import InvalidArgumentError
 from reliabench.meta_keys import FORGED_OUTCOMES, REASON, SEED, TAMPER_FILES
 from reliabench.records import Finding, Isolation, Rollout, RolloutStatus, TestOutcomeStatus
+from reliabench.run.artifacts import StoredArtifacts
 
 __all__ = [
     "DetailLimits",
@@ -277,16 +278,8 @@ def _cut_text(text: str, limit: int) -> tuple[str, bool]:
     return (text[:head] + f"\n[... {len(text) - limit} characters cut ...]\n" + text[-tail:]), True
 
 
-def _read(path: Path) -> str | None:
-    try:
-        return path.read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        return None
-
-
-def _transcript_text(path: Path) -> str | None:
+def _transcript_text(raw: str | None) -> str | None:
     """A readable rendering of ``transcript.json`` (a list of chat messages), if present."""
-    raw = _read(path)
     if raw is None:
         return None
     try:
@@ -351,8 +344,9 @@ def build_detail(r: Rollout, artifact_dir: Path | None,
     """
     lim = limits or DetailLimits()
     cuts: list[str] = []
-    has_art = artifact_dir is not None and artifact_dir.is_dir()
-    tests_log = _read(artifact_dir / "tests.log") if has_art and artifact_dir else None
+    stored = StoredArtifacts(artifact_dir) if artifact_dir is not None else None
+    has_art = stored is not None and stored.present
+    tests_log = stored.test_log() if has_art and stored else None
     failed = [t.name for t in r.tests or () if t.failing]
     msgs = failure_messages(tests_log, failed) if tests_log else {}
     rows = []
@@ -381,7 +375,7 @@ def build_detail(r: Rollout, artifact_dir: Path | None,
         messages_from = "the stored test output (tests.log) names no failure section for these tests"
     else:
         messages_from = ""
-    diff_text = _read(artifact_dir / "diff.patch") if has_art and artifact_dir else None
+    diff_text = stored.diff() if has_art and stored else None
     files = parse_diff(diff_text or "")
     total = sum(len(f.lines) for f in files)
     if total > lim.diff_lines:
@@ -395,12 +389,12 @@ def build_detail(r: Rollout, artifact_dir: Path | None,
         cuts.append(f"diff cut to {lim.diff_lines} of {total} lines")
     files, unplaced = _place_findings(files, r.findings)
     log, log_kind = "", "none"
-    if has_art and artifact_dir is not None:
-        transcript = _transcript_text(artifact_dir / "transcript.json")
+    if has_art and stored is not None:
+        transcript = _transcript_text(stored.transcript())
         if transcript is not None:
             log, log_kind = transcript, "transcript"
         else:
-            log = _read(artifact_dir / "agent.log") or ""
+            log = stored.agent_log() or ""
             log_kind = "agent log" if log else "none"
     log, was_cut = _cut_text(log, lim.log_chars)
     if was_cut:

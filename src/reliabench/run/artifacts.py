@@ -19,6 +19,13 @@ Whatever is left out is said: ``meta["artifacts_omitted"]`` in the record and an
 the full counts. ``reliabench scan`` turns a changed file it cannot find into a scan error,
 never into a silently clean file.
 
+The layout of a rollout's folder is known here only: :func:`write_artifacts` writes it and
+:class:`StoredArtifacts` reads it back (``open_artifacts`` finds the folder of a recorded
+rollout, older runs' folder names included). Reading is bounded and never follows a link:
+a run directory may come from elsewhere, so every read goes through
+:func:`~reliabench.files.untrusted.read_bounded`, and a file longer than anything the
+runner writes is cut with a marker.
+
 Writing: a file of the agent's that cannot be stored under the run directory (a path too
 long for it, a name the file system refuses) is left out and listed; a run directory that is
 full, read-only or not ours raises :class:`~reliabench.errors.OutputError` before the record
@@ -27,28 +34,53 @@ is committed, so the rollout reruns when the run is resumed.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path, PurePosixPath
 from typing import Any, Final
 
 from reliabench.errors import OutputError
-from reliabench.files.untrusted import read_bounded, remove_tree
+from reliabench.files.untrusted import file_kind, read_bounded, remove_tree, walk_tree
 from reliabench.meta_keys import CAPPED_LISTS, FINDINGS_TOTAL, SCAN_ERRORS_TOTAL, total_key
 from reliabench.records import SEVERITY_LEVELS, Finding, Rollout
+from reliabench.store import artifact_path
+from reliabench.tasks.suite import materialize
 
 __all__ = [
+    "AGENT_LOG",
     "DEFAULT_BUDGET",
+    "DIFF",
+    "FILES",
+    "OMITTED",
+    "TEST_LOG",
+    "TRANSCRIPT",
     "ArtifactBudget",
     "RolloutArtifacts",
     "Snapshot",
+    "StoredArtifacts",
     "cap_record",
     "cap_text",
+    "open_artifacts",
+    "restore_workspace",
     "take_snapshot",
     "write_artifacts",
 ]
+
+AGENT_LOG: Final = "agent.log"
+"""The agent's log (``AgentResult.log``, cut to ``max_log_bytes``)."""
+DIFF: Final = "diff.patch"
+"""The unified diff of the workspace against the starter (cut to ``max_diff_bytes``)."""
+TEST_LOG: Final = "tests.log"
+"""The hidden-test run's output (cut to ``max_log_bytes``)."""
+TRANSCRIPT: Final = "transcript.json"
+"""A chat transcript (a JSON list of messages), when an importer or an older run left one."""
+FILES: Final = "files"
+"""The folder of the agent files kept for re-scans and re-tests (relative paths kept)."""
+OMITTED: Final = "OMITTED.txt"
+"""The changed agent files not kept under ``files/``, one ``path: why`` a line."""
 
 _SOURCE_SUFFIXES: Final = frozenset({
     ".py", ".pyi", ".js", ".jsx", ".mjs", ".cjs", ".ts", ".tsx", ".sh", ".toml", ".cfg", ".ini",
@@ -207,13 +239,13 @@ def write_artifacts(adir: Path, art: RolloutArtifacts) -> tuple[tuple[str, str],
         if os.path.lexists(adir):
             remove_tree(adir)
         adir.mkdir(parents=True)
-        (adir / "agent.log").write_text(art.agent_log, encoding="utf-8", errors="replace")
-        (adir / "diff.patch").write_text(art.diff, encoding="utf-8", errors="replace")
-        (adir / "tests.log").write_text(art.test_log, encoding="utf-8", errors="replace")
+        (adir / AGENT_LOG).write_text(art.agent_log, encoding="utf-8", errors="replace")
+        (adir / DIFF).write_text(art.diff, encoding="utf-8", errors="replace")
+        (adir / TEST_LOG).write_text(art.test_log, encoding="utf-8", errors="replace")
     except OSError as exc:
         raise _output_error(adir, exc) from None
     left_out = list(art.omitted)
-    files_dir = adir / "files"
+    files_dir = adir / FILES
     for rel, data in art.files.items():
         if not _safe_rel(rel):
             left_out.append((rel, "not a relative path inside the workspace"))
@@ -237,10 +269,154 @@ def write_artifacts(adir: Path, art: RolloutArtifacts) -> tuple[tuple[str, str],
         lines = ["# agent files changed by this rollout but not kept under files/ (path: why)"]
         lines += [f"{os.fsencode(rel)!r}: {why}" for rel, why in sorted(left_out)]
         try:
-            (adir / "OMITTED.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")
+            (adir / OMITTED).write_text("\n".join(lines) + "\n", encoding="utf-8")
         except OSError as exc:
             raise _output_error(adir, exc) from None
     return tuple(sorted(left_out))
+
+
+_READ_CUT: Final = "\n[... cut by reliabench: {name} is longer than {limit} bytes ...]\n"
+
+
+def _text_limit(chars: int) -> int:
+    """Bytes that a text of ``chars`` characters cut by :func:`cap_text` can take as UTF-8."""
+    return 4 * chars + len(_CUT) + 32
+
+
+@dataclass(frozen=True, slots=True)
+class StoredArtifacts:
+    """A recorded rollout's artifacts, read back: every read bounded, no link followed.
+
+    Each reader returns None when its file is absent, not a regular file (a link, a FIFO) or
+    unreadable; a file longer than its limit (by default: more than the runner writes under
+    :data:`DEFAULT_BUDGET`) is read up to the limit and cut with a marker.
+
+    Attributes:
+        directory: ``RUN/artifacts/<task>/<agent>/<rollout>/`` (see :func:`open_artifacts`).
+
+    Example:
+        >>> import tempfile
+        >>> with tempfile.TemporaryDirectory() as d:
+        ...     _ = write_artifacts(Path(d) / "a", RolloutArtifacts("log", "", "", {"x.py": b"1"}))
+        ...     stored = StoredArtifacts(Path(d) / "a")
+        ...     stored.agent_log(), stored.transcript(), stored.kept_files()
+        ('log', None, {'x.py': b'1'})
+    """
+
+    directory: Path
+
+    @property
+    def present(self) -> bool:
+        """The rollout's folder exists (records imported from other harnesses have none)."""
+        return file_kind(self.directory) == "dir"
+
+    def has_diff(self) -> bool:
+        """``diff.patch`` is there: the rollout got as far as its workspace being diffed."""
+        return file_kind(self.directory / DIFF) == "file"
+
+    def _bytes(self, name: str, limit: int) -> bytes | None:
+        if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
+            raise ValueError(f"limit must be an integer >= 1, got {limit!r}")
+        return read_bounded(self.directory / name, limit)
+
+    def _text(self, name: str, limit: int) -> str | None:
+        data = self._bytes(name, limit)
+        if data is None:
+            return None
+        if len(data) > limit:
+            return (data[:limit].decode("utf-8", errors="replace")
+                    + _READ_CUT.format(name=name, limit=limit))
+        return data.decode("utf-8", errors="replace")
+
+    def agent_log(self, limit: int | None = None) -> str | None:
+        """``agent.log``, at most ``limit`` bytes read."""
+        return self._text(AGENT_LOG, _text_limit(DEFAULT_BUDGET.max_log_bytes) if limit is None else limit)
+
+    def diff(self, limit: int | None = None) -> str | None:
+        """``diff.patch``, at most ``limit`` bytes read."""
+        return self._text(DIFF, _text_limit(DEFAULT_BUDGET.max_diff_bytes) if limit is None else limit)
+
+    def diff_bytes(self, limit: int | None = None) -> bytes | None:
+        """``diff.patch`` as stored (for hashing), at most ``limit + 1`` bytes read."""
+        return self._bytes(DIFF, _text_limit(DEFAULT_BUDGET.max_diff_bytes) if limit is None else limit)
+
+    def test_log(self, limit: int | None = None) -> str | None:
+        """``tests.log``, at most ``limit`` bytes read."""
+        return self._text(TEST_LOG, _text_limit(DEFAULT_BUDGET.max_log_bytes) if limit is None else limit)
+
+    def transcript(self, limit: int | None = None) -> str | None:
+        """``transcript.json`` as text (the caller parses it), at most ``limit`` bytes read."""
+        return self._text(TRANSCRIPT, _text_limit(DEFAULT_BUDGET.max_log_bytes) if limit is None else limit)
+
+    def kept_files(self, max_bytes: int | None = None, max_files: int | None = None) -> dict[str, bytes]:
+        """The agent files kept under ``files/``: relative POSIX path -> content.
+
+        Regular files only (links and special files are not read), in path order, until
+        ``max_files`` files or ``max_bytes`` bytes (by default the current
+        :data:`DEFAULT_BUDGET`'s, what the runner may have written). A file not returned is
+        not kept as far as the caller can tell: re-scans and re-tests compare the record's
+        ``changed_files`` with these keys and say which they lack.
+        """
+        budget = DEFAULT_BUDGET
+        room = max_bytes if max_bytes is not None else budget.max_bytes
+        count = max_files if max_files is not None else budget.max_files
+        out: dict[str, bytes] = {}
+        root = self.directory / FILES
+        if file_kind(root) != "dir":
+            return out
+        for entry in walk_tree(root):
+            if entry.kind != "file" or len(out) >= count or entry.size > room:
+                continue
+            data = read_bounded(root / entry.rel, room)
+            if data is None or len(data) > room:
+                continue
+            out[entry.rel] = data
+            room -= len(data)
+        return out
+
+
+def open_artifacts(run_dir: str | Path, task_id: str, agent: str, rollout: int) -> StoredArtifacts:
+    """The artifacts of a recorded rollout of ``run_dir`` (its folder may not exist).
+
+    The folder is ``RUN/artifacts/<task>/<agent>/<rollout>/`` with names encoded by
+    :func:`reliabench.store.artifact_component`, or that of a run made before that encoding
+    (:func:`reliabench.store.artifact_path`).
+    """
+    return StoredArtifacts(artifact_path(run_dir, task_id, agent, rollout))
+
+
+def restore_workspace(dest: Path, starter: Path, files: Mapping[str, bytes],
+                      deleted: Iterable[str]) -> tuple[tuple[str, str], ...]:
+    """Rebuild a rollout's workspace in ``dest``: the starter, minus ``deleted``, plus ``files``.
+
+    What re-scans (:mod:`reliabench.scanners.rescan`) and re-tests
+    (:mod:`reliabench.run.retest`) start from. ``deleted`` paths that are directories are
+    left alone; a kept file that cannot be written (not a relative path inside the
+    workspace, a file of the starter where the agent made a directory) is not written and
+    returned with why, for the caller to report.
+
+    Returns:
+        ``(path, why)`` of each file of ``files`` not restored.
+    """
+    materialize(dest, [starter])
+    for rel in deleted:
+        target = dest / rel
+        with contextlib.suppress(OSError, ValueError):
+            if file_kind(target) not in ("dir", "error"):
+                target.unlink()
+    unwritten: list[tuple[str, str]] = []
+    for rel, data in files.items():
+        if not _safe_rel(rel):
+            unwritten.append((rel, "not a relative path inside the workspace"))
+            continue
+        target = dest / rel
+        try:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(data)
+        except (OSError, ValueError) as exc:
+            why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+            unwritten.append((rel, f"cannot be written into the rebuilt workspace ({why})"))
+    return tuple(unwritten)
 
 
 def _severity_rank(f: Finding) -> int:

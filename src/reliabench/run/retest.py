@@ -33,6 +33,7 @@ from reliabench.files.untrusted import remove_tree
 from reliabench.hidden_tests.fresh import HiddenTestStatus, collect_hidden_tests, run_hidden_tests
 from reliabench.meta_keys import CHANGED_FILES, DELETED_FILES, RETEST
 from reliabench.records import Rollout, TestOutcome
+from reliabench.run.artifacts import open_artifacts, restore_workspace
 from reliabench.sandbox import Limits, SandboxBackend, get_backend
 from reliabench.store import RetestRow, RunInfo, RunStore
 from reliabench.tasks.suite import Task, load_suite, materialize
@@ -151,15 +152,12 @@ def rebuild_workspace(dest: Path, starter: Path, files: Mapping[str, bytes], rol
     missing = _unkept(rollout, starter, set(files))
     if missing:
         raise _not_reproducible(rollout, missing)
-    materialize(dest, [starter])
-    for rel in rollout.meta.get(DELETED_FILES, []):
-        target = dest / str(rel)
-        if target.is_file() or target.is_symlink():
-            target.unlink()
-    for rel, data in files.items():
-        target = dest / rel
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_bytes(data)
+    deleted = [str(rel) for rel in rollout.meta.get(DELETED_FILES, [])]
+    unwritten = restore_workspace(dest, starter, files, deleted)
+    if unwritten:
+        rel, why = unwritten[0]
+        raise NotReproducibleError(f"rollout {rollout.task_id}/{rollout.agent}/{rollout.rollout}: kept file "
+                                   f"{rel!r} {why}; its workspace cannot be rebuilt")
 
 
 def retest_files(task: Task, rollout: Rollout, files: Mapping[str, bytes], *, reps: Sequence[int],
@@ -191,16 +189,6 @@ def retest_files(task: Task, rollout: Rollout, files: Mapping[str, bytes], *, re
         finally:
             remove_tree(tmp)
     return tuple(out)
-
-
-def _kept_files(adir: Path) -> dict[str, bytes]:
-    root = adir / "files"
-    out: dict[str, bytes] = {}
-    if root.is_dir():
-        for path in sorted(root.rglob("*")):
-            if path.is_file() and not path.is_symlink():
-                out[path.relative_to(root).as_posix()] = path.read_bytes()
-    return out
 
 
 def run_limits(info: RunInfo, task: Task) -> Limits:
@@ -265,7 +253,7 @@ def retest_run(run_dir: str | Path, times: int = 5, *, workers: int = 1, sandbox
             reps = list(range(done.get(r.key, 0), times))
             if not reps:
                 continue
-            files = _kept_files(store.existing_artifact_dir(*r.key))
+            files = open_artifacts(store.root, *r.key).kept_files()
             missing = _unkept(r, suite.task(r.task_id).workspace_dir, set(files))
             if missing:
                 if not skip_unreproducible:

@@ -28,7 +28,7 @@ from reliabench.meta_keys import TestPath
 from reliabench.run.executors import EXECUTORS
 from reliabench.run.executors.context import ExecutionContext
 from reliabench.run.expected import collect_expected
-from reliabench.run.plan import derive_seed, plan_jobs, run_identity
+from reliabench.run.plan import derive_seed, plan_run, run_identity
 from reliabench.run.recording import store_rollout
 from reliabench.run.rollout import Outcome
 from reliabench.run.settings import ProgressEvent, RunSettings, RunSummary
@@ -109,10 +109,8 @@ def run_suite(
     stopped: dict[str, str] = {}  # agent -> why it was stopped early
     with store, contextlib.ExitStack() as cleanup:
         done = store.done_keys(except_status="infra_error")  # infra errors are rerun
-        per_agent = {a.name: (n_per_agent or {}).get(a.name, settings.n) for a in agents}
-        jobs = plan_jobs(selected, agents, per_agent, settings.seed, done)
-        planned = len(selected) * sum(per_agent.values())
-        skipped = planned - len(jobs)
+        plan = plan_run(selected, agents, settings, done, n_per_agent)
+        jobs, planned, skipped = plan.jobs, plan.planned, plan.skipped
         passed = sum(1 for r in store.rollouts() if r.passes) if done else 0
         executed = infra = 0
         watch = InfraStopWatch()

@@ -3,7 +3,9 @@
 ``bandit`` (the default) runs in-process on Python files; ``semgrep`` (extra
 ``reliabench[semgrep]``) runs the bundled local rules over Python and JavaScript/TypeScript.
 Third-party scanners join through the ``reliabench.scanners`` entry-point group. The
-``changes`` module narrows a scan to what the agent wrote. See ``docs/scanners.md``.
+``changes`` module narrows a scan to what the agent wrote, ``workspace`` scans a rollout's
+workspace (the runner's and validation's one path) and ``rescan`` re-scans a finished run
+from the files it kept. See ``docs/scanners.md``.
 
 The scanner classes are imported lazily (``get_scanner``), so importing this package does not
 import Bandit.

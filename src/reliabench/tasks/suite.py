@@ -31,7 +31,8 @@ from reliabench.hidden_tests.stdio_config import StdioConfig, parse_stdio_config
 from reliabench.meta_keys import TEST_RUNNERS, TestRunner
 from reliabench.sandbox import MAX_SECONDS
 
-__all__ = ["Suite", "Task", "Variant", "bundled_suites", "load_suite", "materialize", "resolve_suite"]
+__all__ = ["Suite", "Task", "Variant", "bundled_suites", "hash_suite_files", "load_suite", "materialize",
+           "resolve_suite", "suite_files"]
 
 _TEST_RUNNERS: Final = TEST_RUNNERS
 """Values of a task's ``test_runner``: ``pytest`` (default), ``plain`` (top-level ``test_*``
@@ -101,7 +102,8 @@ class Suite:
         raise UsageError(f"suite {self.name!r} has no task {task_id!r}")
 
 
-def _files(root: Path) -> list[Path]:
+def suite_files(root: Path) -> list[Path]:
+    """The files of the suite folder ``root`` that its content hash covers, sorted."""
     return sorted(
         p for p in root.rglob("*")
         if p.is_file() and not any(part in _IGNORED for part in p.relative_to(root).parts)
@@ -109,14 +111,23 @@ def _files(root: Path) -> list[Path]:
     )
 
 
-def _hash_tree(root: Path) -> str:
+def hash_suite_files(files: Iterable[tuple[str, bytes]]) -> str:
+    """A suite's content hash from its ``(relative posix path, content)`` pairs, in order.
+
+    sha256 over each file's path, a NUL byte, its content and a NUL byte (:func:`suite_files`
+    gives the order).
+    """
     h = hashlib.sha256()
-    for p in _files(root):
-        h.update(p.relative_to(root).as_posix().encode())
+    for rel, data in files:
+        h.update(rel.encode())
         h.update(b"\0")
-        h.update(p.read_bytes())
+        h.update(data)
         h.update(b"\0")
     return h.hexdigest()
+
+
+def _hash_tree(root: Path) -> str:
+    return hash_suite_files((p.relative_to(root).as_posix(), p.read_bytes()) for p in suite_files(root))
 
 
 def _read_toml(path: Path, problems: list[str]) -> dict[str, Any] | None:
@@ -271,7 +282,7 @@ def materialize(dest: Path, layers: Iterable[Path]) -> None:
     """Copy each directory of ``layers`` over ``dest`` in order (later layers win)."""
     dest.mkdir(parents=True, exist_ok=True)
     for layer in layers:
-        for src in _files(layer):
+        for src in suite_files(layer):
             target = dest / src.relative_to(layer)
             target.parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(src, target)
