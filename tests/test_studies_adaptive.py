@@ -243,6 +243,32 @@ def test_inconsistent_orderings_are_rejected() -> None:
         stop_estimates(design, [{"A": 2}, {"A": n_final}], [{"A": final}])
 
 
+def test_interval_rule_drops_the_inflation_only_for_a_target_that_ran_the_whole_schedule() -> None:
+    rng = np.random.default_rng(0)
+    p = rng.uniform(0.1, 0.9, 24)
+    out = rng.random((24, 16)) < p[:, None]
+
+    def looks(ns: list[int]) -> list[dict[str, AgentCounts]]:
+        return [{"A": _counts(n, out[:, :n].sum(axis=1).tolist())} for n in ns]
+
+    # reached max_n (a target no plan can meet): the default rule's variance is the spread alone,
+    # never above the midpoint's (below it here); the estimate does not depend on the rule
+    full = AdaptiveDesign(first=2, max_n=8, target_half_width=0.001)
+    spread = stop_estimates(full, [{"A": 2}, {"A": 8}], looks([2, 8]), seed=2, draws=64).agent("A").interval
+    mid = stop_estimates(full, [{"A": 2}, {"A": 8}], looks([2, 8]), seed=2, draws=64,
+                         interval_rule="midpoint").agent("A").interval
+    assert spread.value == mid.value and spread.se < mid.se
+    assert spread.high - spread.low == pytest.approx(2 * spread.critical * spread.se)
+    # stopped early (n = 4 of max_n 16): both rules give the midpoint
+    early = AdaptiveDesign(first=2, max_n=16, target_half_width=0.16)
+    assert dict(evaluate(early, looks([2])[0], [{"A": 2}]).advance) == {"A": 4}
+    a, b = (stop_estimates(early, [{"A": 2}, {"A": 4}], looks([2, 4]), seed=0, draws=64, interval_rule=r)
+            for r in ("full-schedule-spread", "midpoint"))
+    assert a == b
+    with pytest.raises(InvalidArgumentError, match=r"interval_rule must be one of .*'spread'"):
+        stop_estimates(full, [{"A": 2}, {"A": 8}], looks([2, 8]), interval_rule="spread")
+
+
 def make_suite(root: Path) -> Path:
     suite = root / "suite"
     (suite / "tasks").mkdir(parents=True)

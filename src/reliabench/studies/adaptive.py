@@ -717,7 +717,8 @@ def _draw_rates(scenario: Scenario, rng: np.random.Generator) -> FloatArray:
 
 
 def simulate_design(design: AdaptiveDesign, scenario: Scenario, *, runs: int = 2000,
-                    seed: int = 0, draws: int | None = None) -> SimulationResult:
+                    seed: int = 0, draws: int | None = None,
+                    interval_rule: str | None = None) -> SimulationResult:
     """Run ``design`` on ``runs`` simulated benchmarks and measure coverage, bias and savings.
 
     Each run draws per-task rates for every agent (Beta marginals, Gaussian copula), then
@@ -725,16 +726,18 @@ def simulate_design(design: AdaptiveDesign, scenario: Scenario, *, runs: int = 2
     rollouts; the fixed-n design sees all of them -- the same data, as in a real run where
     rollout i has the same seed in both designs. At the stop, the reported estimate and
     interval are ``reliabench.studies.adaptive_estimate.stop_estimates`` with ``draws``
-    orderings (default: what a real run uses), seeded from ``(seed, run)``.
+    orderings (default: what a real run uses), seeded from ``(seed, run)``, and
+    ``interval_rule`` (default: the one a real run uses).
 
     Returns:
         A ``SimulationResult``.
     """
-    from reliabench.studies.adaptive_estimate import DEFAULT_DRAWS, stop_estimates
+    from reliabench.studies.adaptive_estimate import DEFAULT_DRAWS, INTERVAL_RULES, stop_estimates
 
     if isinstance(runs, bool) or not isinstance(runs, int) or runs < 1:
         raise InvalidArgumentError(f"runs must be an integer >= 1, got {runs!r}")
     draws = DEFAULT_DRAWS if draws is None else draws
+    interval_rule = INTERVAL_RULES[0] if interval_rule is None else interval_rule
     names = [a.name for a in scenario.agents]
     for pair in design.settle:
         for agent in pair:
@@ -783,7 +786,8 @@ def simulate_design(design: AdaptiveDesign, scenario: Scenario, *, runs: int = 2
         used[r] = sum(history[-1].values()) / (design.max_n * len(names))
         fixed_counts = counts_at({a: design.max_n for a in names})
         rb_seed = int(np.random.SeedSequence([seed, r]).generate_state(1)[0])
-        rb = stop_estimates(design, history, [counts_at(h) for h in history], seed=rb_seed, draws=draws)
+        rb = stop_estimates(design, history, [counts_at(h) for h in history], seed=rb_seed, draws=draws,
+                            interval_rule=interval_rule)
         if rb.draws:
             acceptance.append(float(np.mean(list(rb.accepted.values()))) / rb.draws)
         rb_ivs = [x.interval for x in (rb.agents if design.mode == "half_width" else rb.pairs)]

@@ -133,7 +133,7 @@ class RayRolloutWorker:
         import ray
 
         self.slot = slot
-        self.node_ip: str = ray.util.get_node_ip_address()  # type: ignore[no-untyped-call]
+        self.node_ip: str = ray.util.get_node_ip_address()  # type: ignore[no-untyped-call,unused-ignore]
         self.node_id = ray.get_runtime_context().get_node_id()
         self.root: Path | None = None
         self.runner: RolloutRunner | None = None

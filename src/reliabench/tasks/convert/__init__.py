@@ -230,7 +230,7 @@ def declare_reference_findings(suite: Suite) -> dict[str, tuple[str, ...]]:
 
 def write_converted_suite(source: Path, out: Path, options: ConvertOptions,
                           build: Callable[[JsonRecord], tuple[TaskFiles, int] | str], *,
-                          name: str, description: str) -> ConversionResult:
+                          description: str, name: str | None = None) -> ConversionResult:
     """What every converter's ``convert`` does: one task per line of ``source``, then ``suite.toml``.
 
     Args:
@@ -238,11 +238,13 @@ def write_converted_suite(source: Path, out: Path, options: ConvertOptions,
         out: The suite directory.
         options: The conversion options (``limit`` is applied here).
         build: Line -> ``(task, number of tests)``, or a note saying why the line is skipped.
-        name: The suite's name.
         description: The suite's description.
+        name: The suite's name when ``options.name`` is not given (default: from the source's
+            file name, e.g. ``mbpp.jsonl`` -> ``mbpp``).
     """
     from reliabench.tasks.convert._common import write_suite, write_tasks
 
+    name = options.name or name or task_id_for(source.name.split(".")[0]).lower()
     done = write_tasks(source, out, build, options.limit)
     write_suite(out, name=name, version="1", description=description)
     return ConversionResult(out, name, done.tasks, source, done.tests, done.notes)

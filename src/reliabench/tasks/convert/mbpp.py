@@ -111,8 +111,7 @@ class MbppConverter:
 
     def convert(self, source: Path, out: Path, options: ConvertOptions) -> ConversionResult:
         """Write one task per line of ``source`` into ``out``."""
-        name = options.name or task_id_for(source.name.split(".")[0]).lower()
         return write_converted_suite(
-            source, out, options, lambda rec: mbpp_task(rec, options), name=name, description=(
+            source, out, options, lambda rec: mbpp_task(rec, options), description=(
                 f"MBPP-shaped problems converted from {source.name} by `reliabench suites import mbpp`; "
                 "one plain test per assert of test_list, verdict identical to the MBPP harness's."))

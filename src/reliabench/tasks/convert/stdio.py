@@ -190,8 +190,7 @@ class StdioConverter:
 
     def convert(self, source: Path, out: Path, options: ConvertOptions) -> ConversionResult:
         """Write one stdio task per convertible line of ``source`` into ``out``."""
-        name = options.name or task_id_for(source.name.split(".")[0]).lower()
         return write_converted_suite(
-            source, out, options, lambda rec: stdio_task(rec, options), name=name,
+            source, out, options, lambda rec: stdio_task(rec, options),
             description=(f"stdin/stdout problems converted from {source.name} by "
                          "`reliabench suites import stdio`."))
