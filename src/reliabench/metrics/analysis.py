@@ -25,6 +25,7 @@ import numpy as np
 import numpy.typing as npt
 
 from reliabench.errors import InvalidArgumentError
+from reliabench.metrics.arrays import FloatArray, IntArray
 from reliabench.metrics.costs import AgentCost, cost_summary
 from reliabench.metrics.estimators import misapplied_pass_at_k, pass_at_k, pass_hat_k
 from reliabench.metrics.security import (
@@ -51,8 +52,6 @@ __all__ = [
     "score_counts",
 ]
 
-IntArray = npt.NDArray[np.int64]
-FloatArray = npt.NDArray[np.float64]
 
 
 @dataclass(frozen=True)

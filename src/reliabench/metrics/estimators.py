@@ -30,12 +30,12 @@ import numpy.typing as npt
 from scipy.special import gammaln
 
 from reliabench.errors import InvalidArgumentError
+from reliabench.metrics.arrays import FloatArray
 
 __all__ = ["misapplied_pass_at_k", "pass_at_k", "pass_hat_k"]
 
 KExceedsN = Literal["raise", "nan"]
 ArrayLike = npt.ArrayLike
-FloatArray = npt.NDArray[np.float64]
 
 _DIRECT_MAX_M = 1 << 16  # rows with more factors use the log-gamma form
 _CHUNK = 1 << 22  # factors expanded per batch (bounds memory)

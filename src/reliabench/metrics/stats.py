@@ -13,10 +13,10 @@ import numpy as np
 import numpy.typing as npt
 
 from reliabench.errors import InvalidArgumentError
+from reliabench.metrics.arrays import FloatArray
 
 __all__ = ["BootstrapCI", "bootstrap_task_means", "resample_weights", "sign_flip_p_values"]
 
-FloatArray = npt.NDArray[np.float64]
 
 
 @dataclass(frozen=True, slots=True)

@@ -59,6 +59,7 @@ import numpy.typing as npt
 from scipy import special, stats
 
 from reliabench.errors import InvalidArgumentError
+from reliabench.metrics.arrays import FloatArray, IntArray
 from reliabench.metrics.estimators import pass_at_k
 from reliabench.studies.planning import AgentModel, fit_counts, variance_components
 
@@ -82,8 +83,6 @@ __all__ = [
     "simulate_design",
 ]
 
-IntArray = npt.NDArray[np.int64]
-FloatArray = npt.NDArray[np.float64]
 DECISIONS = ("a_better", "b_better", "equivalent", "open")
 _GRID = 201
 _MIN_INFO_STEP = 1.01  # looks whose information grows by less than 1% count as one look

@@ -75,10 +75,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
-import numpy.typing as npt
 from scipy import stats
 
 from reliabench.errors import InvalidArgumentError
+from reliabench.metrics.arrays import FloatArray, IntArray
 from reliabench.metrics.estimators import pass_at_k
 from reliabench.studies.adaptive import AdaptiveDesign, AgentCounts, Interval, evaluate
 
@@ -87,8 +87,6 @@ __all__ = ["DEFAULT_DRAWS", "INTERVAL_RULES", "StopEstimate", "StopEstimates", "
 DEFAULT_DRAWS = 32
 INTERVAL_RULES = ("full-schedule-spread", "midpoint")
 """Variance rules of the interval at the stop (the module docstring); the first is the default."""
-FloatArray = npt.NDArray[np.float64]
-IntArray = npt.NDArray[np.int64]
 
 
 @dataclass(frozen=True, slots=True)

@@ -32,6 +32,7 @@ import numpy.typing as npt
 
 from reliabench.errors import InvalidArgumentError
 from reliabench.metrics.analysis import CountTable, count_pairs
+from reliabench.metrics.arrays import FloatArray
 from reliabench.metrics.estimators import pass_at_k
 from reliabench.metrics.stats import resample_weights, sign_flip_p_values
 from reliabench.records import Rollout
@@ -44,7 +45,6 @@ __all__ = [
     "rank_first",
 ]
 
-FloatArray = npt.NDArray[np.float64]
 
 
 @dataclass(frozen=True, slots=True)

@@ -40,11 +40,11 @@ from dataclasses import asdict, dataclass
 from typing import Final
 
 import numpy as np
-import numpy.typing as npt
 from scipy import stats as sps
 
 from reliabench.errors import InvalidArgumentError
 from reliabench.metrics.analysis import CountTable, count_pairs
+from reliabench.metrics.arrays import FloatArray
 from reliabench.metrics.estimators import pass_at_k
 from reliabench.metrics.stats import resample_weights
 from reliabench.records import Rollout
@@ -64,7 +64,6 @@ LEVELS: Final = ("pairs", "agents")
 STATISTICS: Final = ("spearman", "kendall")
 _BATCH: Final = 256  # bootstrap resamples per vectorized batch
 
-FloatArray = npt.NDArray[np.float64]
 
 
 @dataclass(frozen=True, slots=True)

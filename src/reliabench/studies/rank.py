@@ -70,6 +70,7 @@ from scipy import stats as sps
 
 from reliabench.errors import InvalidArgumentError
 from reliabench.metrics.analysis import CountTable, count_pairs
+from reliabench.metrics.arrays import FloatArray, IntArray
 from reliabench.metrics.estimators import pass_at_k, pass_hat_k
 from reliabench.metrics.stats import resample_weights, sign_flip_p_values
 from reliabench.records import Rollout
@@ -104,9 +105,6 @@ _CORRECTION_LABEL: Final = {
 }
 _TOL: Final = 1e-12
 
-FloatArray = npt.NDArray[np.float64]
-IntArray = npt.NDArray[np.int64]
-BoolArray = npt.NDArray[np.bool_]
 
 
 @dataclass(frozen=True, slots=True)

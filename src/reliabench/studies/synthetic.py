@@ -69,6 +69,7 @@ from scipy.special import expit, logit
 from reliabench.errors import ConfigError, InvalidArgumentError
 from reliabench.files.toml import read_toml, tomllib
 from reliabench.metrics.analysis import CountTable, ScoreReport, parse_ks, score_counts
+from reliabench.metrics.arrays import FloatArray, IntArray
 from reliabench.records import Rollout
 from reliabench.studies.proxy_validity import ProxyStudy, proxy_study
 
@@ -97,8 +98,6 @@ DEFAULT_CONFIG_RESOURCE: Final = "simulate_default.toml"
 MAX_ROLLOUTS: Final = 10**8  # tasks x agents x rollouts (int32 counts: 400 MB at most)
 _BLOCK_ROLLOUTS: Final = 1 << 18  # rollouts generated per block (bounds working memory)
 
-IntArray = npt.NDArray[np.int64]
-FloatArray = npt.NDArray[np.float64]
 
 # name -> (kind, description); kind is "int" or "float". The order is the documented order.
 PARAMETERS: Final[Mapping[str, tuple[str, str]]] = MappingProxyType({
