@@ -8,7 +8,7 @@ import sys
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import pytest
 
@@ -18,6 +18,16 @@ from reliabench.sandbox import SandboxBackend, get_backend, slot_uid, slots
 
 _WARM: dict[str, Any] = {}
 
+IN_CI = os.environ.get("CI", "").lower() not in ("", "0", "false")
+"""In CI a containment path that cannot run is a failure, not a skip: the corpus must run there."""
+
+
+def skip_or_fail_in_ci(reason: str) -> NoReturn:
+    """Skip with ``reason`` locally; fail in CI, where every built-in execution path must work."""
+    if IN_CI:
+        pytest.fail(f"{reason} (CI must run every containment path: install what is missing)")
+    pytest.skip(reason)
+
 
 def warm_or_skip(kind: str = "tests") -> Any:
     """The process-wide warm test workers (``tests``) or warm backend (``backend``), or skip."""
@@ -25,7 +35,7 @@ def warm_or_skip(kind: str = "tests") -> Any:
 
     why = warm_unavailable_reason()
     if why is not None:
-        pytest.skip(f"warm test workers unavailable here: {why}")
+        skip_or_fail_in_ci(f"warm test workers unavailable here: {why}")
     if not _WARM:
         from reliabench.warm import WarmTests, WarmWorkers
         from reliabench.warm.backend import WarmBackend
@@ -47,7 +57,7 @@ def backend_or_skip(name: str) -> SandboxBackend:
             warnings.simplefilter("ignore", RuntimeWarning)
             return get_backend(name)
     except SandboxError as exc:
-        pytest.skip(f"{name} backend unavailable here: {exc}")
+        skip_or_fail_in_ci(f"{name} backend unavailable here: {exc}")
 
 
 def python_for(backend: SandboxBackend, slot: int) -> str:
