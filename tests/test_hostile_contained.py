@@ -22,7 +22,9 @@ from __future__ import annotations
 
 import os
 import textwrap
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 from sandbox_helpers import HIDDEN_TEST_PATHS, HiddenTestPath, hidden_test_path_or_skip
@@ -45,20 +47,38 @@ TESTS = textwrap.dedent("""
         assert add(2, 2) == 4
 """)
 NAMES = ("test_adder.py::test_small", "test_adder.py::test_zero")
-ISOLATING_PATHS = tuple(p for p in HIDDEN_TEST_PATHS if p != "none")
+# the warm path twice: pytest in the fork, and the lean runner of `test_runner = "plain"`
+PATHS = (*HIDDEN_TEST_PATHS, "warm-plain")
+ISOLATING_PATHS = tuple(p for p in PATHS if p != "none")
 
 
-@pytest.fixture(params=HIDDEN_TEST_PATHS)
-def test_path(request: pytest.FixtureRequest) -> HiddenTestPath:
-    return hidden_test_path_or_skip(request.param, SLOT)
+@dataclass(frozen=True)
+class Path_:
+    """A hidden-test path and the test runner to ask it for."""
+
+    path: HiddenTestPath
+    runner: str
+
+    def run(self, workspace: Path, tests_dir: Path, **kw: Any) -> HiddenTestRun:
+        return self.path.run(workspace, tests_dir, test_runner=self.runner, **kw)
+
+
+def _path(name: str) -> Path_:
+    runner = "plain" if name.endswith("-plain") else "pytest"
+    return Path_(hidden_test_path_or_skip(name.removesuffix("-plain"), SLOT), runner)
+
+
+@pytest.fixture(params=PATHS)
+def test_path(request: pytest.FixtureRequest) -> Path_:
+    return _path(request.param)
 
 
 @pytest.fixture(params=ISOLATING_PATHS)
-def isolating_path(request: pytest.FixtureRequest) -> HiddenTestPath:
-    return hidden_test_path_or_skip(request.param, SLOT)
+def isolating_path(request: pytest.FixtureRequest) -> Path_:
+    return _path(request.param)
 
 
-def _rollout(path: HiddenTestPath, base: Path, files: dict[str, str], *, name: str = "ws",
+def _rollout(path: Path_, base: Path, files: dict[str, str], *, name: str = "ws",
              tests: str = TESTS, names: tuple[str, ...] = NAMES,
              limits: Limits = LIMITS) -> HiddenTestRun:
     """Run the hidden tests on a workspace holding ``files`` (``adder.py`` defaults to WRONG)."""
@@ -98,7 +118,7 @@ FORGER = """
 # --------------------------------------------------------------------------------------------
 
 
-def test_a_fake_pytest11_entry_point_is_never_loaded(test_path: HiddenTestPath, base: Path) -> None:
+def test_a_fake_pytest11_entry_point_is_never_loaded(test_path: Path_, base: Path) -> None:
     run = _rollout(test_path, base, {
         "evilplug.py": FORGER + "\ndef pytest_collection_modifyitems(items):\n    items.clear()\n",
         "evilplug-1.0.dist-info/METADATA": "Metadata-Version: 2.1\nName: evilplug\nVersion: 1.0\n",
@@ -110,7 +130,7 @@ def test_a_fake_pytest11_entry_point_is_never_loaded(test_path: HiddenTestPath, 
 
 
 @pytest.mark.parametrize("hook", ["sitecustomize.py", "usercustomize.py", "evil.pth"])
-def test_site_hooks_in_the_workspace_do_not_run(test_path: HiddenTestPath, base: Path,
+def test_site_hooks_in_the_workspace_do_not_run(test_path: Path_, base: Path,
                                                 hook: str) -> None:
     text = "import evilhook\n" if hook.endswith(".pth") else FORGER
     run = _rollout(test_path, base, {hook: text, "evilhook.py": FORGER})
@@ -123,7 +143,7 @@ STDLIB_NAMES = ("json", "os", "re", "sys", "io", "abc", "enum", "types", "typing
                 "hashlib", "random")
 
 
-def test_stdlib_named_modules_shadow_nothing(test_path: HiddenTestPath, base: Path) -> None:
+def test_stdlib_named_modules_shadow_nothing(test_path: Path_, base: Path) -> None:
     # 18 modules named like the standard library, each forging if imported and then breaking
     shadow = FORGER + "\nraise SystemExit('shadowed stdlib module imported')\n"
     files = {f"{name}.py": shadow for name in STDLIB_NAMES}
@@ -189,7 +209,7 @@ LOOK_FOR_LEFTOVERS = textwrap.dedent("""
 LEFTOVER_NAMES = ("test_adder.py::test_small", "test_adder.py::test_nothing_left")
 
 
-def test_leftovers_of_a_rollout_never_reach_the_next(isolating_path: HiddenTestPath,
+def test_leftovers_of_a_rollout_never_reach_the_next(isolating_path: Path_,
                                                      base: Path) -> None:
     first = _rollout(isolating_path, base, {"adder.py": LEAVE_BEHIND}, name="first")
     assert first.status == "completed", first.reason
@@ -215,7 +235,7 @@ KILL_EVERYTHING = """
 """
 
 
-def test_signals_to_every_pid_end_only_the_rollout(isolating_path: HiddenTestPath,
+def test_signals_to_every_pid_end_only_the_rollout(isolating_path: Path_,
                                                    base: Path) -> None:
     run = _rollout(isolating_path, base, {"adder.py": KILL_EVERYTHING}, name="killer")
     # kill(-1) spares the caller: whatever else it ended was the rollout's own (its verdicts
@@ -242,7 +262,7 @@ FLOOD = """
 """
 
 
-def test_a_45mb_flood_of_every_descriptor_forges_nothing(test_path: HiddenTestPath,
+def test_a_45mb_flood_of_every_descriptor_forges_nothing(test_path: Path_,
                                                          base: Path) -> None:
     run = _rollout(test_path, base, {"adder.py": FLOOD},
                    limits=Limits(wall_s=60.0, cpu_s=60.0))
@@ -263,7 +283,7 @@ ZOO = {
 
 @pytest.mark.parametrize("where", ["call", "import"])
 @pytest.mark.parametrize("exc", sorted(ZOO))
-def test_the_baseexception_zoo_is_a_failure_of_the_rollout(test_path: HiddenTestPath, base: Path,
+def test_the_baseexception_zoo_is_a_failure_of_the_rollout(test_path: Path_, base: Path,
                                                            exc: str, where: str) -> None:
     if where == "call":
         solution = f"def add(a, b):\n    raise {ZOO[exc]}\n"
