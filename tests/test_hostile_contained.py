@@ -293,3 +293,54 @@ def test_the_baseexception_zoo_is_a_failure_of_the_rollout(test_path: Path_, bas
     # never test_error: that would become infra_error and leave the agent's n
     assert run.status == "completed", run.reason
     assert _verdicts(run) == ["failed", "failed"], run.log
+
+
+# --------------------------------------------------------------------------------------------
+# own attack class: an agent with the host's file view copies the reference solution
+# --------------------------------------------------------------------------------------------
+
+COPYCAT = """\
+import os
+# look for the task's reference solution anywhere the agent's uid can read
+for root, dirs, files in os.walk("{root}"):
+    if root.endswith(os.sep + "solution") and "adder.py" in files:
+        with open(os.path.join(root, "adder.py")) as src, open("adder.py", "w") as dst:
+            dst.write(src.read())
+        break
+"""
+
+
+@pytest.mark.parametrize("sandbox", ["bubblewrap", "namespaces"])
+def test_a_copied_reference_is_either_unreachable_or_disclosed(base: Path, sandbox: str) -> None:
+    from sandbox_helpers import backend_or_skip, python_for
+    from suite_helpers import write_adder_suite
+
+    from reliabench.agents.command import CommandAgent
+    from reliabench.metrics.analysis import score
+    from reliabench.run.runner import RunSettings, run_suite
+    from reliabench.store import RunStore
+    from reliabench.tasks.suite import load_suite
+
+    backend = backend_or_skip(sandbox)
+    # a world-readable copy of the suite somewhere on the host (an installed package, a checkout)
+    os.chmod(base, 0o755)
+    suite_dir = write_adder_suite(base, "copy", TESTS, solution=GOOD, world_readable=True)
+    script = base / "copycat.py"
+    script.write_text(COPYCAT.format(root=base))
+    os.chmod(script, 0o644)
+    agent = CommandAgent("copycat", [python_for(backend, SLOT), str(script)], sandbox=sandbox,
+                         readonly=(script,), timeout_s=60)
+    run_suite(load_suite(suite_dir), [agent], base / "run",
+              RunSettings(n=1, sandbox=sandbox, scanners=("bandit",), limits=LIMITS))
+    with RunStore.open_existing(base / "run", readonly=True) as store:
+        (r,) = store.rollouts()
+    notes = score([r]).notes
+    if sandbox == "bubblewrap":
+        # a private file-system view: nothing of the host's copy is reachable
+        assert not r.passes, r.meta
+        assert not any("no private file-system view" in n for n in notes)
+    else:
+        # the host's view: the copy works, and every score says the passes cannot rule it out
+        assert r.passes, r.meta
+        assert any("copycat: the agent phase of 1 of 1 rollout(s) ran with no private "
+                   "file-system view" in n for n in notes), notes

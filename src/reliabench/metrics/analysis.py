@@ -44,7 +44,9 @@ __all__ = [
     "Estimate",
     "RankingChange",
     "ScoreReport",
+    "HOST_VIEW_ISOLATIONS",
     "count_pairs",
+    "host_view_notes",
     "metric_names",
     "parse_ks",
     "ranking_change",
@@ -314,7 +316,41 @@ def score(
     table = count_pairs(records, threshold=threshold, finding_filter=finding_filter)
     report = score_counts(table, ks, threshold=threshold, confidence=confidence,
                           n_resamples=n_resamples, seed=seed)
-    return replace(report, costs=cost_summary(records))
+    return replace(report, costs=cost_summary(records),
+                   notes=report.notes + host_view_notes(records))
+
+
+HOST_VIEW_ISOLATIONS: frozenset[str] = frozenset({"namespaces", "none"})
+"""Sandbox levels with no private file-system view (docs/threat-model.md, isolation levels)."""
+
+
+def host_view_notes(records: Iterable[Rollout]) -> tuple[str, ...]:
+    """One note per agent whose agent phase could read the host's world-readable files.
+
+    Under ``namespaces`` and ``none`` the agent phase sees the host's file system, so an agent
+    can copy a task's reference solution or read its hidden tests from any world-readable copy
+    (an installed package, another checkout). Its passes cannot rule out copying; the note says
+    how many rollouts that concerns. The agent phase's level is ``meta["isolation"]`` (written by
+    the ``command`` kind); records without it (imports, in-process agents) are not counted.
+
+    Example:
+        >>> r = Rollout("t", "a", 0, verdict=True, meta={"isolation": "namespaces"})
+        >>> host_view_notes([r, Rollout("t", "a", 1, verdict=True)])[0][:40]
+        'a: the agent phase of 1 of 2 rollout(s) '
+    """
+    seen: dict[str, list[int]] = {}
+    for r in records:
+        counts = seen.setdefault(r.agent, [0, 0])
+        counts[1] += 1
+        if str(r.meta.get("isolation", "")) in HOST_VIEW_ISOLATIONS:
+            counts[0] += 1
+    return tuple(
+        f"{agent}: the agent phase of {weak} of {total} rollout(s) ran with no private "
+        "file-system view (namespaces or none): it could read world-readable host files, a "
+        "task's reference solution and hidden tests included, so its passes cannot rule out "
+        "copying (use bubblewrap)"
+        for agent, (weak, total) in sorted(seen.items()) if weak
+    )
 
 
 def score_counts(
