@@ -10,13 +10,22 @@ from __future__ import annotations
 import os
 import textwrap
 from collections.abc import Collection
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from sandbox_helpers import HIDDEN_TEST_PATHS, HiddenTestPath, hidden_test_path_or_skip
+from sandbox_helpers import (
+    HIDDEN_TEST_PATHS,
+    HiddenTestPath,
+    backend_or_skip,
+    hidden_test_path_or_skip,
+    warm_or_skip,
+)
+from suite_helpers import write_adder_suite
 
+from reliabench.agents.base import AgentRequest, AgentResult
 from reliabench.hidden_tests.fresh import HiddenTestRun
 from reliabench.hidden_tests.skips import (
     REPORTED_OUTCOMES,
@@ -28,7 +37,10 @@ from reliabench.hidden_tests.skips import (
 )
 from reliabench.meta_keys import TestRunner
 from reliabench.records import Rollout, TestOutcome
+from reliabench.run.runner import RunSettings, run_suite
 from reliabench.sandbox import Limits
+from reliabench.store import RunStore
+from reliabench.tasks.suite import load_suite
 
 SLOT = 10
 LIMITS = Limits(wall_s=30.0, cpu_s=30.0)
@@ -151,6 +163,65 @@ def test_a_declared_skip_keeps_counting_as_skipped(path: tuple[HiddenTestPath, T
     run = _run(path, base2, good, tests)
     assert [o.outcome for o in run.outcomes] == ["passed", "failed"]
     assert run.undeclared_skips == (NAMES[1],)
+
+
+@dataclass
+class SkippingAgent:
+    """An in-process agent whose adder.py is right once and skips every other test."""
+
+    attack: str
+    name: str = "skipper"
+    kind: str = "python"
+    simulated: bool = False
+
+    def run(self, request: AgentRequest) -> AgentResult:
+        (request.workspace / "adder.py").write_text(SKIP_ATTACKS[self.attack])
+        return AgentResult(status="completed")
+
+
+@pytest.mark.parametrize(("sandbox", "test_workers", "runner"), [
+    ("bubblewrap", "fresh", "pytest"), ("namespaces", "fresh", "pytest"),
+    ("bubblewrap", "warm", "pytest"), ("bubblewrap", "warm", "plain")])
+def test_a_run_records_the_skipping_rollout_as_a_flagged_failure(base: Path, sandbox: str, test_workers: str,
+                                                                 runner: str) -> None:
+    backend_or_skip(sandbox)
+    if test_workers == "warm":
+        warm_or_skip()
+    suite_dir = write_adder_suite(base, "skips", TESTS, world_readable=True)
+    if runner == "plain":
+        toml = suite_dir / "tasks" / "adder" / "task.toml"
+        toml.write_text(toml.read_text() + 'test_runner = "plain"\n')
+    settings = RunSettings(n=2, sandbox=sandbox, scanners=(), limits=LIMITS, test_workers=test_workers)
+    summary = run_suite(load_suite(suite_dir), [SkippingAgent("unittest-skiptest")], base / "run", settings)
+    assert (summary.executed, summary.passed, summary.infra_errors) == (2, 0, 0)
+    with RunStore.open_existing(base / "run", readonly=True) as store:
+        records = store.rollouts()
+    for r in records:
+        assert r.status == "completed" and not r.passes
+        assert [(t.name, t.outcome) for t in r.tests or ()] == [(NAMES[0], "passed"), (NAMES[1], "failed")]
+        assert r.meta["undeclared_skips"] == [NAMES[1]]
+        assert "allowed_skips" in r.meta["reason"]
+        assert r.meta["test_path"] == test_workers and r.meta["test_runner"] == runner
+
+
+@pytest.mark.parametrize("declared", [False, True])
+def test_a_retest_grades_skips_by_the_same_rule(base: Path, declared: bool) -> None:
+    from reliabench.run.retest import retest_files
+
+    backend = backend_or_skip("bubblewrap")
+    suite_dir = write_adder_suite(base, "skips", TESTS, world_readable=True)
+    if declared:
+        toml = suite_dir / "tasks" / "adder" / "task.toml"
+        toml.write_text(toml.read_text() + f'allowed_skips = ["{NAMES[1]}"]\n')
+    task = load_suite(suite_dir).task("adder")
+    rollout = Rollout("adder", "skipper", 0, tests=(), meta={"changed_files": ["adder.py"], "deleted_files": []})
+    expected = tuple(TestOutcome(n, "skipped") for n in NAMES)
+    scratch = base / "scratch"
+    scratch.mkdir()
+    os.chmod(scratch, 0o711)
+    (rerun,) = retest_files(task, rollout, {"adder.py": SKIP_ATTACKS["pytest-skip"].encode()}, reps=[0],
+                            expected=expected, backend=backend, limits=LIMITS, slot=SLOT, scratch=scratch)
+    assert [t.outcome for t in rerun.tests] == ["passed", "skipped" if declared else "failed"], rerun.reason
 
 
 # ------------------------------------------------------------------------------------------
