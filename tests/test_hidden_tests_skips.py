@@ -204,6 +204,40 @@ def test_a_run_records_the_skipping_rollout_as_a_flagged_failure(base: Path, san
         assert r.meta["test_path"] == test_workers and r.meta["test_runner"] == runner
 
 
+@dataclass
+class GoodAgent:
+    """An in-process agent that writes the right adder.py."""
+
+    name: str = "good"
+    kind: str = "python"
+    simulated: bool = False
+
+    def run(self, request: AgentRequest) -> AgentResult:
+        (request.workspace / "adder.py").write_text("def add(a, b):\n    return a + b\n")
+        return AgentResult(status="completed")
+
+
+@pytest.mark.parametrize(("sandbox", "test_workers", "runner"), [
+    ("bubblewrap", "fresh", "pytest"), ("bubblewrap", "warm", "plain")])
+def test_a_run_keeps_the_skip_its_task_declares(base: Path, sandbox: str, test_workers: str,
+                                                runner: str) -> None:
+    backend_or_skip(sandbox)
+    if test_workers == "warm":
+        warm_or_skip()
+    tests = "import pytest\n" + TESTS.replace("def test_zero():\n",
+                                               "def test_zero():\n    pytest.skip('needs a GPU')\n")
+    suite_dir = write_adder_suite(base, "skips", tests, world_readable=True)
+    toml = suite_dir / "tasks" / "adder" / "task.toml"
+    toml.write_text(toml.read_text() + f'test_runner = "{runner}"\nallowed_skips = ["{NAMES[1]}"]\n')
+    settings = RunSettings(n=1, sandbox=sandbox, scanners=(), limits=LIMITS, test_workers=test_workers)
+    summary = run_suite(load_suite(suite_dir), [GoodAgent()], base / "run", settings)
+    assert (summary.executed, summary.passed) == (1, 1)
+    with RunStore.open_existing(base / "run", readonly=True) as store:
+        (r,) = store.rollouts()
+    assert [t.outcome for t in r.tests or ()] == ["passed", "skipped"] and r.passes
+    assert "undeclared_skips" not in r.meta
+
+
 @pytest.mark.parametrize("declared", [False, True])
 def test_a_retest_grades_skips_by_the_same_rule(base: Path, declared: bool) -> None:
     from reliabench.run.retest import retest_files
