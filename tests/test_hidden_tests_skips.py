@@ -166,17 +166,33 @@ def test_a_declared_skip_keeps_counting_as_skipped(path: tuple[HiddenTestPath, T
 
 
 @dataclass
-class SkippingAgent:
-    """An in-process agent whose adder.py is right once and skips every other test."""
+class WritingAgent:
+    """An in-process agent that writes ``solution`` as adder.py."""
 
-    attack: str
-    name: str = "skipper"
+    solution: str
+    name: str = "writer"
     kind: str = "python"
     simulated: bool = False
 
     def run(self, request: AgentRequest) -> AgentResult:
-        (request.workspace / "adder.py").write_text(SKIP_ATTACKS[self.attack])
+        (request.workspace / "adder.py").write_text(self.solution)
         return AgentResult(status="completed")
+
+
+def _run_suite(base: Path, tests: str, solution: str, *, sandbox: str, test_workers: str, toml: str,
+               n: int) -> tuple[int, int, int, list[Rollout]]:
+    """Run a one-task adder suite (``toml`` appended to its task.toml): executed, passed, infra, records."""
+    backend_or_skip(sandbox)
+    if test_workers == "warm":
+        warm_or_skip()
+    suite_dir = write_adder_suite(base, "skips", tests, world_readable=True)
+    task_toml = suite_dir / "tasks" / "adder" / "task.toml"
+    task_toml.write_text(task_toml.read_text() + toml)
+    settings = RunSettings(n=n, sandbox=sandbox, scanners=(), limits=LIMITS, test_workers=test_workers)
+    summary = run_suite(load_suite(suite_dir), [WritingAgent(solution)], base / "run", settings)
+    with RunStore.open_existing(base / "run", readonly=True) as store:
+        records = store.rollouts()
+    return summary.executed, summary.passed, summary.infra_errors, records
 
 
 @pytest.mark.parametrize(("sandbox", "test_workers", "runner"), [
@@ -184,18 +200,9 @@ class SkippingAgent:
     ("bubblewrap", "warm", "pytest"), ("bubblewrap", "warm", "plain")])
 def test_a_run_records_the_skipping_rollout_as_a_flagged_failure(base: Path, sandbox: str, test_workers: str,
                                                                  runner: str) -> None:
-    backend_or_skip(sandbox)
-    if test_workers == "warm":
-        warm_or_skip()
-    suite_dir = write_adder_suite(base, "skips", TESTS, world_readable=True)
-    if runner == "plain":
-        toml = suite_dir / "tasks" / "adder" / "task.toml"
-        toml.write_text(toml.read_text() + 'test_runner = "plain"\n')
-    settings = RunSettings(n=2, sandbox=sandbox, scanners=(), limits=LIMITS, test_workers=test_workers)
-    summary = run_suite(load_suite(suite_dir), [SkippingAgent("unittest-skiptest")], base / "run", settings)
-    assert (summary.executed, summary.passed, summary.infra_errors) == (2, 0, 0)
-    with RunStore.open_existing(base / "run", readonly=True) as store:
-        records = store.rollouts()
+    *counts, records = _run_suite(base, TESTS, SKIP_ATTACKS["unittest-skiptest"], sandbox=sandbox,
+                                  test_workers=test_workers, toml=f'test_runner = "{runner}"\n', n=2)
+    assert counts == [2, 0, 0]
     for r in records:
         assert r.status == "completed" and not r.passes
         assert [(t.name, t.outcome) for t in r.tests or ()] == [(NAMES[0], "passed"), (NAMES[1], "failed")]
@@ -204,36 +211,16 @@ def test_a_run_records_the_skipping_rollout_as_a_flagged_failure(base: Path, san
         assert r.meta["test_path"] == test_workers and r.meta["test_runner"] == runner
 
 
-@dataclass
-class GoodAgent:
-    """An in-process agent that writes the right adder.py."""
-
-    name: str = "good"
-    kind: str = "python"
-    simulated: bool = False
-
-    def run(self, request: AgentRequest) -> AgentResult:
-        (request.workspace / "adder.py").write_text("def add(a, b):\n    return a + b\n")
-        return AgentResult(status="completed")
-
-
 @pytest.mark.parametrize(("sandbox", "test_workers", "runner"), [
     ("bubblewrap", "fresh", "pytest"), ("bubblewrap", "warm", "plain")])
 def test_a_run_keeps_the_skip_its_task_declares(base: Path, sandbox: str, test_workers: str,
                                                 runner: str) -> None:
-    backend_or_skip(sandbox)
-    if test_workers == "warm":
-        warm_or_skip()
     tests = "import pytest\n" + TESTS.replace("def test_zero():\n",
                                                "def test_zero():\n    pytest.skip('needs a GPU')\n")
-    suite_dir = write_adder_suite(base, "skips", tests, world_readable=True)
-    toml = suite_dir / "tasks" / "adder" / "task.toml"
-    toml.write_text(toml.read_text() + f'test_runner = "{runner}"\nallowed_skips = ["{NAMES[1]}"]\n')
-    settings = RunSettings(n=1, sandbox=sandbox, scanners=(), limits=LIMITS, test_workers=test_workers)
-    summary = run_suite(load_suite(suite_dir), [GoodAgent()], base / "run", settings)
-    assert (summary.executed, summary.passed) == (1, 1)
-    with RunStore.open_existing(base / "run", readonly=True) as store:
-        (r,) = store.rollouts()
+    *counts, (r,) = _run_suite(base, tests, "def add(a, b):\n    return a + b\n", sandbox=sandbox,
+                               test_workers=test_workers, n=1,
+                               toml=f'test_runner = "{runner}"\nallowed_skips = ["{NAMES[1]}"]\n')
+    assert counts == [1, 1, 0]
     assert [t.outcome for t in r.tests or ()] == ["passed", "skipped"] and r.passes
     assert "undeclared_skips" not in r.meta
 
