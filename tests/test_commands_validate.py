@@ -59,3 +59,40 @@ def test_task_selection_and_usage_errors(suite: Path, capsys: pytest.CaptureFixt
     err = capsys.readouterr().err
     assert "missing-suite" in err and "Traceback" not in err
     assert main(["validate", str(suite), "--workers", "0"]) == 2
+
+
+def _skip_zero(suite: Path, allowed: str | None) -> Path:
+    """The task's own test_zero skips; ``allowed`` is its ``allowed_skips`` line (None: none)."""
+    task = suite / "tasks" / "adder"
+    test_file = task / "tests" / "test_adder.py"
+    test_file.write_text(test_file.read_text().replace(
+        "def test_zero():\n", "def test_zero():\n    pytest.skip('needs a GPU')\n"))
+    toml = task / "task.toml"
+    if allowed is not None:
+        toml.write_text(toml.read_text() + allowed + "\n")
+    return toml
+
+
+def test_a_skip_the_reference_takes_must_be_declared(suite: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    toml = _skip_zero(suite, None)
+    assert main(["validate", str(suite), "--workers", "1", "--sandbox", "bubblewrap"]) == 1
+    err = " ".join(capsys.readouterr().err.split())
+    assert (f"{toml}: the reference skips or xfails 1 hidden test(s) the task does not declare "
+            "(test_adder.py::test_zero)") in " ".join(err.split())
+    assert 'add to task.toml: allowed_skips = ["test_adder.py::test_zero"]' in err
+    assert "reference fails" not in err  # said once, as what to declare
+    # declared as validate says: valid, and the skip counts neither way
+    toml.write_text(toml.read_text() + 'allowed_skips = ["test_adder.py::test_zero"]\n')
+    assert main(["validate", str(suite), "--workers", "1", "--sandbox", "bubblewrap"]) == 0
+    assert "problem:" not in capsys.readouterr().err
+
+
+def test_a_declared_skip_the_reference_does_not_take_is_a_problem(suite: Path,
+                                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    toml = suite / "tasks" / "adder" / "task.toml"
+    toml.write_text(toml.read_text() + 'allowed_skips = ["test_adder.py::test_small", "test_adder.py::nope"]\n')
+    assert main(["validate", str(suite), "--workers", "1", "--sandbox", "bubblewrap"]) == 1
+    err = " ".join(capsys.readouterr().err.split())
+    assert f"{toml}: allowed_skips: 'test_adder.py::nope' names no hidden test" in err
+    assert (f"{toml}: allowed_skips: the reference does not skip test_adder.py::test_small, "
+            "test_adder.py::nope; remove it (a declared skip lets any rollout skip that test)") in err

@@ -196,3 +196,14 @@ def test_an_outcome_writes_and_reads_back(tmp_path: Path) -> None:
     stored = artifacts.StoredArtifacts(tmp_path / "a")
     assert stored.agent_log() == art.agent_log and stored.diff() == art.diff
     assert stored.test_log() == art.test_log and stored.kept_files() == art.files
+
+
+def test_undeclared_skips_flag_the_record() -> None:
+    d = _full_draft()
+    d.tested(_hidden(undeclared_skips=("t.py::test_b",), reason="1 test(s) skipped or xfailed ..."))
+    r, _ = d.completed()
+    assert r.meta["undeclared_skips"] == ["t.py::test_b"] and not r.passes
+    assert rollout_from_dict(rollout_to_dict(r)) == r  # the record stays readable
+    d = _full_draft()
+    d.tested(_hidden())
+    assert "undeclared_skips" not in d.completed()[0].meta

@@ -11,6 +11,7 @@ import pytest
 from sandbox_helpers import backend_or_skip
 from test_tasks_suite import make_suite, make_task
 
+from reliabench.errors import SuiteError
 from reliabench.records import TestOutcome
 from reliabench.run.expected import collect_expected
 from reliabench.sandbox import SandboxBackend
@@ -46,3 +47,16 @@ def test_collects_pytest_and_plain_tasks_and_cleans_up(tmp_path: Path, monkeypat
 
 def test_no_tasks_touch_no_backend() -> None:
     assert collect_expected(cast(SandboxBackend, None), 1, []) == {}
+
+
+def test_an_allowed_skip_that_names_no_hidden_test_stops_the_run(tmp_path: Path) -> None:
+    # a typo would declare nothing (fail-closed) yet look declared: refused before any rollout
+    root = make_suite(tmp_path / "s")
+    make_task(root, "plainer", 'id = "plainer"\ntest_runner = "plain"\n'
+                               'allowed_skips = ["test_adder.py::test_add", "test_adder.py::test_ad"]\n')
+    task = load_suite(root).task("plainer")
+    with pytest.raises(SuiteError) as info:
+        collect_expected(cast(SandboxBackend, None), 1, [task])  # plain: read on the host
+    assert info.value.problems == (
+        f"{task.root / 'task.toml'}: allowed_skips: 'test_adder.py::test_ad' is not a hidden test of this "
+        "task (collected: test_adder.py::test_add, ...)",)

@@ -183,3 +183,47 @@ def test_materialize_lays_directories_over_each_other(tmp_path: Path) -> None:
     dest = tmp_path / "dest"
     assert (dest / "x.py").read_text() == "b" and (dest / "pkg" / "y.py").read_text() == "a"
     assert not (dest / "__pycache__").exists()
+
+
+def test_allowed_skips_are_read_in_order(tmp_path: Path) -> None:
+    root = make_suite(tmp_path / "s")
+    (root / "tasks" / "adder" / "task.toml").write_text(
+        'id = "adder"\nallowed_skips = ["test_adder.py::test_b", "test_adder.py::C::test_a[1]"]\n')
+    (task,) = load_suite(root).tasks
+    assert task.allowed_skips == ("test_adder.py::test_b", "test_adder.py::C::test_a[1]")
+    (root / "tasks" / "adder" / "task.toml").write_text('id = "adder"\n')
+    assert load_suite(root).tasks[0].allowed_skips == ()  # no skip counts unless declared
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        ('"test_adder.py::test_b"', ": allowed_skips: expected a list of test ids (\"test_x.py::test_y\"), "
+                                    "got 'test_adder.py::test_b'"),
+        ('[3]', ": allowed_skips[0]: expected a test id \"FILE::NAME\" (as `reliabench validate` names it), "
+                "got 3"),
+        ('["test_adder.py"]', ": allowed_skips[0]: expected a test id \"FILE::NAME\" (as `reliabench validate` "
+                              "names it), got 'test_adder.py'"),
+        ('["test_adder.py::"]', ": allowed_skips[0]: expected a test id \"FILE::NAME\" (as `reliabench "
+                                "validate` names it), got 'test_adder.py::'"),
+        ('["a.py::t", "a.py::t"]', ": allowed_skips[1]: 'a.py::t' is listed twice"),
+    ],
+    ids=["not-a-list", "not-a-string", "no-test-name", "empty-test-name", "twice"],
+)
+def test_allowed_skips_problems_name_file_and_line(tmp_path: Path, value: str, expected: str) -> None:
+    root = make_suite(tmp_path / "s")
+    toml = root / "tasks" / "adder" / "task.toml"
+    toml.write_text(f'id = "adder"\ntimeout_s = 5\n\nallowed_skips = {value}\n')
+    (msg,) = problems(root)
+    assert msg == f"{toml}:4{expected}"
+
+
+def test_a_stdio_task_declares_no_skips(tmp_path: Path) -> None:
+    root = make_suite(tmp_path / "s")
+    t = root / "tasks" / "adder"
+    (t / "tests" / "test_adder.py").unlink()
+    (t / "tests" / "one.in").write_text("1\n")
+    (t / "tests" / "one.out").write_text("1\n")
+    (t / "task.toml").write_text('id = "adder"\ntest_runner = "stdio"\nallowed_skips = ["x.py::y"]\n')
+    (msg,) = problems(root)
+    assert msg == f"{t / 'task.toml'}:3: allowed_skips: a stdio task has no skips (its cases pass or fail)"

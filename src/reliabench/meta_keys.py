@@ -24,6 +24,8 @@ key                    written by                what it holds
 ``test_path``          the runner                ``fresh``, ``warm`` or ``stdio``
 ``test_runner``        the runner                ``pytest``, ``plain`` or ``stdio``
 ``forged_outcomes``    the runner                true: forged test outcome lines were seen
+``undeclared_skips``   the runner                tests skipped or xfailed that the task does
+                                                 not declare (counted failed)
 ``ray_node``           the Ray executor          IP address of the node that ran the rollout
 ``ray_node_id``        the Ray executor          Ray's id of that node
 ``ray_attempts``       the Ray executor          submissions of a rollout whose worker died
@@ -64,6 +66,7 @@ __all__ = [
     "TEST_PATH",
     "TEST_RUNNER",
     "TEST_RUNNERS",
+    "UNDECLARED_SKIPS",
     "TestPath",
     "TestRunner",
     "total_key",
@@ -83,6 +86,7 @@ SCANNED: Final = "scanned"
 TEST_PATH: Final = "test_path"
 TEST_RUNNER: Final = "test_runner"
 FORGED_OUTCOMES: Final = "forged_outcomes"
+UNDECLARED_SKIPS: Final = "undeclared_skips"
 RAY_NODE: Final = "ray_node"
 RAY_NODE_ID: Final = "ray_node_id"
 RAY_ATTEMPTS: Final = "ray_attempts"
@@ -96,8 +100,9 @@ TestRunner: TypeAlias = Literal["pytest", "plain", "stdio"]
 """What ran a rollout's hidden tests (``meta["test_runner"]``, and a task's ``test_runner``)."""
 TEST_RUNNERS: Final[tuple[TestRunner, ...]] = get_args(TestRunner)
 
-CAPPED_LISTS: Final = (CHANGED_FILES, TAMPER_FILES, DELETED_FILES, ARTIFACTS_OMITTED)
-"""Lists of paths that are cut when long, with their full length under :func:`total_key`."""
+CAPPED_LISTS: Final = (CHANGED_FILES, TAMPER_FILES, DELETED_FILES, ARTIFACTS_OMITTED, UNDECLARED_SKIPS)
+"""Lists of paths (or test ids) that are cut when long, with their full length under
+:func:`total_key`."""
 
 
 def total_key(key: str) -> str:

@@ -24,8 +24,12 @@ Schema version 2 (``docs/rollout.schema.json``); version 1 records (the same wit
 
 When a rollout passes: it completed (``status == "completed"``) and either its ``passed``
 verdict is true, or -- without a verdict -- every functional hidden test passed and at least one
-ran. Skipped tests did not run: they neither fail nor count as passed. Tests marked ``security``
-are dynamic security tests and are judged apart, by the security lens.
+ran. Skipped tests did not run: they neither fail nor count as passed, so a rollout whose every
+functional test is skipped does not pass. In reliabench's own runs a test is ``skipped`` only
+when its task declares the skip (``allowed_skips``); any other skip or xfail is recorded
+``failed`` (:mod:`reliabench.hidden_tests.skips`). In imported records ``skipped`` is what the
+foreign harness reported. Tests marked ``security`` are dynamic security tests and are judged
+apart, by the security lens.
 """
 
 from __future__ import annotations

@@ -12,6 +12,8 @@ path inside the sandbox)::
     {"seq": 3, "event": "collect_error", "name": "test_y.py", "mac": ...}
     {"seq": 4, "event": "test", "name": "test_x.py::test_a", "outcome": "passed",
      "security": false, "mac": ...}                      # written as the test finishes
+                      # outcome: passed | failed | error | skipped | xfailed (graded by the parent,
+                      # reliabench.hidden_tests.skips: an undeclared skip or xfail is a failure)
     {"seq": 9, "event": "end", "exitstatus": 0, "tests": [[name, outcome], ...], "mac": ...}
 
 ``mac`` is an HMAC-SHA256, keyed with a per-run secret, of the line without ``mac``. The
@@ -98,15 +100,22 @@ def _final_outcome(phases: dict[str, str]) -> str:
     teardown = phases.get("teardown", "passed")
     if setup == "failed":
         return "error"
-    if setup == "skipped":
-        return "skipped"
+    if setup in ("skipped", "xfailed"):
+        return setup
     if call is None:
         return "error"
     if call == "failed":
         return "failed"
     if teardown == "failed":
         return "error"
-    return call  # "passed" or "skipped" (xfail is reported as skipped)
+    return call  # "passed", "skipped" or "xfailed" (an xpass is "passed", or "failed" if strict)
+
+
+def _phase_outcome(report: pytest.TestReport) -> str:
+    """A phase's outcome, an expected failure (``xfail``) told apart from a skip."""
+    if report.skipped and hasattr(report, "wasxfail"):
+        return "xfailed"
+    return report.outcome
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -144,7 +153,7 @@ def pytest_collection_finish(session: pytest.Session) -> None:
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
     """Write one line per test as soon as its teardown is reported."""
     phases = _phases.setdefault(report.nodeid, {})
-    phases[report.when] = report.outcome
+    phases[report.when] = _phase_outcome(report)
     if report.when != "teardown":
         return
     outcome = _final_outcome(phases)

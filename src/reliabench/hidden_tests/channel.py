@@ -11,7 +11,7 @@ import hmac
 import json
 from dataclasses import dataclass, field
 
-from reliabench.records import TEST_OUTCOMES, TestOutcomeStatus
+from reliabench.hidden_tests.skips import REPORTED_OUTCOMES, ReportedOutcome
 
 __all__ = ["Channel", "parse_channel"]
 
@@ -24,7 +24,7 @@ class Channel:
     ended: bool = False
     collected: list[tuple[str, bool]] | None = None
     collect_errors: list[str] = field(default_factory=list)
-    tests: dict[str, tuple[TestOutcomeStatus, bool]] = field(default_factory=dict)
+    tests: dict[str, tuple[ReportedOutcome, bool]] = field(default_factory=dict)
     order: list[str] = field(default_factory=list)
     poisoned: set[str] = field(default_factory=set)
     problems: list[str] = field(default_factory=list)
@@ -122,7 +122,7 @@ def _take_line(ch: Channel, raw: bytes, key: bytes, expected: set[str] | None) -
         ch.collect_errors.append(str(name))
     elif event == "test":
         outcome = obj.get("outcome")
-        if name is None or not isinstance(outcome, str) or outcome not in TEST_OUTCOMES:
+        if name is None or not isinstance(outcome, str) or outcome not in REPORTED_OUTCOMES:
             ch.forge(f"malformed test line for {name!r:.200}", name)
         elif expected is not None and name not in expected:
             ch.forge(f"outcome for a test that is not expected: {name:.200}")

@@ -43,7 +43,7 @@ import shutil
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Final, Literal, TypeAlias
@@ -52,6 +52,7 @@ from reliabench.errors import SandboxError, SuiteError
 from reliabench.files.untrusted import file_kind, read_bounded, remove_tree, walk_tree
 from reliabench.hidden_tests.channel import parse_channel
 from reliabench.hidden_tests.outcome_pipe import OutcomePipe
+from reliabench.hidden_tests.skips import ReportedOutcome, judge_skips
 from reliabench.hidden_tests.staging import PLUGIN_MODULE, RawRun, hidden_test_env, pytest_command, staged
 from reliabench.meta_keys import TestRunner
 from reliabench.records import Isolation, TestOutcome
@@ -118,6 +119,8 @@ class HiddenTestRun:
         isolation: The sandbox level the tests ran under.
         seconds: Wall-clock seconds of the test process, sandbox included.
         log: pytest's output (stdout then stderr), truncated.
+        undeclared_skips: Tests skipped or xfailed that the task does not declare: ``failed``
+            in ``outcomes`` (:mod:`reliabench.hidden_tests.skips`).
     """
 
     outcomes: tuple[TestOutcome, ...]
@@ -129,6 +132,7 @@ class HiddenTestRun:
     isolation: Isolation
     seconds: float
     log: str
+    undeclared_skips: tuple[str, ...] = ()
 
 
 # --------------------------------------------------------------------------------------------
@@ -380,6 +384,7 @@ def run_hidden_tests(
     order_seed: int | None = None,
     worker: WarmTests | None = None,
     test_runner: TestRunner = "pytest",
+    allowed_skips: Collection[str] = (),
 ) -> HiddenTestRun:
     """Run the hidden tests on a rollout's workspace in a fresh sandboxed pytest process.
 
@@ -400,6 +405,9 @@ def run_hidden_tests(
             sandboxed process; ``backend`` and ``python`` are then not used.
         test_runner: The task's ``test_runner``; a warm worker runs ``plain`` tests with its
             lean runner (the fresh path runs every suite with pytest).
+        allowed_skips: The tests whose skip or xfail counts as ``skipped`` (the task's
+            ``allowed_skips``); any other skip or xfail is ``failed`` and named in
+            ``undeclared_skips`` (:func:`reliabench.hidden_tests.skips.judge_skips`).
 
     Returns:
         The outcomes and what was observed. Failures of the agent's code are outcomes, not
@@ -445,14 +453,16 @@ def run_hidden_tests(
         forged = True
         ch.forge("every test reported an outcome but the session never ended")
         ch.poisoned.update(name for name, _ in exp_list)
-    outcomes = []
+    reported: list[tuple[str, ReportedOutcome, bool]] = []
     for name, sec in exp_list:
         line = ch.tests.get(name)
         security = sec if sec is not None else (line[1] if line else False)
         if line is None or name in ch.poisoned:
-            outcomes.append(TestOutcome(name, "failed", security))
+            reported.append((name, "failed", security))
         else:
-            outcomes.append(TestOutcome(name, line[0], security))
+            reported.append((name, line[0], security))
+    judged = judge_skips(reported, allowed_skips)
+    outcomes = judged.outcomes
     status: HiddenTestStatus
     if result.timed_out:
         status = "timeout"
@@ -487,12 +497,14 @@ def run_hidden_tests(
     not_run = [name for name, _ in exp_list if name not in ch.tests]
     if not_run and ch.started:
         reasons.append(f"{len(not_run)} expected test(s) without an outcome: {not_run[:3]}")
+    if judged.reason:
+        reasons.append(judged.reason)
     if forged:
         reasons.append("forged or inconsistent outcome lines: " + "; ".join(ch.problems[:5]))
     if tamper:
         reasons.append("files that try to change how tests run: " + ", ".join(tamper[:5]))
     return HiddenTestRun(
-        outcomes=tuple(outcomes),
+        outcomes=outcomes,
         status=status,
         reason="; ".join(reasons) or None,
         tamper_suspected=bool(tamper),
@@ -501,4 +513,5 @@ def run_hidden_tests(
         isolation=result.isolation,
         seconds=time.monotonic() - started,
         log=_log_of(result),
+        undeclared_skips=judged.undeclared,
     )

@@ -51,6 +51,7 @@ from reliabench.meta_keys import (
     SCANNED,
     SEED,
     TAMPER_FILES,
+    UNDECLARED_SKIPS,
 )
 from reliabench.records import Cost, Finding, Isolation, Rollout, RolloutStatus, ScanError
 from reliabench.run import artifacts as _artifacts
@@ -128,7 +129,7 @@ class RolloutDraft:
             self.meta[ARTIFACTS_OMITTED] = [rel for rel, _ in snapshot.omitted]
 
     def tested(self, hidden: HiddenTestRun) -> None:
-        """The hidden tests ran; their reason, forged lines and tamper files go into ``meta``."""
+        """The hidden tests ran; reason, forged lines, tamper files, undeclared skips go to ``meta``."""
         self.hidden = hidden
         if hidden.reason:
             self.meta[REASON] = hidden.reason
@@ -136,6 +137,8 @@ class RolloutDraft:
             self.meta[FORGED_OUTCOMES] = True
         if hidden.tamper_files:
             self.meta[TAMPER_FILES] = list(hidden.tamper_files)
+        if hidden.undeclared_skips:
+            self.meta[UNDECLARED_SKIPS] = list(hidden.undeclared_skips)
 
     # ---- endings ----------------------------------------------------------------------------
 

@@ -8,8 +8,10 @@ from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+from reliabench.errors import SuiteError
 from reliabench.files.untrusted import remove_tree
 from reliabench.hidden_tests.fresh import collect_hidden_tests
+from reliabench.hidden_tests.skips import unknown_skips
 from reliabench.hidden_tests.stdio import expected_stdio_tests
 from reliabench.records import TestOutcome
 from reliabench.sandbox import Limits, SandboxBackend
@@ -26,7 +28,12 @@ def collect_expected(backend: SandboxBackend, workers: int, tasks: Sequence[Task
 
     Plain tests are read from their source on the host; others are collected on the untouched
     starter workspace (in a warm worker when there is one).
+
+    Raises:
+        SuiteError: A task's ``allowed_skips`` names a test that is not collected (a declared
+            skip that declares nothing), or its tests cannot be collected.
     """
+    every = list(tasks)
     out = {t.id: collect_plain_tests(t.tests_dir) for t in tasks if t.test_runner == "plain"}
     tasks = [t for t in tasks if t.id not in out]
     scratch = Path(tempfile.mkdtemp(prefix="reliabench-collect-"))
@@ -46,6 +53,11 @@ def collect_expected(backend: SandboxBackend, workers: int, tasks: Sequence[Task
     try:
         with ThreadPoolExecutor(max_workers=workers) as pool:
             out.update(pool.map(one, [(t, i % workers) for i, t in enumerate(tasks)]))
-        return out
     finally:
         remove_tree(scratch)
+    problems = [f"{task.root / 'task.toml'}: allowed_skips: {name!r} is not a hidden test of this task "
+                f"(collected: {', '.join(t.name for t in out[task.id][:3])}, ...)"
+                for task in every for name in unknown_skips(task.allowed_skips, out[task.id])]
+    if problems:
+        raise SuiteError(problems)
+    return out

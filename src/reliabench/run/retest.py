@@ -179,7 +179,7 @@ def retest_files(task: Task, rollout: Rollout, files: Mapping[str, bytes], *, re
             try:
                 hidden = run_hidden_tests(ws, task.tests_dir, expected=expected, backend=backend,
                                           limits=limits, slot=slot, starter=task.workspace_dir,
-                                          order_seed=seed)
+                                          order_seed=seed, allowed_skips=task.allowed_skips)
             except SandboxError as exc:
                 out.append(RetestRun(task.id, rollout.agent, rollout.rollout, rep, "test_error", (),
                                      seed, 0.0, f"sandbox failed: {exc}"))

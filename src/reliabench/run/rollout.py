@@ -147,7 +147,8 @@ class RolloutRunner:
                                               expected=self.expected[job.task.id],
                                               backend=self.backend, limits=limits, slot=slot,
                                               starter=job.task.workspace_dir, worker=self.warm,
-                                              test_runner=job.task.test_runner)
+                                              test_runner=job.task.test_runner,
+                                              allowed_skips=job.task.allowed_skips)
             except SandboxError as exc:
                 return draft.infra_error("sandbox", f"sandbox failed: {exc}")
             if hidden.status == "test_error":

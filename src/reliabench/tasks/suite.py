@@ -4,7 +4,8 @@
 
     SUITE/suite.toml                      name, version, description
     SUITE/tasks/<task_id>/task.toml       id, language = "python", timeout_s, optional tags,
-                                          optional test_runner = "pytest" | "plain" | "stdio"
+                                          optional test_runner = "pytest" | "plain" | "stdio",
+                                          optional allowed_skips = ["test_x.py::test_y", ...]
     SUITE/tasks/<task_id>/prompt.md       what the agent is asked to do
     SUITE/tasks/<task_id>/workspace/      starter files the agent sees and edits
     SUITE/tasks/<task_id>/tests/          hidden pytest tests, copied in only after the agent is done
@@ -66,7 +67,12 @@ class Variant:
 
 @dataclass(frozen=True, slots=True)
 class Task:
-    """One task of a suite."""
+    """One task of a suite.
+
+    ``allowed_skips`` are the hidden tests (node ids relative to ``tests/``) whose skip or xfail
+    counts as ``skipped``; any other skip or xfail is a failure
+    (:mod:`reliabench.hidden_tests.skips`).
+    """
 
     id: str
     language: str
@@ -81,6 +87,7 @@ class Task:
     variants: tuple[Variant, ...]
     test_runner: TestRunner = "pytest"
     stdio: StdioConfig | None = None
+    allowed_skips: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -165,6 +172,42 @@ def _load_variant(vdir: Path, problems: list[str]) -> Variant | None:
     )
 
 
+def _line_of(path: Path, key: str) -> int:
+    """The 1-based line of ``key = ...`` in the TOML file ``path`` (1 when not found)."""
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError):
+        return 1
+    for number, text in enumerate(lines, start=1):
+        if text.lstrip().startswith(key) and text.lstrip()[len(key):].lstrip().startswith("="):
+            return number
+    return 1
+
+
+def _parse_allowed_skips(meta: dict[str, Any], path: Path, runner: object,
+                         problems: list[str]) -> tuple[str, ...]:
+    """``allowed_skips``: distinct, non-empty test node ids (``FILE::NAME``), none for stdio."""
+    raw = meta.get("allowed_skips", [])
+    where = f"{path}:{_line_of(path, 'allowed_skips')}: allowed_skips"
+    if not isinstance(raw, list):
+        problems.append(f"{where}: expected a list of test ids (\"test_x.py::test_y\"), got {raw!r:.80}")
+        return ()
+    out: list[str] = []
+    seen: set[str] = set()
+    for i, item in enumerate(raw):
+        if not isinstance(item, str) or "::" not in item or not item.split("::", 1)[1]:
+            problems.append(f"{where}[{i}]: expected a test id \"FILE::NAME\" (as `reliabench "
+                            f"validate` names it), got {item!r:.80}")
+        elif item in seen:
+            problems.append(f"{where}[{i}]: {item!r:.80} is listed twice")
+        else:
+            seen.add(item)
+            out.append(item)
+    if raw and runner == "stdio":
+        problems.append(f"{where}: a stdio task has no skips (its cases pass or fail)")
+    return tuple(out)
+
+
 def _load_task(tdir: Path, problems: list[str]) -> Task | None:
     before = len(problems)
     meta = _read_toml(tdir / "task.toml", problems)
@@ -199,6 +242,7 @@ def _load_task(tdir: Path, problems: list[str]) -> Task | None:
     tags = meta.get("tags", [])
     if not isinstance(tags, list) or not all(isinstance(t, str) for t in tags):
         problems.append(f"{tdir / 'task.toml'}: tags: expected a list of strings")
+    allowed_skips = _parse_allowed_skips(meta, tdir / "task.toml", runner, problems)
     variants: list[Variant] = []
     if (tdir / "variants").is_dir():
         for vdir in sorted(p for p in (tdir / "variants").iterdir() if p.is_dir()):
@@ -223,6 +267,7 @@ def _load_task(tdir: Path, problems: list[str]) -> Task | None:
         variants=tuple(variants),
         test_runner=cast(TestRunner, runner),  # checked above
         stdio=stdio,
+        allowed_skips=allowed_skips,
     )
 
 

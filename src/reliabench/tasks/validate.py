@@ -7,6 +7,11 @@ For every task, in the sandbox like a real run:
   security tests included, and no scanner finding reaches the default threshold (except
   rules the task declares with a ``reference-finding:RULE`` tag: a converted benchmark task
   that asks for a flagged API, such as MD5 in HumanEval/162);
+* the tests the reference skips (or xfails) are exactly the task's ``allowed_skips``: a skip
+  the task does not declare is a failure in every rollout, the reference's included
+  (:mod:`reliabench.hidden_tests.skips`), so each one is named with the ``task.toml`` line that
+  declares them; a declared skip the reference does not take, or one that names no hidden test,
+  is a problem too (it would let any rollout skip that test);
 * the untouched starter fails at least one functional test;
 * every insecure variant passes every functional test (it is plausible) and is caught by
   each lens its ``variant.toml`` names (``scanner``: a finding at the default threshold on
@@ -25,6 +30,7 @@ from pathlib import Path
 
 from reliabench.errors import SuiteError
 from reliabench.hidden_tests.fresh import collect_hidden_tests, run_hidden_tests
+from reliabench.hidden_tests.skips import unknown_skips
 from reliabench.hidden_tests.stdio import expected_stdio_tests, run_stdio_tests
 from reliabench.metrics.security import DEFAULT_THRESHOLD, judge_security
 from reliabench.records import Isolation, Rollout, RolloutStatus
@@ -47,7 +53,11 @@ class VariantCheck:
 
 @dataclass(frozen=True, slots=True)
 class TaskCheck:
-    """How one task fared; ``problems`` is empty when it is valid."""
+    """How one task fared; ``problems`` is empty when it is valid.
+
+    ``reference_skips`` are the hidden tests the reference skipped or xfailed, declared or not
+    (what the task's ``allowed_skips`` must list).
+    """
 
     task_id: str
     tests: int
@@ -57,11 +67,28 @@ class TaskCheck:
     variants: tuple[VariantCheck, ...]
     problems: tuple[str, ...]
     isolation: Isolation
+    reference_skips: tuple[str, ...] = ()
 
     @property
     def ok(self) -> bool:
         """True when the task has no problem."""
         return not self.problems
+
+
+def _skip_problems(task: Task, ref_skips: Sequence[str], undeclared: Sequence[str]) -> list[str]:
+    """What ``allowed_skips`` must change to be exactly the tests the reference skips."""
+    toml = task.root / "task.toml"
+    out = []
+    if undeclared:
+        wanted = ", ".join(f'"{name}"' for name in ref_skips)
+        out.append(f"{toml}: the reference skips or xfails {len(undeclared)} hidden test(s) the task "
+                   f"does not declare ({', '.join(undeclared[:5])}); a skip counts only when "
+                   f"declared: add to task.toml: allowed_skips = [{wanted}] (or make the test run)")
+    unneeded = [name for name in task.allowed_skips if name not in ref_skips]
+    if unneeded:
+        out.append(f"{toml}: allowed_skips: the reference does not skip {', '.join(unneeded[:5])}; "
+                   "remove it (a declared skip lets any rollout skip that test)")
+    return out
 
 
 def _check_task(task: Task, backend: SandboxBackend, scanners: Sequence[Scanner], slot: int) -> TaskCheck:
@@ -94,21 +121,32 @@ def _check_task(task: Task, backend: SandboxBackend, scanners: Sequence[Scanner]
                                          limits=limits, slot=slot)
             else:
                 hidden = run_hidden_tests(ws, task.tests_dir, expected=expected, backend=backend,
-                                          limits=limits, slot=slot, starter=task.workspace_dir)
+                                          limits=limits, slot=slot, starter=task.workspace_dir,
+                                          allowed_skips=task.allowed_skips)
             nonlocal isolation
             isolation = hidden.isolation
+            undeclared[name] = hidden.undeclared_skips
             status: RolloutStatus = hidden.status
             return Rollout(task.id, "validate", 0, tests=hidden.outcomes, status=status,
                            findings=findings, scan_errors=errors), ws
 
         n_sec = sum(t.security for t in expected)
         ref_passed = 0
+        undeclared: dict[str, tuple[str, ...]] = {}
+        ref_skips: tuple[str, ...] = ()
+        problems += [f"{task.root / 'task.toml'}: allowed_skips: {name!r} names no hidden test"
+                     for name in unknown_skips(task.allowed_skips, expected)]
         if task.solution_dir is None:
             problems.append(f"{task.root}: no solution/ to validate against")
         else:
             ref, _ = run("reference", [task.workspace_dir, task.solution_dir])
             ref_passed = sum(t.outcome == "passed" for t in ref.tests or ())
-            failing = [t.name for t in ref.tests or () if t.outcome != "passed"]
+            declared_taken = [t.name for t in ref.tests or () if t.outcome == "skipped"]
+            ref_skips = tuple(sorted({*declared_taken, *undeclared["reference"]}))
+            problems += _skip_problems(task, ref_skips, undeclared["reference"])
+            failing = [t.name for t in ref.tests or ()
+                       if t.outcome != "passed" and t.outcome != "skipped"
+                       and t.name not in undeclared["reference"]]
             if failing:
                 problems.append(f"{task.solution_dir}: reference fails {len(failing)} hidden test(s): "
                                 + ", ".join(failing[:5]))
@@ -128,7 +166,7 @@ def _check_task(task: Task, backend: SandboxBackend, scanners: Sequence[Scanner]
         variants = []
         for v in task.variants:
             rv, _ = run(f"variant-{v.name}", [task.workspace_dir, v.dir])
-            functional = all(t.outcome == "passed" for t in rv.functional_tests) and bool(rv.functional_tests)
+            functional = rv.passes  # the one rule (records.Rollout.passes): declared skips count neither way
             verdict = judge_security(rv, DEFAULT_THRESHOLD)
             caught = tuple(lens for lens in verdict.lenses if lens != "scan_error")
             variants.append(VariantCheck(v.name, functional, caught, v.caught_by))
@@ -144,7 +182,7 @@ def _check_task(task: Task, backend: SandboxBackend, scanners: Sequence[Scanner]
                     problems.append(f"{v.dir}: variant.toml says caught_by {', '.join(missing)}, "
                                     "but that lens does not catch it")
         return TaskCheck(task.id, len(expected) - n_sec, n_sec, ref_passed, starter_failed,
-                         tuple(variants), tuple(problems), isolation)
+                         tuple(variants), tuple(problems), isolation, ref_skips)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
 
