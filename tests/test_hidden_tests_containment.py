@@ -185,3 +185,50 @@ def test_the_harness_session_keyring_carries_nothing_between_slots(base: Path, n
     assert proc.returncode == 0, proc.stderr[-2000:]
     stored, found = json.loads(proc.stdout.strip().splitlines()[-1])
     assert "SESSION-SECRET-9c2d" not in found, (stored, found)
+
+
+NAMESPACE_ESCAPES = '''
+import ctypes, os, shutil, subprocess
+
+def f():
+    """What the rollout got: a user namespace (root inside, mounts of its own)."""
+    got = []
+    unshare = shutil.which("unshare")
+    if unshare:
+        r = subprocess.run([unshare, "--user", "--map-root-user", "--mount", "sh", "-c",
+                            "mount -t tmpfs none /tmp && echo mounted"],
+                           capture_output=True, text=True)
+        if "mounted" in r.stdout:
+            got.append("unshare(1) --user --mount")
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.syscall.restype = ctypes.c_long
+    clone = {"x86_64": 56, "aarch64": 220}[os.uname().machine]
+    # raw clone(CLONE_NEWUSER | SIGCHLD): the unshare(2) a filter denies, by another door
+    pid = libc.syscall(ctypes.c_long(clone), ctypes.c_long(0x10000000 | 17), ctypes.c_long(0),
+                       ctypes.c_long(0), ctypes.c_long(0), ctypes.c_long(0))
+    if pid == 0:
+        os._exit(0)
+    if pid > 0:
+        os.waitpid(pid, 0)
+        got.append("clone(CLONE_NEWUSER)")
+    return got
+'''
+
+
+@pytest.mark.sandbox
+@pytest.mark.parametrize("path", ["bubblewrap", "namespaces", "warm"])
+def test_the_tested_code_gets_no_user_namespace(base: Path, path: str) -> None:
+    # Own attack class: a user namespace makes the slot uid root of new mount, net and pid
+    # namespaces (a large kernel surface, and a filter that denies unshare(2) bypassed by
+    # clone(2) flags or clone3). The filter denies CLONE_NEW* in clone and clone3 itself.
+    test_path = hidden_test_path_or_skip(path, SLOT)
+    ws, tests = _suite(base, NAMESPACE_ESCAPES)
+    (tests / "test_solution.py").write_text(
+        "import solution\n\ndef test_one():\n    assert solution.f() == []\n\n"
+        "def test_two():\n    assert True\n", encoding="utf-8")
+    for d in (base, ws, tests):
+        os.chmod(d, 0o755)
+    run = test_path.run(ws, tests, expected=EXPECTED, slot=SLOT, limits=Limits(wall_s=30.0))
+    assert run.status == "completed", run.reason
+    assert run.outcomes[0] == TestOutcome("test_solution.py::test_one", "passed"), run.log[-2000:]
+    _no_procs_left()
