@@ -141,3 +141,52 @@ def deep_chain(root: Path, depth: int, name: str = "d", leaf: tuple[str, str] | 
                 fh.write(leaf[1])
     finally:
         os.close(fd)
+
+
+# --------------------------------------------------------------------------------------------
+# kernel keyrings: code that stores a secret in a keyring, and code that looks for it
+# --------------------------------------------------------------------------------------------
+
+KEYRINGS = {"user": -4, "user-session": -5, "session": -3, "persistent": 0}
+"""Keyrings a rollout could leave a key in (``persistent``: ``KEYCTL_GET_PERSISTENT``)."""
+
+
+def keyring_code(action: str, rings: tuple[str, ...], secret: str = "b'no secret'") -> str:
+    """Python code that ``store``s ``secret`` (a Python expression giving bytes) as key
+    ``rb-leak`` in each of ``rings``, or ``find``s that key in them and prints
+    ``found <ring> <text>``; calls
+    ``add_key``/``keyctl`` through ``syscall(2)`` (no keyutils needed). Prints ``<ring> -errno``
+    for a call that failed."""
+    import json
+
+    # add_key, keyctl (also in reliabench.sandbox.seccomp; spelled here so that the tests run
+    # against a version without that module)
+    add_key, keyctl = {"x86_64": (248, 250), "aarch64": (217, 219)}[os.uname().machine]
+    return f"""
+import ctypes, os
+libc = ctypes.CDLL(None, use_errno=True)
+libc.syscall.restype = ctypes.c_long
+ADD, KEYCTL = {add_key}, {keyctl}
+L = ctypes.c_long
+def ring_id(name, spec):
+    if name != "persistent":
+        return spec
+    return libc.syscall(L(KEYCTL), L(22), L(-1), L(-2))  # the uid's persistent keyring
+for name, spec in {json.dumps({r: KEYRINGS[r] for r in rings})}.items():
+    ring = ring_id(name, spec)
+    if ring < 0 and ring != spec:
+        print(name, -ctypes.get_errno(), flush=True)
+        continue
+    if {action!r} == "store":
+        data = {secret}
+        rc = libc.syscall(L(ADD), b"user", b"rb-leak", data, L(len(data)), L(ring))
+        print(name, rc if rc >= 0 else -ctypes.get_errno(), flush=True)
+    else:
+        kid = libc.syscall(L(KEYCTL), L(10), L(ring), b"user", b"rb-leak", L(0))
+        if kid < 0:
+            print(name, -ctypes.get_errno(), flush=True)
+            continue
+        buf = ctypes.create_string_buffer(4096)
+        n = libc.syscall(L(KEYCTL), L(11), L(kid), buf, L(4096))
+        print("found", name, buf.raw[:max(0, min(n, 4096))].decode("utf-8", "replace"), flush=True)
+"""

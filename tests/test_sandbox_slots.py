@@ -138,3 +138,54 @@ def test_remove_files_of_clears_the_uids_temporary_files() -> None:
     finally:
         for p in (mine, theirs):
             p.unlink(missing_ok=True)
+
+
+def _as_uid(code: str) -> str:
+    out = subprocess.run(["/usr/bin/python3", "-I", "-c", code], user=UID, group=UID, extra_groups=[],
+                         cwd="/", capture_output=True, text=True, timeout=30, check=True)
+    return out.stdout
+
+
+@needs_root
+def test_slot_keyrings_are_cleared_when_the_slot_is_taken_and_given_back() -> None:
+    # keys an unfiltered process of the uid left (an older version, another tool): the
+    # user, user-session and persistent keyrings outlive every process of the uid
+    from sandbox_helpers import keyring_code
+
+    rings = ("user", "user-session", "persistent")
+    find = keyring_code("find", rings)
+    slots._kill_uid(UID)
+    stored = _as_uid(keyring_code("store", rings, secret="b'LEFT-BY-AN-EARLIER-RUN'"))
+    assert all(int(line.split()[1]) > 0 for line in stored.splitlines()), stored
+    assert _as_uid(find).count("LEFT-BY-AN-EARLIER-RUN") >= 2  # the keys are there
+    with slots._hold_slot(UID):
+        assert "LEFT-BY-AN-EARLIER-RUN" not in _as_uid(find)  # cleared at the start
+        _as_uid(keyring_code("store", rings, secret="b'LEFT-BY-THIS-RUN'"))
+    assert "LEFT-BY-THIS-RUN" not in _as_uid(find)  # and at the end
+
+
+@needs_root
+def test_a_keyring_that_cannot_be_cleared_stops_the_slot_without_a_filter(
+        monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
+    # The uid owns its keyrings: it can take the write permission off them (KEYCTL_SETPERM)
+    # and then nobody can clear them (not even root) until the host reboots. Shown here
+    # without locking a real uid: the clean-up is pointed at root's user keyring instead,
+    # which the slot uid cannot write either.
+    import ctypes
+
+    from reliabench.sandbox import seccomp
+
+    keyctl = seccomp.SYSCALL_NUMBERS[os.uname().machine]["keyctl"]
+    roots = int(seccomp._libc.syscall(ctypes.c_long(keyctl), ctypes.c_long(0), ctypes.c_long(-4),
+                                      ctypes.c_long(1)))  # KEYCTL_GET_KEYRING_ID @u, create
+    assert roots > 0
+    monkeypatch.setattr(slots, "_KEY_SPEC_USER_KEYRING", roots)
+    monkeypatch.setattr(seccomp, "filter_unavailable_reason", lambda: "test: no filter")
+    wanted = (rf"the keyrings of slot uid {UID} could not be cleared \(keyring {roots}: "
+              r"Permission denied\) and no seccomp filter")
+    with pytest.raises(SandboxError, match=wanted), slots._hold_slot(UID):
+        pass  # pragma: no cover
+    monkeypatch.setattr(seccomp, "filter_unavailable_reason", lambda: None)
+    with slots._hold_slot(UID):  # with the filter in force no sandbox can read it: a warning
+        pass
+    assert f"keyring {roots}: Permission denied" in caplog.text

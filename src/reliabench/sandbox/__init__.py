@@ -8,9 +8,9 @@ that works on this host)::
 
     name          as root                                     as a normal user
     bubblewrap    bwrap (mount/pid/net/ipc/uts namespaces),    bwrap --unshare-all
-                  then rlimits, then drop to uid 61000+slot   (user namespace), rlimits
-    namespaces    unshare(1) net/ipc/uts, rlimits, drop to    (not available)
-                  uid 61000+slot, sweep that uid at the end
+                  seccomp, rlimits, drop to uid 61000+slot    (user namespace), seccomp, rlimits
+    namespaces    unshare(2) net/ipc/uts, seccomp, rlimits,   (not available)
+                  drop to uid 61000+slot, sweep that uid
     none          rlimits + process-group kill only           the same
 
 What every backend promises: the command runs with ``workdir`` as its cwd, a cleared
@@ -37,7 +37,10 @@ The package, one module per concern:
 * :mod:`~reliabench.sandbox.registry` -- the registry (:data:`BACKENDS`, plugins of the
   ``reliabench.sandboxes`` entry-point group), probing and ``auto``;
 * :mod:`~reliabench.sandbox.supervision` -- rlimits, wall-time and output-size enforcement;
-* :mod:`~reliabench.sandbox.slots` -- slot uids, slot locks, lending the workdir, uid sweeps;
+* :mod:`~reliabench.sandbox.slots` -- slot uids, slot locks, lending the workdir, uid sweeps,
+  clearing the slot uid's kernel keyrings;
+* :mod:`~reliabench.sandbox.seccomp` -- the seccomp filter every sandbox path installs (the
+  keyring calls and Docker's list of denied calls);
 * :mod:`~reliabench.sandbox.bubblewrap`, :mod:`~reliabench.sandbox.namespaces`,
   :mod:`~reliabench.sandbox.none` -- the built-in backends. The warm jail's backend is
   :mod:`reliabench.warm.backend` (not in the registry: see its docstring).

@@ -117,6 +117,9 @@ class SandboxResult:
             :data:`~reliabench.records.BuiltinIsolation`), or a plugin backend's own name.
         killed_reason: Why the run was stopped or killed, when known: ``wall time limit``,
             ``output limit``, ``cpu time limit``, ``file size limit``.
+        seccomp: True when the command ran under the seccomp filter of
+            :mod:`reliabench.sandbox.seccomp` (installed before anything of the command ran;
+            a run whose filter could not be installed does not run at all).
     """
 
     returncode: int | None
@@ -126,6 +129,7 @@ class SandboxResult:
     stderr: str
     isolation: Isolation
     killed_reason: str | None = None
+    seccomp: bool = False
 
 
 class SandboxBackend(Protocol):

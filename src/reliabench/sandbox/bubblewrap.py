@@ -13,6 +13,7 @@ from pathlib import Path
 
 from reliabench.errors import SandboxError
 from reliabench.sandbox.base import DEFAULT_PATH, Limits, SandboxResult, _is_root, _prepare
+from reliabench.sandbox.seccomp import active_filter, filter_program
 from reliabench.sandbox.slots import (
     _ancestors,
     _hold_slot,
@@ -114,8 +115,12 @@ class BubblewrapBackend:
         limits: Limits,
         network: bool,
         uid: int | None,
+        seccomp_fd: int | None = None,
     ) -> list[str]:
         cmd = [self.bwrap, "--die-with-parent", "--new-session", "--clearenv"]
+        if seccomp_fd is not None:
+            # bwrap loads it last, after its namespaces and mounts, before it runs prlimit
+            cmd += ["--seccomp", str(seccomp_fd)]
         if uid is not None:
             # root: no user namespace, so that setpriv can drop to a real, non-root uid
             cmd += ["--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try"]
@@ -208,6 +213,17 @@ class BubblewrapBackend:
         full_env, prog, work = _prepare(argv, workdir, env)
         ro = [os.path.realpath(p) for p in readonly]
         uid = slot_uid(slot) if _is_root() else None
+        seccomp_fd = _program_fd() if active_filter() else None
+        try:
+            return self._run(argv, prog, work, ro, full_env, limits, network, uid, pass_fds,
+                             stdin, seccomp_fd)
+        finally:
+            if seccomp_fd is not None:
+                os.close(seccomp_fd)
+
+    def _run(self, argv: Sequence[str], prog: str, work: str, ro: list[str],
+             full_env: dict[str, str], limits: Limits, network: bool, uid: int | None,
+             pass_fds: Sequence[int], stdin: Path | None, seccomp_fd: int | None) -> SandboxResult:
         cmd = self._command(
             argv,
             prog,
@@ -217,6 +233,7 @@ class BubblewrapBackend:
             limits=limits,
             network=network,
             uid=uid,
+            seccomp_fd=seccomp_fd,
         )
         preexec = None
         if uid is None and self.prlimit is None:
@@ -227,6 +244,7 @@ class BubblewrapBackend:
             if uid is not None:
                 _kill_uid(uid)
 
+        extra_fds = () if seccomp_fd is None else (seccomp_fd,)
         with _hold_slot(uid), _lend_workdir(Path(work), uid):
             return _run_supervised(
                 cmd,
@@ -234,11 +252,24 @@ class BubblewrapBackend:
                 env={"PATH": DEFAULT_PATH},
                 limits=limits,
                 isolation=self.name,
-                pass_fds=pass_fds,
+                pass_fds=(*pass_fds, *extra_fds),
                 preexec_fn=preexec,
                 user=None,
                 cleanup=cleanup,
                 stdin=stdin,
+                seccomp=seccomp_fd is not None,
             )
+
+
+def _program_fd() -> int:
+    """A sealed-off copy of the filter program at offset 0, for ``bwrap --seccomp FD``."""
+    fd = os.memfd_create("reliabench-seccomp", os.MFD_CLOEXEC)
+    try:
+        os.write(fd, filter_program())
+        os.lseek(fd, 0, os.SEEK_SET)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
 
 

@@ -1,4 +1,4 @@
-"""The ``namespaces`` backend (root only): ``unshare(1)``, rlimits, drop to the slot uid."""
+"""The ``namespaces`` backend (root only): new namespaces, the seccomp filter, rlimits, the slot uid."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from pathlib import Path
 
 from reliabench.errors import SandboxError
 from reliabench.sandbox.base import Limits, SandboxResult, _is_root, _prepare
+from reliabench.sandbox.seccomp import active_filter, preexec_confinement
 from reliabench.sandbox.slots import (
     _hold_slot,
     _kill_uid,
@@ -22,8 +23,19 @@ from reliabench.sandbox.supervision import _rlimit_args, _run_supervised
 
 __all__ = ["NamespacesBackend"]
 
+_CLONE_NEWUTS = 0x04000000
+_CLONE_NEWIPC = 0x08000000
+_CLONE_NEWNET = 0x40000000
+
+
 class NamespacesBackend:
-    """Root only: new net/ipc/uts namespaces (``unshare(1)``), rlimits, drop to the slot uid.
+    """Root only: new net/ipc/uts namespaces, the seccomp filter, rlimits, drop to the slot uid.
+
+    The child makes the namespaces itself (``unshare(2)`` in its ``preexec_fn``), then installs
+    the filter of :mod:`reliabench.sandbox.seccomp` -- after the ``unshare`` it denies -- and
+    only then runs ``prlimit`` and ``setpriv``, which drop to the slot uid. Without the
+    filter (a machine without a table, or a kernel without seccomp) ``unshare(1)`` makes the
+    namespaces as before and the result says ``seccomp=False``.
 
     There is no private filesystem view: the slot uid sees what Unix permissions let any
     uid see (world-readable files, world-writable ``/tmp``). The workspace is lent to the slot
@@ -41,7 +53,7 @@ class NamespacesBackend:
         self.unshare = shutil.which("unshare")
         self.prlimit = shutil.which("prlimit")
         self.setpriv = shutil.which("setpriv")
-        if self.unshare is None or self.prlimit is None or self.setpriv is None:
+        if self.prlimit is None or self.setpriv is None or (self.unshare is None and not active_filter()):
             raise SandboxError("namespaces backend needs unshare, prlimit and setpriv (util-linux)")
 
     def run(
@@ -58,7 +70,7 @@ class NamespacesBackend:
         stdin: Path | None = None,
     ) -> SandboxResult:
         """Run ``argv`` in new namespaces as the slot uid; see :class:`SandboxBackend`."""
-        if self.unshare is None or self.prlimit is None or self.setpriv is None:  # pragma: no cover
+        if self.prlimit is None or self.setpriv is None:  # pragma: no cover - __init__
             raise SandboxError("namespaces backend needs unshare, prlimit and setpriv")
         full_env, prog, work = _prepare(argv, workdir, env)
         uid = slot_uid(slot)
@@ -84,11 +96,18 @@ class NamespacesBackend:
                 "not traversable); put workspaces under a world-traversable directory or use "
                 "the bubblewrap backend"
             )
-        flags = ["--ipc", "--uts"] + ([] if network else ["--net"])
-        cmd = [
-            self.unshare,
-            *flags,
-            "--",
+        seccomp = active_filter()
+        preexec = None
+        cmd: list[str] = []
+        if seccomp:
+            # unshare, then the filter (which denies unshare), then prlimit and setpriv
+            preexec = preexec_confinement(
+                _CLONE_NEWIPC | _CLONE_NEWUTS | (0 if network else _CLONE_NEWNET))
+        elif self.unshare is not None:
+            cmd = [self.unshare, "--ipc", "--uts", *([] if network else ["--net"]), "--"]
+        else:  # pragma: no cover - __init__
+            raise SandboxError("namespaces backend needs unshare without a seccomp filter")
+        cmd += [
             self.prlimit,
             *_rlimit_args(limits, limits.max_procs),
             "--",
@@ -117,10 +136,11 @@ class NamespacesBackend:
                         limits=limits,
                         isolation=self.name,
                         pass_fds=pass_fds,
-                        preexec_fn=None,
+                        preexec_fn=preexec,
                         user=None,
                         cleanup=cleanup,
                         stdin=stdin,
+                        seccomp=seccomp,
                     )
             finally:
                 _remove_files_of(uid)  # after the workdir was handed back

@@ -30,6 +30,14 @@ read_world_readable_dirs    the same in 0755 directories: only a private file-sy
                             hides them
 setsid_grandchild           a grandchild that calls ``setsid()`` is gone when ``run`` returns
 background_child            a plain background child is gone when ``run`` returns
+kernel_keyring              a key one run stores in the uid's user, user-session or persistent
+                            keyring, or in the session keyring it inherited, is not found by
+                            the next run of the same slot
+syscall_filter              the calls a seccomp filter must deny fail inside the sandbox
+                            (``add_key``, ``keyctl``, ``unshare`` and ``clone`` of a user
+                            namespace, ``io_uring_setup``, ``bpf``, ``perf_event_open``,
+                            ``userfaultfd``, ``kcmp``, ``name_to_handle_at``, ``personality``
+                            without ASLR): see :mod:`reliabench.sandbox.seccomp`
 ==========================  ====================================================================
 
 "Nothing left running" is checked as root (then runs use the slot's uid): no process of the
@@ -39,7 +47,8 @@ What the built-in backends give (``docs/threat-model.md``): ``bubblewrap`` and t
 pass every check; ``namespaces`` fails ``read_world_readable_dirs`` (it has no private
 file-system view, permissions are its barrier: runners keep suite directories 0700); ``none``
 FAILS containment by design -- network, writes and reads outside the workspace, the
-``setsid()`` grandchild, and as root the fork bomb (``RLIMIT_NPROC`` is ignored for root).
+``setsid()`` grandchild, the kernel keyrings and the system-call filter, and as root the
+fork bomb (``RLIMIT_NPROC`` is ignored for root).
 
 A check that cannot run says why (``skipped``): no Python interpreter runs in the backend,
 for instance. Anything a failed check left on the host (escaped files, an escaped process,
@@ -66,6 +75,7 @@ from typing import Literal
 
 from reliabench.errors import SandboxError, UsageError
 from reliabench.sandbox.base import Limits, SandboxBackend, SandboxResult
+from reliabench.sandbox.seccomp import SYSCALL_NUMBERS
 from reliabench.sandbox.slots import _hold_slot, _procs_of_uid, slot_uid
 
 __all__ = [
@@ -434,6 +444,101 @@ def _background_child(ctx: _Context) -> str:
     return _child_gone(ctx, setsid=False)
 
 
+_KEYRING_PROGRAM = """
+import ctypes
+libc = ctypes.CDLL(None, use_errno=True)
+libc.syscall.restype = ctypes.c_long
+L = ctypes.c_long
+ADD, KEYCTL, TOKEN, STORE = {add_key}, {keyctl}, {token!r}.encode(), {store}
+for name, ring in (("user", -4), ("user-session", -5), ("session", -3), ("persistent", None)):
+    if ring is None:
+        ring = libc.syscall(L(KEYCTL), L(22), L(-1), L(-2))  # KEYCTL_GET_PERSISTENT
+        if ring < 0:
+            continue
+    if STORE:
+        libc.syscall(L(ADD), b"user", b"rb-selfcheck", TOKEN, L(len(TOKEN)), L(ring))
+        continue
+    kid = libc.syscall(L(KEYCTL), L(10), L(ring), b"user", b"rb-selfcheck", L(0))  # SEARCH
+    if kid >= 0:
+        buf = ctypes.create_string_buffer(256)
+        n = libc.syscall(L(KEYCTL), L(11), L(kid), buf, L(256))  # READ
+        print("found", name, buf.raw[:max(n, 0)].decode("ascii", "replace") if n > 0 else kid)
+print("done")
+"""
+
+
+def _numbers() -> dict[str, int]:
+    numbers = SYSCALL_NUMBERS.get(os.uname().machine)
+    if numbers is None:
+        raise _Skipped(f"no system-call table for machine {os.uname().machine!r}")
+    return dict(numbers)
+
+
+def _kernel_keyring(ctx: _Context) -> str:
+    nr = _numbers()
+    token = f"rb-selfcheck-key-{secrets.token_hex(8)}"
+    fmt = {"add_key": nr["add_key"], "keyctl": nr["keyctl"], "token": token}
+    stored = ctx.py(_KEYRING_PROGRAM.format(store=True, **fmt))
+    _expect(stored.stdout.endswith("done\n"), f"the storing run did not finish: stdout "
+            f"{stored.stdout[-200:]!r}, stderr {stored.stderr[-200:]!r}")
+    found = ctx.py(_KEYRING_PROGRAM.format(store=False, **fmt))
+    _expect(found.stdout.endswith("done\n"), f"the reading run did not finish: stdout "
+            f"{found.stdout[-200:]!r}, stderr {found.stderr[-200:]!r}")
+    seen = [line for line in found.stdout.splitlines() if line.startswith("found")]
+    _expect(not seen, f"the next run of the slot found the key of the previous one: {seen}")
+    return "the next run found no key of the previous one"
+
+
+_FILTER_PROGRAM = """
+import ctypes, os
+libc = ctypes.CDLL(None, use_errno=True)
+libc.syscall.restype = ctypes.c_long
+L = ctypes.c_long
+nr = {numbers!r}
+def call(name, *args):
+    rc = libc.syscall(L(nr[name]), *(a if isinstance(a, bytes) else L(a) for a in args))
+    return rc
+def clone_userns():
+    rc = call("clone", 0x10000000 | 17, 0, 0, 0, 0)
+    if rc == 0:
+        os._exit(0)
+    if rc > 0:
+        os.waitpid(rc, 0)
+    return rc
+def no_aslr():
+    rc = call("personality", 0x0040000)
+    call("personality", 0)
+    return rc
+probes = {{
+    "add_key": lambda: call("add_key", b"user", b"rb-selfcheck", b"x", 1, -2),
+    "keyctl": lambda: call("keyctl", 0, -2, 1),
+    "unshare": lambda: call("unshare", 0x10000000),
+    "clone": clone_userns,
+    "io_uring_setup": lambda: call("io_uring_setup", 1, 0),
+    "bpf": lambda: call("bpf", 0, 0, 0),
+    "perf_event_open": lambda: call("perf_event_open", 0, 0, -1, -1, 0),
+    "userfaultfd": lambda: call("userfaultfd", 0),
+    "kcmp": lambda: call("kcmp", os.getpid(), os.getpid(), 0, 0, 0),
+    "name_to_handle_at": lambda: call("name_to_handle_at", -100, b".", 0, 0, 0),
+    "personality": no_aslr,
+}}
+for name, probe in probes.items():
+    rc = probe()
+    if rc >= 0:
+        print("allowed", name, rc)
+print("done")
+"""
+
+
+def _syscall_filter(ctx: _Context) -> str:
+    result = ctx.py(_FILTER_PROGRAM.format(numbers=_numbers()))
+    _expect(result.stdout.endswith("done\n"), f"the probe did not finish: returncode "
+            f"{result.returncode}, stderr {result.stderr[-300:]!r}")
+    allowed = [line.split()[1] for line in result.stdout.splitlines() if line.startswith("allowed")]
+    _expect(not allowed, f"system calls a seccomp filter must deny succeeded: {', '.join(allowed)}")
+    return "every probed call was denied"
+
+
 CHECKS: tuple[ContainmentCheck, ...] = (
     ContainmentCheck("fork_bomb", "a fork bomb stops at the process limit or wall time; the slot works after",
                      _fork_bomb),
@@ -451,6 +556,10 @@ CHECKS: tuple[ContainmentCheck, ...] = (
     ContainmentCheck("setsid_grandchild", "a setsid() grandchild is gone when run() returns",
                      _setsid_grandchild),
     ContainmentCheck("background_child", "a background child is gone when run() returns", _background_child),
+    ContainmentCheck("kernel_keyring", "a key stored by one run is not found by the next run of the slot",
+                     _kernel_keyring),
+    ContainmentCheck("syscall_filter", "add_key, keyctl, user namespaces, io_uring, bpf ... are denied",
+                     _syscall_filter),
 )
 """Every containment check, in the order they run."""
 

@@ -3,27 +3,41 @@
 As root, every sandboxed run of worker slot ``s`` runs as uid ``SLOT_UID_BASE + s``; runs of
 one slot never overlap (a host-wide lock), the workspace is handed to the slot uid for the run
 and handed back afterwards, and at the end every process of the uid is killed.
+
+The kernel keeps keyrings per uid (the user and user-session keyrings, and the persistent
+keyring), and they outlive every process of the uid: what one rollout stored there, the next
+rollout of the slot -- or a later run -- could read. The seccomp filter
+(:mod:`reliabench.sandbox.seccomp`) denies the keyring calls inside every sandbox; on top of
+that the slot's keyrings are cleared when the slot is taken and when it is given back, which
+covers keys left by an earlier version, by a path without the filter, or by a host without one.
 """
 
 from __future__ import annotations
 
 import contextlib
+import ctypes
+import errno
 import fcntl
+import logging
 import os
 import shutil
 import signal
 import stat
 import subprocess
 import tempfile
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 from reliabench.errors import SandboxError
 from reliabench.files.untrusted import ChownReport, chown_tree, remove_tree
+from reliabench.sandbox import seccomp
 from reliabench.sandbox.base import DEFAULT_PATH
 
 __all__ = ["SLOT_UID_BASE", "slot_uid"]
+
+logger = logging.getLogger(__name__)
 
 SLOT_UID_BASE = 61000
 """Worker slot ``s`` runs as uid and gid ``SLOT_UID_BASE + s`` when reliabench runs as root."""
@@ -133,9 +147,69 @@ def _hold_slot(uid: int | None) -> Iterator[None]:
     fd = os.open(_lock_dir() / f"slot-{uid}.lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
-        yield
+        _clear_keyrings(uid)
+        try:
+            yield
+        finally:
+            _clear_keyrings(uid)
     finally:
         os.close(fd)
+
+
+_KEY_SPEC_THREAD_KEYRING = -1
+_KEY_SPEC_USER_KEYRING = -4
+_KEY_SPEC_USER_SESSION_KEYRING = -5
+_KEYCTL_CLEAR = 7
+_KEYCTL_GET_PERSISTENT = 22
+_NO_KEYS = (errno.ENOSYS, errno.EOPNOTSUPP)  # a kernel without keys or persistent keyrings
+
+
+def _clear_keyrings(uid: int) -> None:
+    """Empty the user, user-session and persistent keyrings of ``uid`` (as root).
+
+    The calls are made as ``uid`` by a short-lived thread that switches only its own
+    credentials with the raw ``setresuid`` system call (glibc's wrapper would switch every
+    thread of the process); the thread ends with them. Nothing here runs code of the uid.
+
+    Raises:
+        SandboxError: A keyring of the uid could not be cleared and no seccomp filter keeps
+            the sandboxes from reading it (the uid may have taken the write permission off
+            its own keyring).
+    """
+    numbers = seccomp.SYSCALL_NUMBERS.get(os.uname().machine)
+    if numbers is None or os.geteuid() != 0:
+        return
+    failed: list[str] = []
+
+    def call(*args: int) -> int:
+        rc = int(seccomp._libc.syscall(*(ctypes.c_long(a) for a in args)))
+        return rc if rc >= 0 else -ctypes.get_errno()
+
+    def as_uid() -> None:
+        if call(numbers["setresgid"], uid, uid, uid) < 0 or call(numbers["setresuid"], uid, uid, uid) < 0:
+            failed.append(f"setresuid({uid}) failed")
+            return
+        rings = [_KEY_SPEC_USER_KEYRING, _KEY_SPEC_USER_SESSION_KEYRING]
+        persistent = call(numbers["keyctl"], _KEYCTL_GET_PERSISTENT, -1, _KEY_SPEC_THREAD_KEYRING)
+        if persistent >= 0:
+            rings.append(persistent)
+        elif -persistent not in _NO_KEYS:
+            failed.append(f"persistent keyring: {os.strerror(-persistent)}")
+        for ring in rings:
+            rc = call(numbers["keyctl"], _KEYCTL_CLEAR, ring)
+            if rc < 0 and -rc not in _NO_KEYS:
+                failed.append(f"keyring {ring}: {os.strerror(-rc)}")
+
+    worker = threading.Thread(target=as_uid, name=f"rb-keyrings-{uid}", daemon=True)
+    worker.start()
+    worker.join()
+    if not failed:
+        return
+    message = f"the keyrings of slot uid {uid} could not be cleared ({'; '.join(failed)})"
+    if seccomp.active_filter():
+        logger.warning("%s; the seccomp filter keeps the sandboxes from reading them", message)
+        return
+    raise SandboxError(message + " and no seccomp filter keeps the sandboxes from reading them")
 
 
 @contextlib.contextmanager

@@ -110,8 +110,13 @@ def _run_supervised(
     user: int | None,
     cleanup: Callable[[subprocess.Popen[bytes]], None],
     stdin: Path | None = None,
+    seccomp: bool = False,
 ) -> SandboxResult:
-    """Start ``cmd`` with output to files, enforce wall time and output size, clean up."""
+    """Start ``cmd`` with output to files, enforce wall time and output size, clean up.
+
+    ``seccomp`` says whether ``cmd`` installs the filter of :mod:`reliabench.sandbox.seccomp`
+    before it runs anything of the caller's (recorded in the result).
+    """
     start = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="rb-out-") as tmp:
         out_path = Path(tmp) / "stdout"
@@ -133,7 +138,7 @@ def _run_supervised(
                     group=user,
                     extra_groups=[] if user is not None else None,
                 )
-            except OSError as exc:
+            except (OSError, subprocess.SubprocessError) as exc:  # the latter: preexec_fn failed
                 raise SandboxError(f"{isolation} sandbox could not start {cmd[0]!r}: {exc}") from exc
         timed_out = False
         reason: str | None = None
@@ -164,6 +169,7 @@ def _run_supervised(
         stderr=stderr,
         isolation=isolation,
         killed_reason=reason,
+        seccomp=seccomp,
     )
 
 

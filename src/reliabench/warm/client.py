@@ -35,6 +35,7 @@ from reliabench.errors import SandboxError
 from reliabench.hidden_tests.staging import hidden_test_env
 from reliabench.sandbox import DEFAULT_PATH, Limits, SandboxResult, slot_uid
 from reliabench.sandbox.bubblewrap import _ETC_FILES, _SYSTEM_DIRS, _python_prefixes
+from reliabench.sandbox.seccomp import active_filter
 from reliabench.sandbox.slots import _hold_slot, _lend_workdir, _under
 from reliabench.sandbox.supervision import _max_output, _signal_reason
 from reliabench.warm.protocol import ProtocolError, read_frame, write_frame
@@ -298,6 +299,7 @@ class WarmWorkers:
             "env": env,
             "uid": uid,
             "key_hex": fields.get("key_hex", "00"),
+            "seccomp": active_filter(),
             "jail": {k: self._base[k] for k in ("system", "symlinks", "files")},
             "limits": {
                 "wall_s": limits.wall_s,
@@ -325,6 +327,7 @@ class WarmWorkers:
             stderr=resp["stderr"],
             isolation=ISOLATION,
             killed_reason=reason,
+            seccomp=bool(req["seccomp"]) and not resp["setup_failed"],
         )
         return WarmRaw(result, base64.b64decode(resp["channel_b64"]), bool(resp["setup_failed"]),
                        float(resp.get("setup_s", 0.0)), float(resp.get("run_s", 0.0)))

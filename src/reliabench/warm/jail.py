@@ -17,6 +17,10 @@ Called only in processes forked from the warm server (root), never in the caller
 3. :func:`drop_privileges` (in ``C``, then): a new session, rlimits, an empty
    capability bounding set, no supplementary groups, the slot's uid and gid, and
    ``no_new_privs``.
+4. :func:`confine_syscalls` (in ``C``, last, when the request asks for it): the seccomp
+   filter of :mod:`reliabench.sandbox.seccomp`, after every mount, ``pivot_root`` and the uid
+   drop above (which it denies), before anything of the rollout runs. A filter that cannot be
+   installed fails the set-up: nothing of the rollout runs.
 """
 
 from __future__ import annotations
@@ -27,9 +31,11 @@ import stat
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from reliabench.sandbox.seccomp import install_filter
 from reliabench.warm import _linux as lx
 
-__all__ = ["NS_FLAGS", "JailSpec", "RlimitSpec", "drop_privileges", "enter_namespaces", "mount_proc"]
+__all__ = ["NS_FLAGS", "JailSpec", "RlimitSpec", "confine_syscalls", "drop_privileges",
+           "enter_namespaces", "mount_proc"]
 
 _DEV_NODES = ("null", "zero", "full", "random", "urandom", "tty")
 _DEV_LINKS = {"fd": "/proc/self/fd", "stdin": "/proc/self/fd/0", "stdout": "/proc/self/fd/1",
@@ -188,3 +194,14 @@ def drop_privileges(uid: int, limits: RlimitSpec, env: Mapping[str, str], cwd: s
     os.chdir(cwd)
     os.environ.clear()
     os.environ.update(env)
+
+
+def confine_syscalls(wanted: bool) -> None:
+    """Install the seccomp filter when ``wanted`` (call it last, after :func:`drop_privileges`).
+
+    Raises:
+        OSError: The kernel refused the filter (the caller must then exit without running
+            anything).
+    """
+    if wanted:
+        install_filter()

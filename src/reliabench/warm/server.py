@@ -44,6 +44,7 @@ from reliabench.warm.jail import (
     NS_FLAGS,
     JailSpec,
     RlimitSpec,
+    confine_syscalls,
     drop_privileges,
     enter_namespaces,
     mount_proc,
@@ -148,6 +149,7 @@ def _child_c(req: dict[str, Any], spec: JailSpec | None = None) -> None:
             env=req["env"],
             cwd=req["workspace"],
         )
+        confine_syscalls(bool(req.get("seccomp")))
         os.write(_CTL_FD, b"\0\0\0\0")  # the jail is ready
         os.close(_CTL_FD)
         lx.prctl(lx.PR_SET_DUMPABLE, 1)  # like a fresh process: its own /proc entries are its own
