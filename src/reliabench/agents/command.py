@@ -386,7 +386,10 @@ class CommandAgent:
             if res.killed_reason:
                 what += f" ({res.killed_reason})"
         if usage is None and self.usage_parser is not None:
-            usage = USAGE_PARSERS[self.usage_parser](res.stdout + "\n" + res.stderr)
+            try:  # the output is the agent's: a parser's failure is not the harness's
+                usage = USAGE_PARSERS[self.usage_parser](res.stdout + "\n" + res.stderr)
+            except Exception as exc:
+                usage_problem = f"usage parser {self.usage_parser!r} failed: {type(exc).__name__}: {exc}"
         meta: dict[str, Any] = {"returncode": res.returncode, "wall_s": round(res.wall_s, 3),
                                 "isolation": res.isolation, "killed_reason": res.killed_reason,
                                 "network": _network_label(self.network)}
@@ -407,6 +410,9 @@ class CommandAgent:
             meta["usage_source"] = usage.source
             if usage.approx:
                 meta["usage_approx"] = True
+            if usage.dropped:  # out of range: dropped, never clamped (see agents.usage)
+                meta["usage_dropped"] = [f"{k}: {why}" for k, why in usage.dropped.items()]
+                notes.extend(f"usage: dropped {line}" for line in meta["usage_dropped"])
             notes.append(f"usage ({usage.source}): tokens_in={usage.tokens_in} "
                          f"tokens_out={usage.tokens_out} usd={usage.usd}")
         log = (f"{head}\n{what}; {res.wall_s:.2f} s; isolation {res.isolation}\n"
