@@ -5,9 +5,11 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shutil
 import socket
 import stat
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -487,3 +489,74 @@ def test_relay_flood_of_one_rollout_leaves_another_rollout_unharmed(
     relay = attacker.meta["network_relay"]
     assert relay["connections"] <= 32 and relay["over_limit"] >= 500, relay
     assert attacker.status == "completed" and attacker.passes  # it only cut its own access
+
+
+THIEF = r'''
+import json, os, socket, time
+out = {"found": None}
+deadline = time.time() + 8
+while time.time() < deadline and out["found"] is None:
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            args = open(f"/proc/{pid}/cmdline", "rb").read().split(b"\0")
+        except OSError:
+            continue
+        hits = [a.decode() for a in args if a.endswith(b"relay.sock")]
+        if hits:
+            out["found"] = hits[0]
+            break
+    time.sleep(0.1)
+if out["found"]:
+    s = socket.socket(socket.AF_UNIX)
+    s.settimeout(5)
+    try:
+        s.connect(out["found"])
+        s.sendall(b"GET /v1/models HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        out["got"] = s.recv(4096).decode("latin-1")
+    except OSError as exc:
+        out["got"] = f"refused: {exc.strerror or exc}"
+open("thief.json", "w").write(json.dumps(out))
+'''
+
+
+@pytest.mark.sandbox
+def test_another_slots_agent_cannot_reach_this_rollouts_relay(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, bubblewrap: None,
+        request: pytest.FixtureRequest) -> None:
+    """A network = false agent on another slot (namespaces: it sees the host's /proc) finds the
+    relay's socket path in a command line and tries to use it to reach the network."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from sandbox_helpers import backend_or_skip
+
+    backend_or_skip("namespaces")
+    if os.geteuid() != 0:  # pragma: no cover - depends on the host
+        pytest.skip("slot uids need root")
+    monkeypatch.setenv("RB_NET_KEY", KEY)
+    p = tmp_path / "thief.toml"
+    p.write_text(f'[[agents]]\nname = "thief"\nkind = "command"\nsandbox = "namespaces"\n'
+                 f'command = ["/usr/bin/python3", "-I", "-c", {json.dumps(THIEF)}]\n')
+    (thief,) = load_agents(p)
+    ws_a = tmp_path / "a"
+    ws_a.mkdir()
+    ws_b = Path(tempfile.mkdtemp(prefix="rb-thief-"))  # a place the thief's uid can reach
+    os.chmod(ws_b, 0o755)
+    request.addfinalizer(lambda: shutil.rmtree(ws_b, ignore_errors=True))
+    with FakeOpenAIServer("x", api_key=KEY) as srv:
+        victim = agent_for(tmp_path, srv.base_url, '"endpoint"',
+                           script="import time; time.sleep(10)\n")
+        with ThreadPoolExecutor(2) as pool:
+            a = pool.submit(victim.run, AgentRequest("t", "p", ws_a, seed=1, rollout=1,
+                                                     timeout_s=60.0, slot=SLOT))
+            time.sleep(0.5)
+            b = pool.submit(thief.run, AgentRequest("t", "p", ws_b, seed=1, rollout=1,
+                                                    timeout_s=60.0, slot=SLOT + 1))
+            res_a, res_b = a.result(), b.result()
+        assert res_b.status == "completed", res_b.log
+        out = json.loads((ws_b / "thief.json").read_text())
+        assert out["found"] and out["found"].endswith("relay.sock")  # the path is no secret
+        assert out["got"].startswith("refused: Permission denied"), out  # but it leads nowhere
+        assert srv.gets == []
+    assert res_a.status == "completed", res_a.log
