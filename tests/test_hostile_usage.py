@@ -225,3 +225,32 @@ def test_store_refuses_a_record_that_would_not_read_back(tmp_path: Path) -> None
         store.add(Rollout("t", "a", 3, verdict=True, cost=Cost(tokens=2**60 + 1)))
         (back,) = store.rollouts()
     assert back.cost is not None and back.cost.tokens == 2**60 + 1  # exact, not through a float
+
+
+def test_in_range_numbers_whose_sum_overflows_keep_reports_valid(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Own attack class: every number is in range, but their SUM is not a float.
+
+    ``usd = 1.7e308`` is finite and the reader takes it; three rollouts of it made the mean
+    ``inf``: ``score --format json`` wrote ``Infinity`` (not JSON) and the HTML report embedded it.
+    """
+    src = tmp_path / "big.jsonl"
+    from reliabench.records import write_jsonl
+
+    write_jsonl([Rollout("t", "a", i, verdict=i == 0,
+                         cost=Cost(usd=1.7e308, seconds=1.7e308, tokens=2**63 - 1))
+                 for i in range(3)], src)
+    assert main(["score", str(src), "-k", "1", "--format", "json"]) == 0
+    text = capsys.readouterr().out
+
+    def refuse(constant: str) -> None:
+        raise AssertionError(f"not JSON: {constant}")
+
+    doc = json.loads(text, parse_constant=refuse)
+    (agent,) = doc["agents"]
+    assert agent["cost"]["usd"]["mean"] == pytest.approx(1.7e308)
+    assert agent["cost"]["usd"]["total"] is None
+    assert agent["cost"]["passes_per_usd"] == pytest.approx((1 / 3) / 1.7e308)
+    html = tmp_path / "r.html"
+    assert main(["report", str(src), "-o", str(html)]) == 0  # filterwarnings=error: no overflow
+    assert "Infinity" not in html.read_text()
