@@ -560,3 +560,45 @@ def test_another_slots_agent_cannot_reach_this_rollouts_relay(
         assert out["got"].startswith("refused: Permission denied"), out  # but it leads nowhere
         assert srv.gets == []
     assert res_a.status == "completed", res_a.log
+
+
+ORPHAN_CHILD = r'''
+import sys, time
+from reliabench.agents.infra import parse_endpoint
+from reliabench.agents.netrelay import EndpointRelay
+
+relay = EndpointRelay(parse_endpoint("http://127.0.0.1:9999/v1")).__enter__()
+print(relay._proc.pid, relay.socket_path, flush=True)
+time.sleep(60)
+'''
+
+
+def test_relay_process_ends_when_the_harness_dies() -> None:
+    """kill -9 of the harness: its relay processes see their input end and exit, socket dir aside."""
+    import signal
+    import subprocess
+
+    child = subprocess.Popen([sys.executable, "-c", ORPHAN_CHILD], stdout=subprocess.PIPE, text=True)
+    sock: str | None = None
+    try:
+        assert child.stdout is not None
+        pid_text, sock = child.stdout.readline().split()
+        pid = int(pid_text)
+        assert Path(f"/proc/{pid}").exists()
+        child.send_signal(signal.SIGKILL)
+        child.wait(10)
+        deadline = time.monotonic() + 10
+        while Path(f"/proc/{pid}").exists() and time.monotonic() < deadline:
+            with contextlib.suppress(ChildProcessError):
+                os.waitpid(pid, os.WNOHANG)  # not our child: only reparented ones would need it
+            time.sleep(0.1)
+        state = Path(f"/proc/{pid}/stat").read_text().split()[2] if Path(f"/proc/{pid}").exists() else "gone"
+        assert state in ("gone", "Z"), state  # exited (a zombie until init reaps it)
+        assert not Path(sock).parent.exists()  # and took its socket directory with it
+    finally:
+        child.kill()
+        child.wait()
+        if child.stdout is not None:
+            child.stdout.close()
+        if sock is not None and Path(sock).parent.name.startswith("rb-relay-"):
+            shutil.rmtree(Path(sock).parent, ignore_errors=True)  # its harness could not

@@ -28,7 +28,7 @@ relay, no other rollout -- and not the harness -- loses a descriptor. Inside it:
 
 Control, over its standard streams: it writes ``ready`` once it listens; each ``stats`` line it
 reads is answered with one JSON line of counters; the end of its standard input (the harness
-closed it, or died) ends it at once.
+closed it, or died) ends it at once, and it removes its socket and the socket's directory.
 """
 
 from __future__ import annotations
@@ -248,6 +248,9 @@ def main(argv: list[str]) -> int:
             out.write(json.dumps(relay.stats()) + "\n")
             out.flush()
     listener.close()
+    with contextlib.suppress(OSError):  # also when the harness died and cannot clean up
+        os.unlink(opts.unix)
+        os.rmdir(os.path.dirname(opts.unix))
     return 0
 
 
