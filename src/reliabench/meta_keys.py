@@ -26,6 +26,9 @@ key                    written by                what it holds
 ``forged_outcomes``    the runner                true: forged test outcome lines were seen
 ``undeclared_skips``   the runner                tests skipped or xfailed that the task does
                                                  not declare (counted failed)
+``cost_dropped``       the runner                cost parts the agent reported out of range
+                                                 and dropped: ``{part: why}`` (see
+                                                 :func:`reliabench.records.checked_cost`)
 ``ray_node``           the Ray executor          IP address of the node that ran the rollout
 ``ray_node_id``        the Ray executor          Ray's id of that node
 ``ray_attempts``       the Ray executor          submissions of a rollout whose worker died
@@ -49,6 +52,7 @@ __all__ = [
     "ARTIFACTS_OMITTED",
     "CAPPED_LISTS",
     "CHANGED_FILES",
+    "COST_DROPPED",
     "DELETED_FILES",
     "FINDINGS_TOTAL",
     "FORGED_OUTCOMES",
@@ -87,6 +91,7 @@ TEST_PATH: Final = "test_path"
 TEST_RUNNER: Final = "test_runner"
 FORGED_OUTCOMES: Final = "forged_outcomes"
 UNDECLARED_SKIPS: Final = "undeclared_skips"
+COST_DROPPED: Final = "cost_dropped"
 RAY_NODE: Final = "ray_node"
 RAY_NODE_ID: Final = "ray_node_id"
 RAY_ATTEMPTS: Final = "ray_attempts"

@@ -68,6 +68,9 @@ __all__ = [
     "Severity",
     "TestOutcome",
     "TestOutcomeStatus",
+    "checked_cost",
+    "cost_amount",
+    "cost_count",
     "parse_status",
     "read_jsonl",
     "rollout_from_dict",
@@ -113,6 +116,9 @@ SEVERITY_LEVELS: Final[tuple[Severity, ...]] = get_args(Severity)
 CONFIDENCE_LEVELS: Final[tuple[Confidence, ...]] = get_args(Confidence)
 _INT64: Final = 2**63  # counts, token counts and line numbers must fit a signed 64-bit integer
 _FLOAT_MAX: Final = 1.7976931348623157e308
+_COST_KEYS: Final = ("tokens", "usd", "seconds", "tokens_in", "tokens_out", "agent_s", "test_s")
+_COUNT_KEYS: Final = ("tokens", "tokens_in", "tokens_out")
+_AMOUNT_KEYS: Final = ("usd", "seconds", "agent_s", "test_s")
 
 
 @dataclass(frozen=True, slots=True)
@@ -185,6 +191,81 @@ class Cost:
     tokens_out: int | None = None
     agent_s: float | None = None
     test_s: float | None = None
+
+
+def cost_count(value: object) -> int:
+    """``value`` as a token count the record reader accepts: an integer from 0 to 2**63-1.
+
+    A float is accepted when it is finite (and truncated, as the reader does); a bool, a
+    string, NaN, an infinity, a negative number or one of 2**63 or more is not.
+
+    Raises:
+        ValueError: saying what ``value`` is and what was expected.
+
+    Example:
+        >>> cost_count(12), cost_count(3.0)
+        (12, 3)
+    """
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ValueError(f"expected a token count from 0 to 2**63-1, got {_show(value)}")
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ValueError(f"expected a token count from 0 to 2**63-1, got {_show(value)}")
+    if not 0 <= value < _INT64:
+        raise ValueError(f"expected a token count from 0 to 2**63-1, got {_show(value)}")
+    return int(value)
+
+
+def cost_amount(value: object) -> float:
+    """``value`` as an amount (dollars, seconds) the reader accepts: a finite float >= 0.
+
+    Raises:
+        ValueError: saying what ``value`` is and what was expected.
+
+    Example:
+        >>> cost_amount(2)
+        2.0
+    """
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ValueError(f"expected a finite number >= 0, got {_show(value)}")
+    try:
+        number = float(value)
+    except OverflowError:  # an integer past the largest float
+        raise ValueError(f"expected a finite number >= 0, got {_show(value)}") from None
+    if not math.isfinite(number) or number < 0:
+        raise ValueError(f"expected a finite number >= 0, got {_show(value)}")
+    return number
+
+
+def checked_cost(cost: Cost) -> tuple[Cost, dict[str, str]]:
+    """``cost`` with every part the record reader would refuse dropped, and why each was.
+
+    The rule for every number an agent reports (its tokens and dollars), applied where a
+    rollout's record is made (:class:`reliabench.run.draft.RolloutDraft`): a part that is not
+    in the range :func:`rollout_from_dict` reads (:func:`cost_count`, :func:`cost_amount`) is
+    dropped (None), never clamped -- a clamped number would be a made-up one -- and the
+    reason is returned so that the caller can keep it in ``meta``. What is kept is the
+    reader's own type (``int`` counts, ``float`` amounts), so the record reads back equal.
+
+    Example:
+        >>> kept, dropped = checked_cost(Cost(tokens=10**300, usd=0.5, tokens_in=7))
+        >>> kept
+        Cost(tokens=None, usd=0.5, seconds=None, tokens_in=7, tokens_out=None, agent_s=None, test_s=None)
+        >>> dropped
+        {'tokens': 'expected a token count from 0 to 2**63-1, got an integer of 997 bits'}
+    """
+    parts: dict[str, int | float | None] = {}
+    dropped: dict[str, str] = {}
+    for key in _COST_KEYS:
+        value = getattr(cost, key)
+        if value is None:
+            parts[key] = None
+            continue
+        try:
+            parts[key] = cost_count(value) if key in _COUNT_KEYS else cost_amount(value)
+        except ValueError as exc:
+            parts[key] = None
+            dropped[key] = str(exc)
+    return Cost(**parts), dropped  # type: ignore[arg-type]
 
 
 @dataclass(frozen=True, slots=True)
@@ -389,8 +470,6 @@ def parse_status(value: Any, *, path: str = "<input>", line: int | None = None,
     return value
 
 
-_COST_KEYS = ("tokens", "usd", "seconds", "tokens_in", "tokens_out", "agent_s", "test_s")
-
 
 def rollout_from_dict(d: Any, *, path: str = "<input>", line: int | None = None) -> Rollout:
     """Validate one decoded JSON object and build a ``Rollout``.
@@ -449,17 +528,18 @@ def rollout_from_dict(d: Any, *, path: str = "<input>", line: int | None = None)
         if not isinstance(raw_cost, dict):
             raise _fail(*where, "cost", "expected an object with tokens, usd, seconds")
         nums = {k: _get_opt_number(raw_cost, k, where, "cost.") for k in _COST_KEYS}
-        for k in ("tokens", "tokens_in", "tokens_out", "usd", "seconds", "agent_s", "test_s"):
+        for k in _COST_KEYS:
             if (nums[k] or 0.0) < 0:
                 raise _fail(*where, f"cost.{k}", f"expected a number >= 0, got {_show(raw_cost[k])}")
-        for k in ("tokens", "tokens_in", "tokens_out"):
-            if (nums[k] or 0.0) >= _INT64:  # a count that does not fit 64 bits
-                raise _fail(*where, f"cost.{k}",
-                            f"expected a token count from 0 to 2**63-1, got {_show(raw_cost[k])}")
 
         def count(key: str) -> int | None:
-            value = nums[key]
-            return None if value is None else int(value)
+            # the integer as written, not through a float: 2**60 + 1 stays itself
+            if nums[key] is None:
+                return None
+            try:
+                return cost_count(raw_cost[key])
+            except ValueError as exc:  # a count that does not fit 64 bits
+                raise _fail(*where, f"cost.{key}", str(exc)) from None
 
         cost = Cost(tokens=count("tokens"), usd=nums["usd"], seconds=nums["seconds"],
                     tokens_in=count("tokens_in"), tokens_out=count("tokens_out"),

@@ -40,12 +40,13 @@ import time
 import urllib.parse
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager, suppress
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Final, TypedDict
 
-from reliabench.errors import OutputError, RunMismatchError, StoreError, UsageError
+from reliabench.errors import OutputError, RecordError, RunMismatchError, StoreError, UsageError
+from reliabench.files import json_input
 from reliabench.records import (
     Finding,
     Isolation,
@@ -472,6 +473,34 @@ class RunStore:
               _int64(f.cwe), _text(f.path), _int64(f.line), _text(f.message)) for f in r.findings],
         )
 
+    def _record_json(self, r: Rollout) -> str:
+        """The ``record_json`` of ``r``, once it is known to read back as ``r``.
+
+        What the store accepts, :meth:`rollouts` reads: the text is decoded and validated by
+        the reader (:func:`rollout_from_dict`) before it is written, and must give the same
+        record (``meta`` as JSON gives it back). So a value the reader refuses -- a token
+        count past 64 bits, a NaN -- is refused here, at write time, instead of making every
+        later ``score``, ``export``, report and resume of the run fail.
+
+        Raises:
+            RecordError: naming the field that would not read back.
+        """
+        where = f"{self.root / self.FILENAME} (writing {r.key!r})"
+        try:
+            text = _dumps(rollout_to_dict(r))
+        except (ValueError, TypeError, RecursionError) as exc:  # NaN, a non-JSON value, depth
+            raise RecordError(where, f"the record cannot be written as JSON: {exc}") from None
+        try:
+            back = rollout_from_dict(json_input.loads(text), path=where)
+        except json.JSONDecodeError as exc:
+            raise RecordError(where, f"the record would not read back: {exc.msg}") from None
+        if back != replace(r, meta=back.meta):
+            bad = next((f.name for f in fields(Rollout) if getattr(back, f.name) != getattr(r, f.name)),
+                       "record")
+            raise RecordError(where, "the record would not read back as written",
+                              field=bad)
+        return text
+
     @staticmethod
     def stored_key(task_id: str, agent: str, rollout: int) -> tuple[str, str, int]:
         """The key columns as stored (what :meth:`done_keys` returns for this rollout)."""
@@ -487,10 +516,12 @@ class RunStore:
 
         Raises:
             StoreError: The rollout is recorded already.
+            RecordError: The record would not read back as it is (see :meth:`_record_json`);
+                nothing is written.
             OutputError: The database cannot be written (disk full, read-only).
         """
         cost = r.cost
-        record_json = _dumps(rollout_to_dict(r))
+        record_json = self._record_json(r)
         with self._transaction() as conn:
             if replace_status is not None:
                 key = self.stored_key(*r.key)
@@ -516,15 +547,13 @@ class RunStore:
     def replace_security(self, r: Rollout, findings: Iterable[Finding],
                          scan_errors: Iterable[ScanError], meta: Mapping[str, Any]) -> Rollout:
         """Replace the findings of a recorded rollout (``reliabench scan``); returns the new record."""
-        from dataclasses import replace
-
         new = replace(r, findings=tuple(findings), scan_errors=tuple(scan_errors), meta=dict(meta))
         key = self.stored_key(*r.key)
         with self._transaction() as conn:
             conn.execute("DELETE FROM findings WHERE task_id = ? AND agent = ? AND rollout = ?", key)
             conn.execute(
                 "UPDATE rollouts SET record_json = ? WHERE task_id = ? AND agent = ? AND rollout = ?",
-                (_dumps(rollout_to_dict(new)), *key),
+                (self._record_json(new), *key),
             )
             conn.executemany(
                 "INSERT INTO findings VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
@@ -683,12 +712,15 @@ def _int64(value: int | None) -> int | None:
 
 
 def _dumps(obj: Any) -> str:
-    r"""JSON text: readable UTF-8 when possible, ``\uXXXX`` escapes for lone surrogates."""
-    text = json.dumps(obj, ensure_ascii=False)
+    r"""JSON text: readable UTF-8 when possible, ``\uXXXX`` escapes for lone surrogates.
+
+    Standard JSON only: NaN and infinities raise ``ValueError`` (other tools cannot read them).
+    """
+    text = json.dumps(obj, ensure_ascii=False, allow_nan=False)
     try:
         text.encode("utf-8")
     except UnicodeEncodeError:
-        return json.dumps(obj, ensure_ascii=True)
+        return json.dumps(obj, ensure_ascii=True, allow_nan=False)
     return text
 
 

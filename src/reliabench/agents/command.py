@@ -258,21 +258,24 @@ class CommandAgent:
         self.memory_bytes = memory_bytes
         self.max_procs = max_procs
 
-    def _relay(self) -> EndpointRelay:
-        """The host half of ``network = "endpoint"`` (bubblewrap only).
+    def _relay(self, slot: int) -> EndpointRelay:
+        """The host half of ``network = "endpoint"`` (bubblewrap only), for worker slot ``slot``.
 
         Raises:
             SandboxError: the backend cannot narrow the network, or the endpoint cannot be
                 reached through the relay.
         """
         from reliabench.agents.netrelay import EndpointRelay
+        from reliabench.sandbox.slots import slot_uid
 
         if self.endpoint is None:  # pragma: no cover - checked when the file is loaded
             raise SandboxError('network = "endpoint" without base_url')
         problem = self.check_network()
         if problem is not None:
             raise SandboxError(problem)
-        return EndpointRelay(self.endpoint)
+        # the sandbox runs as the slot's uid when root (bubblewrap + setpriv): only it is served
+        return EndpointRelay(self.endpoint,
+                             peer_uid=slot_uid(slot) if os.geteuid() == 0 else os.getuid())
 
     def check_network(self) -> str | None:
         """Why this agent's network level cannot work on this host (None: it can).
@@ -357,7 +360,7 @@ class CommandAgent:
             readonly = [prompt_file, *self.readonly]
             try:
                 if self.network == "endpoint":
-                    relay = stack.enter_context(self._relay())
+                    relay = stack.enter_context(self._relay(request.slot))
                     argv = relay.wrap(argv)
                     readonly += relay.readonly
                     env.update(relay.env())
@@ -386,7 +389,10 @@ class CommandAgent:
             if res.killed_reason:
                 what += f" ({res.killed_reason})"
         if usage is None and self.usage_parser is not None:
-            usage = USAGE_PARSERS[self.usage_parser](res.stdout + "\n" + res.stderr)
+            try:  # the output is the agent's: a parser's failure is not the harness's
+                usage = USAGE_PARSERS[self.usage_parser](res.stdout + "\n" + res.stderr)
+            except Exception as exc:
+                usage_problem = f"usage parser {self.usage_parser!r} failed: {type(exc).__name__}: {exc}"
         meta: dict[str, Any] = {"returncode": res.returncode, "wall_s": round(res.wall_s, 3),
                                 "isolation": res.isolation, "killed_reason": res.killed_reason,
                                 "network": _network_label(self.network)}
@@ -396,6 +402,9 @@ class CommandAgent:
                                      "mode": relay.mode, "connections": relay_stats.connections,
                                      "upstream_failures": relay_stats.upstream_failures,
                                      "refused": relay_stats.refused}
+            for key in ("over_limit", "foreign"):  # only when it happened: records stay as they were
+                if getattr(relay_stats, key):
+                    meta["network_relay"][key] = getattr(relay_stats, key)
             if relay_stats.upstream_failures:
                 notes.append(f"network relay: {relay_stats.upstream_failures} of "
                              f"{relay_stats.connections} connection(s) could not reach the "
@@ -403,10 +412,20 @@ class CommandAgent:
             if relay_stats.refused:
                 notes.append(f"network relay: refused {relay_stats.refused} connection(s) to "
                              "somewhere other than the endpoint")
+            if relay_stats.over_limit:
+                notes.append(f"network relay: refused {relay_stats.over_limit} connection(s) over "
+                             f"the limit of {relay.max_open} open at once / {relay.max_total} in "
+                             "all (or the relay's own descriptors)")
+            if relay_stats.foreign:
+                notes.append(f"network relay: refused {relay_stats.foreign} connection(s) from "
+                             "another uid than the rollout's sandbox")
         if usage is not None:
             meta["usage_source"] = usage.source
             if usage.approx:
                 meta["usage_approx"] = True
+            if usage.dropped:  # out of range: dropped, never clamped (see agents.usage)
+                meta["usage_dropped"] = [f"{k}: {why}" for k, why in usage.dropped.items()]
+                notes.extend(f"usage: dropped {line}" for line in meta["usage_dropped"])
             notes.append(f"usage ({usage.source}): tokens_in={usage.tokens_in} "
                          f"tokens_out={usage.tokens_out} usd={usage.usd}")
         log = (f"{head}\n{what}; {res.wall_s:.2f} s; isolation {res.isolation}\n"

@@ -55,7 +55,10 @@ and 5xx (``server_error``) after the SDK's retries, a refused connection (``unre
 call that timed out before the budget did (``endpoint_timeout``), and a sandbox for the
 visible tests that cannot start (``sandbox``). ``tokens`` is the sum of ``total_tokens`` over
 calls, ``tokens_in``/``tokens_out`` the sums of prompt and completion tokens; ``usd`` is set
-when both prices are configured; the transcript holds every message plus per-call usage.
+when both prices are configured; the transcript holds every message plus per-call usage. A
+reply whose usage is out of the range a record holds (``1e300``, ``-1``, ``NaN``, a string:
+:func:`reliabench.records.cost_count`) counts as a reply without usage, and
+``meta["usage_dropped"]`` says why.
 """
 
 from __future__ import annotations
@@ -83,7 +86,7 @@ from reliabench.agents.config import FieldReader
 from reliabench.agents.infra import OPENAI_BASE_URL, Endpoint, infra_reason_for_status, parse_endpoint
 from reliabench.errors import InvalidArgumentError, MissingExtraError, SandboxError
 from reliabench.meta_keys import INFRA_REASON, REASON
-from reliabench.records import Isolation
+from reliabench.records import Isolation, cost_count
 
 __all__ = [
     "DEFAULT_SYSTEM_PROMPT",
@@ -337,14 +340,20 @@ class _Usage:
         self.total = 0
         self.calls = 0
         self.known = False
+        self.problems: list[str] = []
 
     def add(self, usage: Any) -> dict[str, int] | None:
+        """Count one reply's usage; one the endpoint reported out of range is left out."""
         self.calls += 1
         if usage is None:
             return None
-        pt = int(getattr(usage, "prompt_tokens", 0) or 0)
-        ct = int(getattr(usage, "completion_tokens", 0) or 0)
-        tt = int(getattr(usage, "total_tokens", 0) or (pt + ct))
+        try:  # the endpoint's numbers, as untrusted as an agent's (records.cost_count)
+            pt = cost_count(getattr(usage, "prompt_tokens", 0) or 0)
+            ct = cost_count(getattr(usage, "completion_tokens", 0) or 0)
+            tt = cost_count(getattr(usage, "total_tokens", 0) or (pt + ct))
+        except ValueError as exc:
+            self.problems.append(f"call {self.calls}: usage left out: {exc}")
+            return None
         self.prompt += pt
         self.completion += ct
         self.total += tt
@@ -401,6 +410,9 @@ class OpenAIAgent:
                    + usage.completion / 1000 * s.usd_per_1k_output)
         if usage.known:
             meta.update(prompt_tokens=usage.prompt, completion_tokens=usage.completion)
+        if usage.problems:
+            meta["usage_dropped"] = usage.problems[:20]
+            log.extend(usage.problems[:20])
         meta["calls"] = usage.calls
         return AgentResult(
             status=status,

@@ -5,9 +5,13 @@ environment: a path it may write once, at the end, with one JSON object::
 
     {"tokens_in": 12000, "tokens_out": 800, "usd": 0.0123}
 
-Every key is optional (``tokens`` -- a total -- is accepted too); numbers must be finite and
->= 0. The path is outside the workspace (the file is not part of what the agent changed, not
-scanned, not tested): it is ``/dev/fd/N``, a file descriptor that reliabench opens on a
+Every key is optional (``tokens`` -- a total -- is accepted too). Token counts must be
+integers from 0 to 2**63-1 and ``usd`` a finite number >= 0 (what a stored record can hold:
+:func:`reliabench.records.cost_count`, :func:`~reliabench.records.cost_amount`); a value
+outside that range (``1e300``, ``-1``, ``NaN``, ``"12"``, ``true``, ``2**70``) makes the
+file ignored like any bad one (never clamped), and the log says which key and why. The path
+is outside the workspace (the file is not part of what the agent changed, not scanned, not
+tested): it is ``/dev/fd/N``, a file descriptor that reliabench opens on a
 private file of its own before the sandbox starts and that the sandboxed process inherits, so
 the sandbox needs no second writable folder. Write it by opening the path (truncating), e.g.
 ``json.dump(usage, open(os.environ["RELIABENCH_USAGE_FILE"], "w"))`` or
@@ -24,16 +28,17 @@ written, wins over a parser.
 from __future__ import annotations
 
 import contextlib
-import json
-import math
 import os
 import re
 import shutil
 import tempfile
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
+
+from reliabench.files import json_input
+from reliabench.records import cost_amount, cost_count
 
 __all__ = [
     "USAGE_PARSERS",
@@ -58,6 +63,8 @@ class UsageReport:
         usd: Cost in US dollars.
         source: Where it came from: ``usage_file`` or the parser's name.
         approx: The numbers were rounded by the agent (aider's ``2.1k``).
+        dropped: Values out of the range a record holds, dropped: ``{key: why}`` (a parser's
+            sums; the usage file is ignored whole instead).
     """
 
     tokens_in: int | None = None
@@ -66,46 +73,60 @@ class UsageReport:
     usd: float | None = None
     source: str = "usage_file"
     approx: bool = False
+    dropped: Mapping[str, str] = field(default_factory=dict)
 
 
-def _count(obj: dict[str, Any], key: str) -> float | None:
+def _field(obj: dict[str, Any], key: str, dropped: dict[str, str]) -> int | float | None:
+    """``obj[key]`` in the range a record holds, or None (and why in ``dropped``)."""
     value = obj.get(key)
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) \
-            or value < 0:
-        raise ValueError(f"{key}: expected a finite number >= 0, got {value!r}")
-    return float(value)
+    try:
+        return cost_amount(value) if key == "usd" else cost_count(value)
+    except ValueError as exc:
+        dropped[key] = str(exc)
+        return None
 
 
 def parse_usage_json(text: str) -> UsageReport:
     """Parse the usage file's content (see the module docstring).
 
     Raises:
-        ValueError: not a JSON object with numeric ``tokens_in``/``tokens_out``/``tokens``/``usd``.
+        ValueError: not a JSON object, or a value out of the range a record holds (named).
 
-    Example:
+    Examples:
         >>> parse_usage_json('{"tokens_in": 10, "tokens_out": 5, "usd": 0.5}').tokens
         15
+        >>> parse_usage_json('{"tokens_in": 1e300}')
+        Traceback (most recent call last):
+        ...
+        ValueError: tokens_in: expected a token count from 0 to 2**63-1, got 1e+300
     """
     try:
-        obj = json.loads(text)
+        obj = json_input.loads(text)
     except ValueError as exc:
         raise ValueError(f"not JSON ({exc})") from None
     if not isinstance(obj, dict):
         raise ValueError(f"expected a JSON object, got {type(obj).__name__}")
-    t_in, t_out, total, usd = (_count(obj, k) for k in ("tokens_in", "tokens_out", "tokens", "usd"))
-    tin = None if t_in is None else int(t_in)
-    tout = None if t_out is None else int(t_out)
-    tot = int(total) if total is not None else (tin + tout if tin is not None and tout is not None
-                                                 else None)
+    dropped: dict[str, str] = {}
+    tin, tout, tot = (cast("int | None", _field(obj, k, dropped))
+                      for k in ("tokens_in", "tokens_out", "tokens"))
+    usd = cast("float | None", _field(obj, "usd", dropped))
+    if tot is None and not dropped and tin is not None and tout is not None:
+        try:
+            tot = cost_count(tin + tout)
+        except ValueError as exc:
+            dropped["tokens"] = f"tokens_in + tokens_out: {exc}"
+    for key, why in dropped.items():  # the file is ignored as a whole, as for any bad file
+        raise ValueError(f"{key}: {why}")
     return UsageReport(tin, tout, tot, usd, "usage_file")
 
 
+_NUM = r"\d{1,30}(?:\.\d{1,30})?"  # bounded: a 5000-digit "number" is not aider's
 _AIDER_TOKENS = re.compile(
-    r"Tokens: (?P<sent>[\d.]+k?) sent(?:, [\d.]+k? cache write)?(?:, [\d.]+k? cache hit)?, "
-    r"(?P<recv>[\d.]+k?) received\.")
-_AIDER_COST = re.compile(r"Cost: \$(?P<msg>[\d.]+) message, \$(?P<session>[\d.]+) session\.")
+    rf"Tokens: (?P<sent>{_NUM}k?) sent(?:, {_NUM}k? cache write)?(?:, {_NUM}k? cache hit)?, "
+    rf"(?P<recv>{_NUM}k?) received\.")
+_AIDER_COST = re.compile(rf"Cost: \$(?P<msg>{_NUM}) message, \$(?P<session>{_NUM}) session\.")
 
 
 def _aider_number(text: str) -> tuple[int, bool]:
@@ -116,6 +137,8 @@ def _aider_number(text: str) -> tuple[int, bool]:
 
 def parse_aider_usage(output: str) -> UsageReport | None:
     r"""Sum aider's per-message ``Tokens:`` lines and take its last ``session`` cost.
+
+    The output is the agent's: a sum past what a record holds is dropped (``dropped``).
 
     Example:
         >>> out = ("Tokens: 2.1k sent, 245 received. Cost: $0.0012 message, $0.0012 session.\n"
@@ -137,9 +160,14 @@ def parse_aider_usage(output: str) -> UsageReport | None:
     costs = list(_AIDER_COST.finditer(output))
     if not found and not costs:
         return None
-    usd = float(costs[-1].group("session")) if costs else None
-    return UsageReport(sent if found else None, recv if found else None,
-                       sent + recv if found else None, usd, "aider", approx)
+    dropped: dict[str, str] = {}
+    raw: dict[str, Any] = {"tokens_in": sent, "tokens_out": recv, "tokens": sent + recv} if found else {}
+    if costs:
+        raw["usd"] = float(costs[-1].group("session"))
+    tin, tout, tot = (cast("int | None", _field(raw, k, dropped))
+                      for k in ("tokens_in", "tokens_out", "tokens"))
+    return UsageReport(tin, tout, tot, cast("float | None", _field(raw, "usd", dropped)), "aider",
+                       approx, dropped)
 
 
 USAGE_PARSERS: dict[str, Callable[[str], UsageReport | None]] = {"aider": parse_aider_usage}

@@ -16,6 +16,7 @@ denominator is 0.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
@@ -30,12 +31,12 @@ class CostFigure:
 
     Attributes:
         mean: The mean (None when no rollout reports it).
-        total: The sum.
+        total: The sum (None when it is past the largest float; the mean is still given).
         reported: How many rollouts report it.
     """
 
     mean: float | None
-    total: float
+    total: float | None
     reported: int
 
 
@@ -79,14 +80,27 @@ class AgentCost:
 
 
 def _figure(values: Sequence[float | None]) -> CostFigure:
+    """The mean and total of the known values; finite whatever they are (each is finite).
+
+    Every value a record holds is finite, but a sum of them may not be (two rollouts that
+    report ``usd = 1e308``): then the total is None (it does not fit a float) and the mean is
+    taken as the sum of ``v / n``, which is at most the largest value, so never infinite.
+    """
     known = [v for v in values if v is not None]
+    if not known:
+        return CostFigure(None, 0.0, 0)
     total = float(sum(known))
-    return CostFigure(total / len(known) if known else None, total, len(known))
+    if math.isfinite(total):
+        return CostFigure(total / len(known), total, len(known))
+    n = len(known)
+    return CostFigure(math.fsum(v / n for v in known), None, n)
 
 
 def _rate(passes: int, fig: CostFigure, rollouts: int, scale: float = 1.0) -> float | None:
-    if rollouts == 0 or fig.reported != rollouts or fig.total <= 0:
+    if rollouts == 0 or fig.reported != rollouts or fig.mean is None or fig.mean <= 0:
         return None
+    if fig.total is None:  # the total does not fit a float: the same ratio, through the mean
+        return (passes / rollouts) / (fig.mean / scale)
     return passes / (fig.total / scale)
 
 

@@ -179,14 +179,18 @@ def cost_figures(report: ScoreReport, records: Sequence[Rollout], k: int = 1) ->
             if not vals:
                 continue
             e: Estimate = a.metrics.get(f"reliability@{k}", Estimate(math.nan, math.nan, math.nan, 0))
-            mean = float(np.mean(vals))
+            with np.errstate(over="ignore"):
+                mean = float(np.mean(vals))
+            if not math.isfinite(mean):  # in-range values whose sum is not a float
+                mean = math.fsum(v / len(vals) for v in vals)
             points.append(ScatterPoint(mean, e.value, f"{names[j]}: {label} {mean:.4g}, "
                                        f"reliability@{k} {e.value:.3f}", j, e.ci_low, e.ci_high))
         if not points:
             continue
         top = max(p.x for p in points)
+        right = top * 1.1 if math.isfinite(top * 1.1) else top
         svg = scatter_svg(f"{label.split(' per')[0]} vs reliability@{k}", points, x_label=label,
-                          y_label=f"reliability@{k}", legend=names, x_range=(0.0, top * 1.1 or 1.0))
+                          y_label=f"reliability@{k}", legend=names, x_range=(0.0, right or 1.0))
         blocks.append(figure_block(svg, f"One point per agent: {label} (infra errors excluded) against "
                                    f"reliability@{k}, whisker = CI over tasks."))
     phases = [phase_costs(r) for r in records]

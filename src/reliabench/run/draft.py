@@ -44,6 +44,7 @@ from reliabench.meta_keys import (
     AGENT_KIND,
     ARTIFACTS_OMITTED,
     CHANGED_FILES,
+    COST_DROPPED,
     DELETED_FILES,
     FORGED_OUTCOMES,
     INFRA_REASON,
@@ -53,7 +54,15 @@ from reliabench.meta_keys import (
     TAMPER_FILES,
     UNDECLARED_SKIPS,
 )
-from reliabench.records import Cost, Finding, Isolation, Rollout, RolloutStatus, ScanError
+from reliabench.records import (
+    Cost,
+    Finding,
+    Isolation,
+    Rollout,
+    RolloutStatus,
+    ScanError,
+    checked_cost,
+)
 from reliabench.run import artifacts as _artifacts
 from reliabench.run.artifacts import RolloutArtifacts, Snapshot, cap_record, cap_text
 from reliabench.run.plan import Job
@@ -206,16 +215,23 @@ class RolloutDraft:
             omitted=snap.omitted,
         )
         job = self.job
+        # the agent's numbers are untrusted: what the record reader would refuse is dropped
+        # here, with the reason, so that the run stays readable (records.checked_cost)
+        cost, dropped = checked_cost(Cost(
+            tokens=result.tokens, usd=result.usd, seconds=round(seconds, 3),
+            tokens_in=result.tokens_in, tokens_out=result.tokens_out,
+            agent_s=round(self.agent_seconds, 3),
+            test_s=round(hidden.seconds, 3) if hidden else None))
+        meta = dict(self.meta)
+        if dropped:
+            meta[COST_DROPPED] = dropped
         rollout = Rollout(
             task_id=job.task.id, agent=job.agent.name, rollout=job.rollout,
             tests=hidden.outcomes if hidden else (), status=status,
             findings=self.findings if scan else (), scan_errors=self.scan_errors if scan else (),
-            cost=Cost(tokens=result.tokens, usd=result.usd, seconds=round(seconds, 3),
-                      tokens_in=result.tokens_in, tokens_out=result.tokens_out,
-                      agent_s=round(self.agent_seconds, 3),
-                      test_s=round(hidden.seconds, 3) if hidden else None),
+            cost=cost,
             isolation=hidden.isolation if hidden else self.isolation,
             tamper_suspected=bool(hidden and hidden.tamper_suspected),
-            simulated=job.agent.simulated, meta=dict(self.meta),
+            simulated=job.agent.simulated, meta=meta,
         )
         return cap_record(rollout, budget), art

@@ -6,7 +6,7 @@ from dataclasses import replace
 
 from reliabench.errors import OutputError, StoreError
 from reliabench.meta_keys import ARTIFACTS_OMITTED, REASON
-from reliabench.records import Rollout
+from reliabench.records import Rollout, checked_cost
 from reliabench.run import artifacts as _artifacts
 from reliabench.run.artifacts import RolloutArtifacts, cap_record, write_artifacts
 from reliabench.store import RunStore
@@ -35,7 +35,8 @@ def store_rollout(store: RunStore, rollout: Rollout, art: RolloutArtifacts) -> R
 
     Whatever the rollout holds, it gets recorded: if its own content cannot be stored (an
     encoding the store refuses, nesting too deep to serialise), a minimal ``test_error``
-    record with the reason takes its place. Only the run directory's own failures
+    record with the reason (and only the parts of its cost the reader accepts) takes its
+    place. Only the run directory's own failures
     (``OutputError``) and a duplicate key stop the run.
     """
     if not art.written:
@@ -47,7 +48,8 @@ def store_rollout(store: RunStore, rollout: Rollout, art: RolloutArtifacts) -> R
     except Exception as exc:  # the record itself is the problem: keep a minimal one
         rollout = Rollout(
             task_id=rollout.task_id, agent=rollout.agent, rollout=rollout.rollout, tests=(),
-            status="test_error", cost=rollout.cost, isolation=rollout.isolation,
+            status="test_error", cost=checked_cost(rollout.cost)[0] if rollout.cost else None,
+            isolation=rollout.isolation,
             tamper_suspected=rollout.tamper_suspected, simulated=rollout.simulated,
             meta={REASON: f"harness error while storing the rollout's record: "
                             f"{type(exc).__name__}: {exc}"[:600]},
