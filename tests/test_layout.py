@@ -93,7 +93,6 @@ COVERED_ELSEWHERE: dict[str, tuple[str, str, str]] = {
     "report/rollout_detail.py": ("test_report_page.py", "reliabench.report.rollout_detail", "one rollout's page"),
     "report/score_render.py": ("test_exporters_inspect_eval.py", "reliabench.report.score_render",
                                "score's renderers, compared across an export round trip"),
-    "report/serve.py": ("test_report_page.py", "reliabench.report.serve", "the view server"),
     # ---- run: the runner's parts, through run_suite
     "run/adaptive.py": ("test_studies_adaptive.py", "reliabench.run.adaptive", "adaptive runs with their design"),
     "run/executors/base.py": ("test_plugin_examples.py", "EXECUTORS.names()", "the executor registry, with a plugin"),
