@@ -28,8 +28,8 @@ import ipaddress
 import json
 import secrets
 import threading
-from http.cookies import CookieError, SimpleCookie
 from dataclasses import dataclass
+from http.cookies import CookieError, SimpleCookie
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
