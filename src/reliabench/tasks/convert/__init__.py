@@ -277,6 +277,7 @@ def declare_reference_findings(suite: Suite) -> dict[str, tuple[str, ...]]:
     """
     import tempfile
 
+    from reliabench.files.untrusted import read_file
     from reliabench.metrics.security import DEFAULT_THRESHOLD, FindingFilter
     from reliabench.scanners import get_scanner
     from reliabench.scanners.workspace import scan_workspace
@@ -299,7 +300,7 @@ def declare_reference_findings(suite: Suite) -> dict[str, tuple[str, ...]]:
             declared[task.id] = rules
             toml_path = task.root / "task.toml"
             tags = [*task.tags, *(f"reference-finding:{r}" for r in rules)]
-            lines = toml_path.read_text(encoding="utf-8").splitlines()
+            lines = read_file(toml_path, under=suite.root).decode("utf-8").splitlines()
             lines = [f"tags = {toml_value(tags)}" if ln.startswith("tags = ") else ln for ln in lines]
             toml_path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     return declared
