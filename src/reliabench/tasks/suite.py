@@ -169,33 +169,27 @@ def _hash_tree(root: Path) -> str:
     return h.hexdigest()  # = hash_suite_files over the same pairs, without holding the files
 
 
-def _why(exc: OSError) -> str:
-    return exc.strerror or type(exc).__name__
-
-
-def _read_toml(path: Path, problems: list[str], root: Path | None = None) -> dict[str, Any] | None:
+def _read_text(path: Path, problems: list[str], root: Path | None, limit: int, missing: str) -> str | None:
+    """A suite file as text (no link followed below ``root``), or None with the problem said."""
     try:
-        return tomllib.loads(read_file(path, _TOML_BYTES, under=root).decode("utf-8"))
+        return read_file(path, limit, under=root).decode("utf-8")
     except FileNotFoundError:
-        problems.append(f"{path}: missing file")
+        problems.append(f"{path}: missing file{missing}")
     except OSError as exc:
-        problems.append(f"{path}: cannot be read ({_why(exc)})")
+        problems.append(f"{path}: cannot be read ({exc.strerror or type(exc).__name__})")
     except UnicodeDecodeError as exc:
         problems.append(f"{path}: not UTF-8 ({exc.reason} at byte {exc.start})")
-    except tomllib.TOMLDecodeError as exc:
-        problems.append(f"{path}: invalid TOML ({exc})")
     return None
 
 
-def _read_prompt(path: Path, problems: list[str], root: Path) -> str | None:
+def _read_toml(path: Path, problems: list[str], root: Path | None = None) -> dict[str, Any] | None:
+    text = _read_text(path, problems, root, _TOML_BYTES, "")
+    if text is None:
+        return None
     try:
-        return read_file(path, _PROMPT_BYTES, under=root).decode("utf-8")
-    except FileNotFoundError:
-        problems.append(f"{path}: missing file (what the agent is asked to do)")
-    except OSError as exc:
-        problems.append(f"{path}: cannot be read ({_why(exc)})")
-    except UnicodeDecodeError as exc:
-        problems.append(f"{path}: not UTF-8 ({exc.reason} at byte {exc.start})")
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        problems.append(f"{path}: invalid TOML ({exc})")
     return None
 
 
@@ -227,7 +221,7 @@ def _load_task(tdir: Path, problems: list[str], root: Path) -> Task | None:
     before = len(problems)
     meta = _read_toml(tdir / "task.toml", problems, root)
     prompt_path = tdir / "prompt.md"
-    prompt = _read_prompt(prompt_path, problems, root)
+    prompt = _read_text(prompt_path, problems, root, _PROMPT_BYTES, " (what the agent is asked to do)")
     for sub in ("workspace", "tests"):
         if file_kind(tdir / sub) != "dir":
             problems.append(f"{tdir / sub}: missing directory")
