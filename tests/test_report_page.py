@@ -229,19 +229,20 @@ def test_view_serves_the_page_and_details_on_loopback_only(run_dir: Path,
     assert loaded.run_dir is not None
     server = make_server(list(loaded.records), rep, loaded.run_dir, run_info=loaded.run_info, port=0)
     try:
-        assert server.url.startswith("http://127.0.0.1:")
+        assert server.url.startswith("http://127.0.0.1:") and server.url == f"{server.origin}?token={server.token}"
         with urllib.request.urlopen(server.url, timeout=10) as resp:
             page = resp.read().decode()
             assert "default-src 'none'" in resp.headers["Content-Security-Policy"]
         data = page_data(page)
         assert data["live"] is True and data["details"] == {} and len(data["rollouts"]) == 12
         rid = "run_git_log\x1fsim-hasty\x1f0"
-        with urllib.request.urlopen(server.url + "rollout?id=" + urllib.parse.quote(rid), timeout=10) as resp:
+        with urllib.request.urlopen(f"{server.origin}rollout?id={urllib.parse.quote(rid)}&token={server.token}",
+                                    timeout=10) as resp:
             detail = json.loads(resp.read())
         assert detail["id"] == rid and detail["findings"]
         with pytest.raises(urllib.error.HTTPError, match="404"):
-            urllib.request.urlopen(server.url + "rollout?id=nope", timeout=10)
-        port = server.url.rsplit(":", 1)[1].strip("/")
+            urllib.request.urlopen(f"{server.origin}rollout?id=nope&token={server.token}", timeout=10)
+        port = server.origin.rsplit(":", 1)[1].strip("/")
         assert main(["view", str(run_dir), "--port", port, "--resamples", "0"]) == 2  # the port is taken
         assert "cannot listen on 127.0.0.1:" in capsys.readouterr().err
     finally:

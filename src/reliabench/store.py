@@ -343,7 +343,7 @@ class RunStore:
         path = Path(root)
         db = path / cls.FILENAME
         try:
-            st = os.stat(db)
+            st = os.lstat(db)  # a link is not followed: SQLite would read (and write) its target
         except FileNotFoundError:
             raise UsageError(f"{path}: not a run directory (no {cls.FILENAME})") from None
         except NotADirectoryError:
@@ -352,6 +352,17 @@ class RunStore:
             raise OutputError(f"{path}: cannot read the run directory ({exc.strerror or exc})") from None
         if not stat.S_ISREG(st.st_mode):
             raise UsageError(f"{path}: not a run directory ({cls.FILENAME} is not a file)")
+        for side in _SIDE_FILES:
+            try:
+                side_mode = os.lstat(path / (cls.FILENAME + side)).st_mode
+            except FileNotFoundError:
+                continue
+            except OSError as exc:
+                raise OutputError(f"{path}: cannot read the run directory ({exc.strerror or exc})") from None
+            if not stat.S_ISREG(side_mode):
+                raise StoreError(f"{path / (cls.FILENAME + side)}: not a regular file (a link, FIFO or "
+                                 "device beside the run store is never opened: SQLite would read and "
+                                 "write through it)")
         if not os.access(db, os.R_OK):
             raise OutputError(f"{db}: cannot read the run store (permission denied)")
         try:
@@ -646,6 +657,10 @@ class RunStore:
     def existing_artifact_dir(self, task_id: str, agent: str, rollout: int) -> Path:
         """Where a recorded rollout's artifacts are: this layout, or that of older runs."""
         return artifact_path(self.root, task_id, agent, rollout)
+
+
+_SIDE_FILES: Final = ("-wal", "-shm", "-journal")
+"""The files SQLite opens beside a database (write-ahead log, shared memory index, rollback journal)."""
 
 
 def artifact_path(run_dir: str | Path, task_id: str, agent: str, rollout: int) -> Path:

@@ -18,6 +18,7 @@ Then ``reliabench suites import cases problems.jsonl -o my-suite``.
 
 from __future__ import annotations
 
+import keyword
 from pathlib import Path
 
 from reliabench.tasks.convert import (
@@ -41,18 +42,20 @@ def cases_task(rec: JsonRecord, options: ConvertOptions) -> tuple[TaskFiles, int
     """
     source_id = field_str(rec, "id")
     function = field_str(rec, "function")
-    if not function.isidentifier():
+    if not function.isidentifier() or keyword.iskeyword(function):
         raise rec.error("function", f"expected a Python identifier, got {function!r}")
     cases = rec.data.get("cases")
     if not isinstance(cases, list) or not cases:
         raise rec.error("cases", "expected a non-empty list of {args, expected} objects")
-    tests = [f'"""Hidden tests of {source_id}: one per case (the import inside, so each fails alone)."""\n']
+    # benchmark text goes into code only as a literal (!a): an id that closes a docstring stays data
+    doc = f"Hidden tests of {source_id}: one per case (the import inside, so each fails alone)."
+    tests = [f"{doc!a}\n"]
     for i, case in enumerate(cases):
         if not isinstance(case, dict) or not isinstance(case.get("args"), list) or "expected" not in case:
             raise rec.error(f"cases[{i}]", "expected an object with an 'args' list and 'expected'")
         tests.append(f"\n\ndef test_case_{i}():\n"
                      f"    from solution import {function}\n\n"
-                     f"    assert {function}(*{case['args']!r}) == {case['expected']!r}\n")
+                     f"    assert {function}(*{case['args']!a}) == {case['expected']!a}\n")
     solution = field_str(rec, "solution")
     task = TaskFiles(
         task_id=task_id_for(source_id),

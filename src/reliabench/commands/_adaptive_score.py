@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from reliabench.errors import InputError
+from reliabench.files.untrusted import file_kind, read_file
 from reliabench.records import Rollout
 from reliabench.run.adaptive import ADAPTIVE_FILE, estimates_for_run, estimates_to_json
 from reliabench.studies.adaptive import AdaptiveDesign
@@ -68,10 +69,10 @@ def adaptive_for_score(source: str, records: Sequence[Rollout]) -> AdaptiveScore
         InputError: ``adaptive.json`` is not a readable adaptive document.
     """
     path = Path(source) / ADAPTIVE_FILE
-    if source == "-" or not path.is_file():
+    if source == "-" or file_kind(path) in ("error", "dir"):
         return None
     try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
+        doc = json.loads(read_file(path, under=Path(source)).decode("utf-8"))  # no link followed
         if not doc.get("finished"):
             return None
         design = _design(doc)

@@ -4,7 +4,11 @@ Written through ``inspect_ai.log`` (the ``inspect`` extra): one log per agent (I
 hold one model), with
 
 * one *sample* per task and one *epoch* per rollout (epoch = rollout + 1), the task's prompt
-  as the input when the suite is still where the run found it;
+  as the input when the suite is still where the run found it: the folder the run names loads
+  as a suite (:func:`reliabench.tasks.suite.load_suite`: regular files only, no link
+  followed) with the content hash the run recorded; otherwise a placeholder. A run directory
+  may come from anyone, and its ``suite_path`` and task ids are its own: a prompt is never read
+  from a path built from them;
 * two scores per (sample, epoch): ``reliabench`` -- ``C`` when the rollout passes (completed,
   every functional hidden test passed), else ``I``, with an explanation naming the failed
   tests -- and ``tests`` -- a dict of test name -> 1.0 (passed) / 0.0 (failed or error), so
@@ -74,13 +78,24 @@ def _messages(adir: StoredArtifacts | None) -> list[Any]:
     return out
 
 
-def _prompt(suite_path: str | None, task_id: str) -> str:
-    if suite_path:
-        for candidate in (Path(suite_path) / "tasks" / task_id / "prompt.md",
-                          Path(suite_path) / task_id / "prompt.md"):
-            if candidate.is_file():
-                return candidate.read_text(encoding="utf-8", errors="replace")
+def _placeholder(task_id: str) -> str:
     return f"reliabench task {task_id}"
+
+
+def _suite_prompts(suite_path: str | None, suite_hash: str | None) -> dict[str, str]:
+    """Task id -> prompt of the run's suite, if it is still at ``suite_path`` unchanged, else ``{}``."""
+    from reliabench.errors import SuiteError
+    from reliabench.tasks.suite import load_suite
+
+    if not suite_path or not suite_hash:
+        return {}
+    try:
+        suite = load_suite(suite_path)
+    except (SuiteError, OSError):
+        return {}
+    if suite.content_hash != suite_hash:
+        return {}
+    return {t.id: t.prompt for t in suite.tasks}
 
 
 def _sample(ilog: Any, r: Rollout, adir: StoredArtifacts | None, prompt: str) -> Any:
@@ -154,12 +169,12 @@ def export_inspect(run_dir: str | Path, output: str | Path, *, agent: str | None
         out.mkdir(parents=True, exist_ok=True)
         targets = {a: out / (_safe(a) + ".eval") for a in agents}
     suite = info.suite.as_dict()
-    suite_path = info.suite_path
+    prompts = _suite_prompts(info.suite_path, info.suite.hash)
     created = _dt.datetime.fromtimestamp(info.created_at, tz=_dt.timezone.utc).isoformat()
     written = []
     for name, path in targets.items():
         recs = [r for r in records if r.agent == name]
-        written.append(_write_one(ilog, root, recs, name, path, suite, suite_path, created,
+        written.append(_write_one(ilog, root, recs, name, path, suite, prompts, created,
                                   dict(info.packages)))
     return written
 
@@ -169,14 +184,14 @@ def _safe(name: str) -> str:
 
 
 def _write_one(ilog: Any, root: Path, recs: Sequence[Rollout], agent: str, path: Path,
-               suite: dict[str, Any], suite_path: str | None, created: str,
+               suite: dict[str, Any], prompts: dict[str, str], created: str,
                packages: dict[str, str]) -> Path:
     tasks = sorted({r.task_id for r in recs})
-    prompts = {t: _prompt(suite_path, t) for t in tasks}
     samples = []
     for r in sorted(recs, key=lambda x: (x.task_id, x.rollout)):
         adir = open_artifacts(root, r.task_id, r.agent, r.rollout)
-        samples.append(_sample(ilog, r, adir if adir.present else None, prompts[r.task_id]))
+        samples.append(_sample(ilog, r, adir if adir.present else None,
+                               prompts.get(r.task_id) or _placeholder(r.task_id)))
     epochs = max((r.rollout + 1 for r in recs), default=1)
     eligible = [r for r in recs if r.status != "infra_error"]
     accuracy = sum(r.passes for r in eligible) / len(eligible) if eligible else 0.0

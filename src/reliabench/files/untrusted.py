@@ -8,6 +8,15 @@ host and the workspace is the adversary's:
   file and reads at most ``limit + 1`` bytes: a symbolic link, FIFO, socket or device is
   never read through (a FIFO would block a plain ``open``; a link to ``/etc/shadow`` would
   leak it into an artifact);
+* :func:`open_regular` and :func:`read_file` are the same rule for run directories, suites
+  and folders of results that reliabench reads (reports, ``view``, exports, imports,
+  ``score``, ``scan``, suite loading): with ``under=ROOT`` no component below ``ROOT`` is
+  followed either (each directory is opened with ``O_NOFOLLOW`` relative to its parent), and
+  a file larger than the caller's limit is refused, never read whole; failures are
+  ``OSError`` subclasses with a ``strerror`` a message can quote (:class:`NotRegularFileError`,
+  :class:`FileTooLargeError`);
+* :func:`find_files` lists the regular files of a folder whose names match a pattern,
+  without following links (``Path.rglob`` yields links, and ``is_file()`` follows them);
 * :func:`walk_tree` lists a tree iteratively with ``lstat`` (``os.walk`` recurses in Python
   3.11 and raises ``RecursionError`` on a chain of a few thousand directories), stops at
   :data:`MAX_DEPTH` levels and reports what it could not list instead of raising;
@@ -20,21 +29,29 @@ host and the workspace is the adversary's:
 from __future__ import annotations
 
 import contextlib
+import errno
+import fnmatch
 import os
 import stat
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Final, Literal
+from typing import BinaryIO, Final, Literal
 
 __all__ = [
     "MAX_DEPTH",
+    "MAX_DOCUMENT_BYTES",
     "ChownReport",
+    "FileTooLargeError",
+    "NotRegularFileError",
     "TreeEntry",
     "chown_tree",
     "file_kind",
+    "find_files",
+    "open_regular",
     "read_bounded",
+    "read_file",
     "remove_tree",
     "walk_tree",
 ]
@@ -44,7 +61,120 @@ MAX_DEPTH: Final = 128
 
 _NOFOLLOW_FLAGS: Final = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
 
+MAX_DOCUMENT_BYTES: Final = 512 * 1024 * 1024
+"""The largest document (JSON, TOML, a prompt) reliabench reads whole from a run, suite or folder."""
+
+_DIR_FLAGS: Final = os.O_RDONLY | os.O_DIRECTORY | getattr(os, "O_NOFOLLOW", 0)
+
 Kind = Literal["file", "dir", "link", "special", "error"]
+
+
+class NotRegularFileError(OSError):
+    """The path is a symbolic link, a FIFO, a socket, a device or a directory: not read."""
+
+
+class FileTooLargeError(OSError):
+    """The file is larger than the caller's limit: not read."""
+
+
+def _open_nofollow(path: str | os.PathLike[str], under: str | os.PathLike[str] | None) -> int:
+    """A descriptor of the regular file ``path``; no link followed (below ``under`` either)."""
+    target = os.fspath(path)
+    parent_fd: int | None = None
+    name = target
+    try:
+        if under is not None:
+            rel = os.path.relpath(os.path.abspath(target), os.path.abspath(os.fspath(under)))
+            parts = rel.split(os.sep)
+            if rel == os.curdir or os.pardir in parts or os.path.isabs(rel):
+                raise NotRegularFileError(errno.EINVAL, "not a file inside the folder read", target)
+            parent_fd = os.open(os.fspath(under), os.O_RDONLY | os.O_DIRECTORY)
+            for part in parts[:-1]:
+                try:
+                    fd = os.open(part, _DIR_FLAGS, dir_fd=parent_fd)
+                except OSError as exc:
+                    if exc.errno in (errno.ELOOP, errno.ENOTDIR):
+                        raise NotRegularFileError(errno.ELOOP, "a symbolic link or not a folder on the "
+                                                  "way (not followed)", target) from None
+                    raise
+                os.close(parent_fd)
+                parent_fd = fd
+            name = parts[-1]
+        try:
+            fd = os.open(name, _NOFOLLOW_FLAGS, dir_fd=parent_fd)
+        except OSError as exc:
+            if exc.errno == errno.ELOOP:
+                raise NotRegularFileError(errno.ELOOP, "a symbolic link (not followed)", target) from None
+            if exc.errno == errno.ENXIO:  # a socket
+                raise NotRegularFileError(errno.ENXIO, "not a regular file (not read)", target) from None
+            raise
+    finally:
+        if parent_fd is not None:
+            os.close(parent_fd)
+    mode = os.fstat(fd).st_mode
+    if not stat.S_ISREG(mode):
+        os.close(fd)
+        what = "a directory" if stat.S_ISDIR(mode) else "not a regular file"
+        raise NotRegularFileError(errno.EISDIR if stat.S_ISDIR(mode) else errno.EINVAL,
+                                  f"{what} (not read)", target)
+    os.set_blocking(fd, True)
+    return fd
+
+
+@contextlib.contextmanager
+def open_regular(path: str | os.PathLike[str], *,
+                 under: str | os.PathLike[str] | None = None) -> Iterator[BinaryIO]:
+    """Open a regular file for reading without following a link (nor one below ``under``).
+
+    Args:
+        path: The file.
+        under: A folder that ``path`` lies in (the run directory, the suite, the folder of
+            results the user named): no component between it and the file is followed.
+
+    Raises:
+        NotRegularFileError: ``path`` (or a folder on the way) is a link, a FIFO, a socket,
+            a device or a directory.
+        OSError: it does not exist or cannot be opened (``FileNotFoundError``, ...).
+    """
+    fd = _open_nofollow(path, under)
+    with os.fdopen(fd, "rb") as fh:
+        yield fh
+
+
+def read_file(path: str | os.PathLike[str], limit: int = MAX_DOCUMENT_BYTES, *,
+              under: str | os.PathLike[str] | None = None) -> bytes:
+    """The whole content of a regular file of at most ``limit`` bytes (see :func:`open_regular`).
+
+    Example:
+        >>> import tempfile
+        >>> with tempfile.TemporaryDirectory() as d:
+        ...     _ = (Path(d) / "f").write_bytes(b"abc")
+        ...     (Path(d) / "l").symlink_to(Path(d) / "f")
+        ...     try:
+        ...         read_file(Path(d) / "l")
+        ...     except NotRegularFileError as exc:
+        ...         print(read_file(Path(d) / "f", under=d), exc.strerror)
+        b'abc' a symbolic link (not followed)
+
+    Raises:
+        FileTooLargeError: the file holds more than ``limit`` bytes.
+        NotRegularFileError, OSError: as :func:`open_regular`.
+    """
+    with open_regular(path, under=under) as fh:
+        data = fh.read(limit + 1)
+    if len(data) > limit:
+        raise FileTooLargeError(errno.EFBIG, f"larger than {limit} bytes (not read)", os.fspath(path))
+    return data
+
+
+def find_files(root: Path, pattern: str, *, max_depth: int = MAX_DEPTH) -> list[Path]:
+    """The regular files below ``root`` whose names match ``pattern`` (``fnmatch``), sorted.
+
+    Links (to files or folders) are neither listed nor followed; see :func:`walk_tree`.
+    """
+    found = [root / e.rel for e in walk_tree(root, max_depth=max_depth)
+             if e.kind == "file" and fnmatch.fnmatchcase(e.rel.rsplit("/", 1)[-1], pattern)]
+    return sorted(found)
 
 
 def read_bounded(path: str | os.PathLike[str], limit: int) -> bytes | None:

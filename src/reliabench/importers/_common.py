@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from reliabench.errors import InputError
-from reliabench.files import json_input
+from reliabench.files import json_input, untrusted
 from reliabench.records import Rollout
 
 __all__ = [
@@ -111,14 +111,28 @@ class ImportResult:
     stated: tuple[StatedTotal, ...] = ()
 
 
-def read_json(path: Path) -> Any:
-    """Read a JSON file; malformed JSON raises ``InputError`` with line and column."""
+def read_json(path: Path, *, under: Path | None = None) -> Any:
+    """Read a JSON file; malformed JSON raises ``InputError`` with line and column.
+
+    Args:
+        path: The file.
+        under: The folder the user named, when ``path`` was found in it: then neither ``path``
+            nor a folder between them is followed if it is a link, and the file is read only
+            up to :data:`~reliabench.files.untrusted.MAX_DOCUMENT_BYTES`
+            (:func:`~reliabench.files.untrusted.read_file`). A file the user named
+            (``under=None``) is read as it is, a link or a pipe included.
+    """
     try:
-        text = path.read_text(encoding="utf-8")
+        if under is None:
+            text = path.read_text(encoding="utf-8")
+        else:
+            text = untrusted.read_file(path, under=under).decode("utf-8")
     except FileNotFoundError:
         raise InputError(path, "no such file") from None
     except IsADirectoryError:
         raise InputError(path, "is a directory, expected a JSON file") from None
+    except OSError as exc:
+        raise InputError(path, f"not read: {exc.strerror or exc}") from None
     except UnicodeDecodeError as exc:
         raise InputError(path, f"not UTF-8 text ({exc.reason} at byte {exc.start})") from None
     try:

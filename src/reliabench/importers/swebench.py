@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from reliabench.errors import InputError, InvalidArgumentError
+from reliabench.files.untrusted import find_files
 from reliabench.importers._common import (
     ImportResult,
     StatedTotal,
@@ -79,7 +80,7 @@ def detect(data: Any) -> bool:
 
 def detect_dir(path: Path) -> bool:
     """Whether a folder holds SWE-bench ``report.json`` files."""
-    return next(path.rglob("report.json"), None) is not None
+    return bool(find_files(path, "report.json"))
 
 
 def _tests(report: dict[str, Any], where: Path, field: str) -> tuple[tuple[TestOutcome, ...] | None,
@@ -145,7 +146,7 @@ def _agent_for_flat(root: Path) -> str:
 
 
 def _load_dir(root: Path, agent: str | None) -> ImportResult:
-    files = sorted(root.rglob("report.json"))
+    files = find_files(root, "report.json")  # regular files only, no link followed
     if not files:
         raise InputError(root, "no report.json below this folder")
     runs: dict[str, set[str]] = defaultdict(set)
@@ -168,7 +169,7 @@ def _load_dir(root: Path, agent: str | None) -> ImportResult:
     records: list[Rollout] = []
     seen: dict[tuple[str, str, int], Path] = {}
     for model, run_id, f in entries:
-        for instance, rep, field in _reports_in(read_json(f), f.parent.name, f):
+        for instance, rep, field in _reports_in(read_json(f, under=root), f.parent.name, f):
             r = _rollout_from_report(rep, instance=instance, agent=model, index=index[model, run_id],
                                      run_id=run_id, where=f, field=field)
             if r.key in seen:

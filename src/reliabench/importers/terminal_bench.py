@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from reliabench.errors import InputError
+from reliabench.files.untrusted import find_files
 from reliabench.importers._common import (
     ImportResult,
     ReportedFigure,
@@ -57,14 +58,14 @@ def detect(data: Any) -> bool:
 
 
 def _result_files(path: Path) -> list[Path]:
-    return sorted(p for p in path.rglob("*results.json") if p.is_file())
+    return find_files(path, "*results.json")  # regular files only, no link followed
 
 
 def detect_dir(path: Path) -> bool:
     """Whether a folder holds Terminal-Bench results files."""
     for f in _result_files(path)[:3]:
         try:
-            if detect(read_json(f)):
+            if detect(read_json(f, under=path)):
                 return True
         except InputError:
             continue
@@ -155,7 +156,7 @@ def load(path: Path, data: Any = None, *, agent: str | None = None) -> ImportRes
         InputError: naming the file and the trial at fault.
     """
     if path.is_dir():
-        files = [f for f in _result_files(path) if detect(read_json(f))]
+        files = [f for f in _result_files(path) if detect(read_json(f, under=path))]
         if not files:
             raise InputError(path, "no Terminal-Bench results.json below this folder")
         decoded = None
@@ -172,7 +173,8 @@ def load(path: Path, data: Any = None, *, agent: str | None = None) -> ImportRes
         start: dict[str, int] = {}
         nulls = 0
         for f in sorted(fs):
-            obj = decoded if decoded is not None and f == path else read_json(f)
+            obj = decoded if decoded is not None and f == path else read_json(
+                f, under=path if path.is_dir() else None)
             recs, rep, n_null = _parse_file(f, obj, name, start)
             records += recs
             nulls += n_null

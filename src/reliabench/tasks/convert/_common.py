@@ -1,7 +1,15 @@
-"""What every converter shares: reading JSONL problem files, task ids, writing a suite."""
+r"""What every converter shares: reading JSONL problem files, task ids, writing a suite.
+
+What a benchmark file holds is data, whoever wrote it: :func:`read_jsonl_records` refuses a
+line whose strings are not valid Unicode (a JSON ``\\udXXX`` escape of a lone surrogate cannot
+be written to a suite file), :func:`task_id_for` keeps folder names short and safe, and the
+code a converter generates pastes benchmark text only as literals
+(:func:`reliabench.tasks.convert.checksplit.render_test_module`).
+"""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from collections.abc import Callable, Iterator, Mapping
@@ -27,20 +35,46 @@ __all__ = [
 ]
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
+MAX_TASK_ID_CHARS = 100
+"""Longer suite task ids are cut, with a hash of the whole benchmark id (folder names stay short)."""
 
 
 def task_id_for(source_id: str) -> str:
     """The suite task id of a benchmark task id: every run of unsafe characters becomes ``_``.
 
     Replay files are matched with the same rule, so ``HumanEval/0`` in a samples file finds
-    the converted task ``HumanEval_0``.
+    the converted task ``HumanEval_0``. An id longer than :data:`MAX_TASK_ID_CHARS` is cut and
+    ends with 16 hex digits of the sha256 of the benchmark's id, so distinct ids stay distinct.
 
     Examples:
         >>> task_id_for("HumanEval/0"), task_id_for("Mbpp/2"), task_id_for("a b/c")
         ('HumanEval_0', 'Mbpp_2', 'a_b_c')
+        >>> len(task_id_for("x" * 5000))
+        100
     """
-    out = _UNSAFE.sub("_", str(source_id)).strip("_.")
-    return out or "task"
+    out = _UNSAFE.sub("_", str(source_id)).strip("_.") or "task"
+    if len(out) > MAX_TASK_ID_CHARS:
+        digest = hashlib.sha256(str(source_id).encode("utf-8", "surrogatepass")).hexdigest()[:16]
+        out = out[:MAX_TASK_ID_CHARS - 17] + "-" + digest
+    return out
+
+
+def _not_unicode(value: Any) -> str | None:
+    """The first string (key or value) of a decoded JSON value that is not valid Unicode."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            try:
+                item.encode("utf-8")
+            except UnicodeEncodeError:
+                return item
+        elif isinstance(item, dict):
+            stack.extend(item.keys())
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+    return None
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,10 +100,14 @@ def read_jsonl_records(path: Path, error: type[InputError] = InputError) -> Iter
         error: The ``InputError`` subclass to raise (``ConfigError`` for agents' files).
 
     Raises:
-        InputError: ``file:line``: not UTF-8, not JSON, or not an object; ``file`` when the
-            file cannot be read.
+        InputError: ``file:line``: not UTF-8, not JSON, not an object, or a string that is not
+            valid Unicode (a lone surrogate escape); ``file`` when the file cannot be read.
     """
     for item in read_jsonl_lines(path, error=error, objects=True):
+        bad = _not_unicode(item.value)
+        if bad is not None:
+            raise error(path, f"a string that is not valid Unicode (a lone surrogate escape) in "
+                              f"{ascii(bad)[:60]}", line=item.line)
         yield JsonRecord(path, item.line, item.value)
 
 
