@@ -244,7 +244,7 @@ def test_a_server_that_cannot_start_is_a_sandbox_error(base: Path, monkeypatch: 
     warm_or_skip()
     from reliabench.warm import client
 
-    monkeypatch.setattr(client, "_BOOT", "raise SystemExit('no server today')  # {src}")
+    monkeypatch.setattr(client, "_BOOT", "raise SystemExit('no server today')  # {packages}")
     with WarmWorkers() as workers, WarmTests(workers) as warm, \
             pytest.raises(SandboxError, match="no server today"):
         _rollout(base, warm, HONEST, "plain")
@@ -286,3 +286,182 @@ def test_only_the_workspace_is_writable(warm: WarmTests, base: Path) -> None:
     run = _rollout(base, warm, probe, "plain")
     assert run.outcomes[0].outcome == "passed", run.log
     assert (base / "ws" / "mine.txt").read_text() == "ok"
+
+
+# --------------------------------------------------------------------------------------------
+# correct code that forks, starts threads, calls BLAS or uses multiprocessing: the same verdict
+# on the warm path (the default) as in a fresh process. The server has one thread (no numpy,
+# no OpenBLAS pool in it): a raw clone of a multi-threaded server hung on fork and on BLAS.
+# --------------------------------------------------------------------------------------------
+
+PROCESS_SOLUTION = '''
+import multiprocessing, os, subprocess, sys, threading
+
+def square(x):
+    return x * x
+
+def forked():
+    pid = os.fork()
+    if pid == 0:
+        os._exit(7)
+    _, status = os.waitpid(pid, 0)
+    return os.WEXITSTATUS(status)
+
+def threads():
+    out = [None] * 8
+    def work(i):
+        out[i] = square(i)
+    ts = [threading.Thread(target=work, args=(i,)) for i in range(8)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    return out
+
+def matmul():
+    import numpy as np
+    a = np.ones((300, 300))
+    return float((a @ a).sum())
+
+def in_process(method):
+    ctx = multiprocessing.get_context(method)
+    q = ctx.SimpleQueue()
+    p = ctx.Process(target=_put_square, args=(q, 9))
+    p.start()
+    p.join(30)
+    return p.exitcode, q.get()
+
+def _put_square(q, x):
+    q.put(square(x))
+
+def pool(method):
+    with multiprocessing.get_context(method).Pool(2) as p:
+        return p.map(square, range(6))
+
+def fork_after_threads():
+    t = threading.Thread(target=square, args=(3,))
+    t.start()
+    t.join()
+    return forked()
+
+def child_python():
+    return subprocess.run([sys.executable, "-c", "print(6 * 7)"], capture_output=True,
+                          text=True, timeout=30).stdout.strip()
+'''
+PROCESS_TESTS = '''
+import solution
+
+def test_os_fork():
+    assert solution.forked() == 7
+
+def test_threads():
+    assert solution.threads() == [i * i for i in range(8)]
+
+def test_numpy_matmul():
+    assert solution.matmul() == 300.0 * 300 * 300
+
+def test_multiprocessing_fork():
+    assert solution.in_process("fork") == (0, 81)
+
+def test_multiprocessing_spawn():
+    assert solution.in_process("spawn") == (0, 81)
+
+def test_multiprocessing_forkserver():
+    assert solution.in_process("forkserver") == (0, 81)
+
+def test_pool_fork():
+    assert solution.pool("fork") == [0, 1, 4, 9, 16, 25]
+
+def test_pool_spawn():
+    assert solution.pool("spawn") == [0, 1, 4, 9, 16, 25]
+
+def test_fork_after_threads():
+    assert solution.fork_after_threads() == 7
+
+def test_subprocess_python():
+    assert solution.child_python() == "42"
+'''
+PROCESS_NAMES = [f"test_procs.py::{n}" for n in (
+    "test_os_fork", "test_threads", "test_numpy_matmul", "test_multiprocessing_fork",
+    "test_multiprocessing_spawn", "test_multiprocessing_forkserver", "test_pool_fork",
+    "test_pool_spawn", "test_fork_after_threads", "test_subprocess_python")]
+
+
+@pytest.mark.parametrize(("path", "runner"), [
+    ("bubblewrap", "pytest"), ("namespaces", "pytest"), ("none", "pytest"),
+    ("warm", "plain"), ("warm", "pytest")])
+def test_correct_code_that_forks_threads_or_uses_numpy_passes_warm_as_fresh(
+        base: Path, path: str, runner: str) -> None:
+    pytest.importorskip("numpy")
+    from sandbox_helpers import hidden_test_path_or_skip
+
+    way = hidden_test_path_or_skip(path, SLOT)
+    ws, tests = base / "ws", base / "tests"
+    ws.mkdir()
+    tests.mkdir()
+    (ws / "solution.py").write_text(PROCESS_SOLUTION, encoding="utf-8")
+    (tests / "test_procs.py").write_text(PROCESS_TESTS, encoding="utf-8")
+    limits = Limits(wall_s=90.0, cpu_s=90.0, memory_bytes=4 * 1024**3, max_procs=64,
+                    file_size_bytes=16 * 1024**2, output_bytes=64 * 1024)
+    run = way.run(ws, tests, expected=[TestOutcome(n, "skipped") for n in PROCESS_NAMES],
+                  limits=limits, slot=SLOT, test_runner=runner)
+    assert run.status == "completed", (run.reason, run.log)
+    assert {o.name: o.outcome for o in run.outcomes} == dict.fromkeys(PROCESS_NAMES, "passed"), run.log
+    if path == "warm":  # the pid namespace took the forkserver and the resource tracker along
+        assert slots._procs_of_uid(slot_uid(SLOT)) == []
+
+
+def test_the_server_imports_no_numpy_and_runs_one_thread(warm: WarmTests, base: Path) -> None:
+    server = _server_pid(warm, base, "plain")
+    with open(f"/proc/{server}/status", encoding="ascii") as fh:
+        threads = [line.split()[1] for line in fh if line.startswith("Threads:")]
+    assert threads == ["1"]
+    with open(f"/proc/{server}/maps", encoding="ascii") as fh:
+        maps = fh.read()
+    assert "numpy" not in maps and "openblas" not in maps.lower()
+
+
+_NATIVE_THREAD = (
+    "import ctypes\n"
+    "def native_thread():\n"
+    "    libc = ctypes.CDLL(None)\n"
+    "    tid = ctypes.c_ulong()\n"
+    "    start = ctypes.cast(libc.pause, ctypes.c_void_p)\n"
+    "    assert libc.pthread_create(ctypes.byref(tid), None, start, None) == 0\n"
+)
+
+
+@pytest.mark.parametrize("thread", ["python", "native"])
+def test_a_server_with_another_thread_refuses_to_start(
+        base: Path, monkeypatch: pytest.MonkeyPatch, thread: str) -> None:
+    warm_or_skip()
+    from reliabench.warm import client
+
+    start = ("import threading, time\n"
+             "threading.Thread(target=time.sleep, args=(600,), daemon=True).start()\n"
+             if thread == "python" else _NATIVE_THREAD + "native_thread()\n")
+    monkeypatch.setattr(client, "_BOOT", start + client._BOOT)
+    with WarmWorkers() as workers, WarmTests(workers) as warm, \
+            pytest.raises(SandboxError, match="refuses to fork at start: it has 2 threads"):
+        _rollout(base, warm, HONEST, "plain")
+
+
+def test_a_server_that_gains_a_thread_refuses_to_fork_and_is_replaced(
+        base: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    warm_or_skip()
+    from reliabench.warm import client
+
+    # the server starts a native thread when it gets SIGUSR1 (after it said it is ready)
+    start = _NATIVE_THREAD + ("import signal\n"
+                              "signal.signal(signal.SIGUSR1, lambda *a: native_thread())\n")
+    monkeypatch.setattr(client, "_BOOT", start + client._BOOT)
+    with WarmWorkers() as workers, WarmTests(workers) as warm:
+        server = _server_pid(warm, base, "plain")
+        os.kill(server, signal.SIGUSR1)
+        time.sleep(0.2)
+        with pytest.raises(SandboxError, match="refuses to fork a rollout: it has 2 threads"):
+            _rollout(base, warm, HONEST, "plain")
+        monkeypatch.undo()
+        run = _rollout(base, warm, HONEST, "plain")  # on a new server
+        assert [o.outcome for o in run.outcomes] == ["passed"] * 3, run.log
+        assert workers.server_pid(SLOT) not in (None, server)
