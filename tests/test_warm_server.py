@@ -465,3 +465,121 @@ def test_a_server_that_gains_a_thread_refuses_to_fork_and_is_replaced(
         run = _rollout(base, warm, HONEST, "plain")  # on a new server
         assert [o.outcome for o in run.outcomes] == ["passed"] * 3, run.log
         assert workers.server_pid(SLOT) not in (None, server)
+
+
+# --------------------------------------------------------------------------------------------
+# nothing of rollout N is in the memory rollout N+1 is forked from (finding 4 of issue 20)
+# --------------------------------------------------------------------------------------------
+
+LEAKY = '''
+import os, sys
+CANARY = bytes.fromhex("{canary}").decode()
+def value():
+    print("stdout " + CANARY)
+    sys.stderr.write("stderr " + CANARY + "\\n")
+    os.write(int(os.environ["RELIABENCH_OUTCOME_FD"]), ("channel " + CANARY + "\\n").encode())
+    return "value " + CANARY  # the failed assertion's message goes to the log
+'''
+
+# Rollout N+1's tested code: look for rollout N's canary and channel secret in its own memory,
+# first byte by byte (/proc/self/mem; the only copies of the needles made here are excluded
+# by address), then as live objects (gc.get_objects(), every frame up the stack).
+SCANNER = '''
+import ctypes, gc, os, sys
+
+NEEDLES = {name: bytearray.fromhex(h) for name, h in {needles}.items()}
+
+def _addr(buf):
+    return ctypes.addressof((ctypes.c_char * len(buf)).from_buffer(buf))
+
+def scan_memory():
+    hits = []
+    buf = bytearray(1 << 20)
+    view = memoryview(buf)
+    own = [(_addr(buf), len(buf))] + [(_addr(n), len(n)) for n in NEEDLES.values()]
+    with open("/proc/self/maps") as fh:
+        maps = fh.read().splitlines()
+    fd = os.open("/proc/self/mem", os.O_RDONLY)
+    try:
+        for line in maps:
+            fields = line.split()
+            if not fields[1].startswith("rw") or "[vvar" in line or "[vsyscall" in line:
+                continue
+            lo, hi = (int(x, 16) for x in fields[0].split("-"))
+            at = lo
+            while at < hi:
+                want = min(len(buf), hi - at)
+                try:
+                    got = os.preadv(fd, [view[:want]], at)
+                except OSError:
+                    break
+                for name, needle in NEEDLES.items():
+                    i = buf.find(needle, 0, got)
+                    while i >= 0:
+                        where = at + i
+                        if not any(a <= where < a + n for a, n in own):
+                            hits.append((name, hex(where), line))
+                        i = buf.find(needle, i + 1, got)
+                if got < want:
+                    break
+                at += got - 64 if got > 64 else got  # overlap: a needle across two reads
+    finally:
+        os.close(fd)
+    return hits
+
+def scan_objects():
+    texts = {name: bytes(n).decode() for name, n in NEEDLES.items()}
+    mine = set(map(id, [*texts.values(), *NEEDLES.values()]))
+    hits = []
+
+    def look(where, value, depth=0):
+        if isinstance(value, (str, bytes, bytearray)) and id(value) not in mine:
+            for name, text in texts.items():
+                if (text if isinstance(value, str) else text.encode()) in value:
+                    hits.append((name, where))
+        elif depth < 4 and isinstance(value, dict):
+            for v in list(value.values()):
+                look(where, v, depth + 1)
+        elif depth < 4 and isinstance(value, (list, tuple)):
+            for v in list(value):
+                look(where, v, depth + 1)
+
+    for obj in gc.get_objects():
+        if isinstance(obj, (dict, list, tuple)) and obj is not texts:
+            look(type(obj).__name__, obj)
+    frame = sys._getframe(1)
+    while frame is not None:
+        look("frame " + frame.f_code.co_name, dict(frame.f_locals))
+        frame = frame.f_back
+    for name in ("last_type", "last_value", "last_traceback"):
+        look("sys." + name, [repr(getattr(sys, name, None))])
+    return hits
+
+def value():
+    found = scan_memory()  # before any str copy of a needle exists
+    found += scan_objects()
+    print("found:", found[:8])
+    return 42 if not found else found[:8]
+'''
+
+
+@pytest.mark.parametrize("runner", ["plain", "pytest"])
+def test_the_next_rollout_finds_nothing_of_the_last_one_in_its_memory(
+        warm: WarmTests, base: Path, runner: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    import secrets
+
+    from reliabench.warm import hidden
+
+    canary = "rb-canary-" + secrets.token_hex(16)
+    key = secrets.token_hex(32).encode("ascii")
+    server = _server_pid(warm, base, runner)
+    monkeypatch.setattr(hidden, "new_key", lambda: key)
+    leaky = _rollout(base, warm, LEAKY.replace("{canary}", canary.encode().hex()), runner,
+                     name="leaky")
+    monkeypatch.undo()
+    assert f"stdout {canary}" in leaky.log and f"stderr {canary}" in leaky.log, leaky.log
+    needles = {"canary": canary.encode().hex(), "key": key.hex()}
+    scanner = SCANNER.replace("{needles}", repr(needles))
+    run = _rollout(base, warm, scanner, runner, name="scanner")
+    assert run.outcomes[0].outcome == "passed", run.log
+    assert warm.workers.server_pid(SLOT) == server, "not the same server: nothing was tested"
