@@ -583,3 +583,67 @@ def test_the_next_rollout_finds_nothing_of_the_last_one_in_its_memory(
     run = _rollout(base, warm, scanner, runner, name="scanner")
     assert run.outcomes[0].outcome == "passed", run.log
     assert warm.workers.server_pid(SLOT) == server, "not the same server: nothing was tested"
+
+
+# --------------------------------------------------------------------------------------------
+# the server's own state is not the rollout's: a warm pytest rollout sees the interpreter a
+# fresh pytest process has (own attack class: state of the server that reaches rollouts)
+# --------------------------------------------------------------------------------------------
+
+FINGERPRINT = '''
+import faulthandler, gc, json, logging, os, signal, sys, warnings
+
+def fingerprint():
+    umask = os.umask(0)
+    os.umask(umask)
+    return {
+        "argv": [len(sys.argv)] + [a for a in sys.argv if not a.startswith("/")],
+        "env": sorted(os.environ),
+        "root_handlers": [type(h).__name__ for h in logging.root.handlers],
+        "root_level": logging.root.level,
+        "warnings": [repr(f) for f in warnings.filters],
+        "signals": {s: repr(signal.getsignal(getattr(signal, s)))
+                    for s in ("SIGINT", "SIGTERM", "SIGPIPE", "SIGCHLD", "SIGHUP", "SIGXFSZ")},
+        "sigmask": sorted(signal.pthread_sigmask(signal.SIG_BLOCK, [])),
+        "faulthandler": faulthandler.is_enabled(),
+        "recursion": sys.getrecursionlimit(),
+        "umask": umask,
+        "flags": repr(sys.flags),
+        "gc": [gc.isenabled(), gc.get_threshold()],
+        "stdout": [sys.stdout.encoding, sys.stdout.errors],
+        "cwd": os.getcwd() == os.environ.get("RELIABENCH_WORKSPACE"),
+    }
+
+def value():
+    print("FINGERPRINT" + json.dumps(fingerprint()))
+    return 0
+'''
+
+
+def _fingerprint(run: HiddenTestRun) -> object:
+    import json
+
+    for line in run.log.splitlines():
+        if line.startswith("FINGERPRINT"):
+            return json.loads(line[len("FINGERPRINT"):])
+    return run.log
+
+
+def test_a_warm_pytest_rollout_sees_the_interpreter_of_a_fresh_one(warm: WarmTests, base: Path) -> None:
+    from sandbox_helpers import hidden_test_path_or_skip
+
+    fresh = hidden_test_path_or_skip("bubblewrap", SLOT)
+    ws, tests = base / "ws", base / "tests"
+    ws.mkdir()
+    tests.mkdir()
+    (ws / "solution.py").write_text(FINGERPRINT, encoding="utf-8")
+    (tests / "test_suite.py").write_text(HONEST_TESTS, encoding="utf-8")
+    expected = [TestOutcome(n, "skipped") for n in NAMES]
+    cold = fresh.run(ws, tests, expected=expected, limits=LIMITS, slot=SLOT)
+    hot = run_hidden_tests(ws, tests, expected=expected, worker=warm, limits=LIMITS, slot=SLOT)
+    assert _fingerprint(hot) == _fingerprint(cold)
+    # nothing the server printed itself (its priming session) is in a rollout's output
+    assert hot.log.lstrip().startswith("F"), hot.log[:200]
+    plain = run_hidden_tests(ws, tests, expected=expected, worker=warm, limits=LIMITS, slot=SLOT,
+                             test_runner="plain")
+    assert "passed in" not in plain.log.split("FAILED", 1)[0], plain.log[:200]

@@ -290,7 +290,7 @@ class WarmWorkers:
         if runner not in ("pytest", "plain"):
             raise SandboxError(f"warm worker: runner must be 'pytest' or 'plain', got {runner!r}")
         ws = os.path.realpath(workspace)
-        env = hidden_test_env(3, 4, ws)
+        env = {**hidden_test_env(3, 4, ws), "PWD": ws}  # as bwrap --chdir sets it
         extra = {"tests": str(staging / "tests"), "plugin_dir": str(staging / "plugin"),
                  "pytest_args": list(pytest_args)}
         return self.request(runner, Path(ws), readonly=[str(staging)], env=env, limits=limits,

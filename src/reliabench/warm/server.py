@@ -113,6 +113,8 @@ def _prime() -> None:
         with contextlib.suppress(ImportError):
             __import__(f"_pytest.{name}")
     _prime_pytest_session()
+    for stream in (sys.stdout, sys.stderr):  # its report, or every rollout's output starts with it
+        stream.flush()
     for extra in ("hmac", "hashlib", "json", "random", "unittest", "doctest", "decimal",
                   "fractions", "collections", "itertools", "functools", "math", "re",
                   "string", "typing", "heapq", "bisect", "statistics", "copy"):
@@ -207,6 +209,7 @@ def _child_c(req: dict[str, Any], spec: JailSpec | None = None) -> None:
         else:
             import pytest
 
+            sys.argv[1:] = list(req["pytest_args"])  # what a fresh pytest process has
             sys.path.insert(0, req["plugin_dir"])
             code = int(pytest.main(list(req["pytest_args"])))
     except BaseException:  # whatever happens, this process must end here
