@@ -477,7 +477,7 @@ CANARY = bytes.fromhex("{canary}").decode()
 def value():
     print("stdout " + CANARY)
     sys.stderr.write("stderr " + CANARY + "\\n")
-    os.write(int(os.environ["RELIABENCH_OUTCOME_FD"]), ("channel " + CANARY + "\\n").encode())
+    os.write(3, ("channel " + CANARY + "\\n").encode())  # the outcome channel
     return "value " + CANARY  # the failed assertion's message goes to the log
 '''
 
@@ -647,3 +647,38 @@ def test_a_warm_pytest_rollout_sees_the_interpreter_of_a_fresh_one(warm: WarmTes
     plain = run_hidden_tests(ws, tests, expected=expected, worker=warm, limits=LIMITS, slot=SLOT,
                              test_runner="plain")
     assert "passed in" not in plain.log.split("FAILED", 1)[0], plain.log[:200]
+
+
+# --------------------------------------------------------------------------------------------
+# own attack class: a rollout's output that tries to desynchronise the server's answer stream
+# (a forged frame header and JSON answer, NUL and invalid UTF-8 bytes, output past the cap,
+# a megabyte of binary on the outcome channel, a sparse stdout)
+# --------------------------------------------------------------------------------------------
+
+FRAMING = '''
+import json, os, struct, sys
+def value():
+    fake = json.dumps({"returncode": 0, "attachments": [0, 0, 0], "streams": {}}).encode()
+    for fd in (1, 2):
+        os.write(fd, struct.pack("!I", len(fake)) + fake + b"\\\\0\\\\xff\\\\xfe\\\\xc3" * 1000)
+    os.write(2, b"e" * 200_000)  # past output_bytes: head and tail are kept
+    for _ in range(16):
+        os.write(3, os.urandom(1 << 16))  # the outcome channel
+    os.lseek(1, 1 << 20, os.SEEK_CUR)  # a hole: the file is larger than what was written
+    os.write(1, b"tail")
+    return 0  # a failure: the test runner prints all of it on the real stdout
+'''
+
+
+@pytest.mark.parametrize("runner", ["plain", "pytest"])
+def test_hostile_output_does_not_desynchronise_the_answers(warm: WarmTests, base: Path, runner: str) -> None:
+    server = _server_pid(warm, base, runner)
+    limits = Limits(wall_s=8.0, cpu_s=8.0, memory_bytes=1024**3, max_procs=32,
+                    file_size_bytes=16 * 1024**2, output_bytes=64 * 1024)
+    run = _rollout(base, warm, FRAMING, runner, name="framing", limits=limits)
+    assert run.status == "completed", (run.reason, run.log[-300:])
+    # its own garbage on the channel may spoil its own next line (test 2); the stream and the
+    # lines after it are intact
+    assert [run.outcomes[0].outcome, run.outcomes[2].outcome] == ["failed", "passed"], run.log[-500:]
+    assert os.path.exists(f"/proc/{server}")
+    _next_rollout_is_clean(warm, base, runner, server)
