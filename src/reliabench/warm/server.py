@@ -4,6 +4,20 @@ One server per worker slot, started by :class:`reliabench.warm.client.WarmWorker
 with ``python -I -B``, outside any workspace (cwd ``/``), not dumpable. It reads one request
 frame at a time on its stdin and answers on its stdout (:mod:`reliabench.warm.protocol`).
 
+It runs with bare ``reliabench`` and ``reliabench.warm`` packages (``client._BOOT``: no package
+``__init__``, so no numpy and no thread pool of a library) and has exactly one thread: it
+refuses to start, and to fork, otherwise (:func:`require_one_thread`; the client reports an
+infrastructure error and replaces the server). A raw ``clone`` of a process with other threads
+inherits their locks and ``pthread_atfork`` handlers without the threads, and a correct
+solution that forks or calls BLAS would hang there.
+
+It holds nothing of one rollout when it forks the next: a request and its answer live only in
+:func:`_answer`'s frames, and no byte a rollout produced enters the server's memory (the
+channel is spliced into a file, the answer's stdout, stderr and channel are sent from the
+files by the kernel, the channel's secret is spliced from the request pipe to the rollout's
+key pipe). The priming pytest session's output is flushed before the first fork, and the
+pytest runner gets pytest's ``sys.argv``, as a fresh process has.
+
 Per request it forks one process, straight into new mount, pid and IPC namespaces
 (``clone``, :func:`reliabench.warm._linux.fork_into`)::
 
@@ -22,7 +36,7 @@ rollout to the next. The server supervises from outside: the wall-time limit (it
 ``C``), the output limit on the stdout/stderr files (kept in the server's private directory,
 outside the jail), and the outcome channel, a pipe it drains while the tests run (the runner
 cannot rewind or truncate a pipe). Every rollout forks from the same pristine server: no
-module state, file or process of one rollout can be seen by the next.
+module state, file, process or byte of output of one rollout can be seen by the next.
 """
 
 from __future__ import annotations
