@@ -92,3 +92,44 @@ def test_frames_that_are_not_frames(pipe: Pipe, payload: bytes, message: str) ->
     os.write(w, payload)
     with pytest.raises(ProtocolError, match=message):
         read_frame(r)
+
+
+def test_attachments_follow_their_frame_and_a_short_file_is_padded(pipe: Pipe, tmp_path: object) -> None:
+    import tempfile
+
+    from reliabench.warm.protocol import FileSpan, read_message
+
+    with tempfile.TemporaryFile() as fh:
+        fh.write(b"0123456789")
+        fh.flush()
+        fd = fh.fileno()
+        # a span past the end of the file is padded with zero bytes: the stream stays in step
+        write_frame(pipe.w, {"a": 1}, [b"key", FileSpan(fd, 2, 3), FileSpan(fd, 8, 5)])
+        write_frame(pipe.w, {"b": 2})
+        first = read_message(pipe.r)
+        assert first.frame == {"a": 1, "attachments": [3, 3, 5]}
+        assert first.attachments == (b"key", b"234", b"89\0\0\0")
+        assert read_message(pipe.r).frame == {"b": 2}
+
+
+def test_the_server_moves_attachments_without_reading_them(pipe: Pipe) -> None:
+    from reliabench.warm.protocol import splice_attachments
+
+    write_frame(pipe.w, {"op": "run"}, [b"s3cret"])
+    frame = read_frame(pipe.r)
+    r, w = os.pipe()
+    try:
+        splice_attachments(pipe.r, frame, [w])
+        assert os.read(r, 100) == b"s3cret"
+        with pytest.raises(ProtocolError, match="1 attachments, expected 0"):
+            splice_attachments(pipe.r, frame, [])
+    finally:
+        os.close(r)
+        os.close(w)
+
+
+@pytest.mark.parametrize("sizes", [[-1], ["3"], 5, [1.5]])
+def test_a_frame_announcing_bad_attachments_is_refused(pipe: Pipe, sizes: object) -> None:
+    write_frame(pipe.w, {"attachments": sizes})
+    with pytest.raises(ProtocolError, match="attachments that are not sizes"):
+        read_frame(pipe.r)

@@ -244,7 +244,7 @@ def test_a_server_that_cannot_start_is_a_sandbox_error(base: Path, monkeypatch: 
     warm_or_skip()
     from reliabench.warm import client
 
-    monkeypatch.setattr(client, "_BOOT", "raise SystemExit('no server today')  # {src}")
+    monkeypatch.setattr(client, "_BOOT", "raise SystemExit('no server today')  # {packages}")
     with WarmWorkers() as workers, WarmTests(workers) as warm, \
             pytest.raises(SandboxError, match="no server today"):
         _rollout(base, warm, HONEST, "plain")
@@ -286,3 +286,399 @@ def test_only_the_workspace_is_writable(warm: WarmTests, base: Path) -> None:
     run = _rollout(base, warm, probe, "plain")
     assert run.outcomes[0].outcome == "passed", run.log
     assert (base / "ws" / "mine.txt").read_text() == "ok"
+
+
+# --------------------------------------------------------------------------------------------
+# correct code that forks, starts threads, calls BLAS or uses multiprocessing: the same verdict
+# on the warm path (the default) as in a fresh process. The server has one thread (no numpy,
+# no OpenBLAS pool in it): a raw clone of a multi-threaded server hung on fork and on BLAS.
+# --------------------------------------------------------------------------------------------
+
+PROCESS_SOLUTION = '''
+import multiprocessing, os, subprocess, sys, threading
+
+def square(x):
+    return x * x
+
+def forked():
+    pid = os.fork()
+    if pid == 0:
+        os._exit(7)
+    _, status = os.waitpid(pid, 0)
+    return os.WEXITSTATUS(status)
+
+def threads():
+    out = [None] * 8
+    def work(i):
+        out[i] = square(i)
+    ts = [threading.Thread(target=work, args=(i,)) for i in range(8)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    return out
+
+def matmul():
+    import numpy as np
+    a = np.ones((300, 300))
+    return float((a @ a).sum())
+
+def in_process(method):
+    ctx = multiprocessing.get_context(method)
+    q = ctx.SimpleQueue()
+    p = ctx.Process(target=_put_square, args=(q, 9))
+    p.start()
+    p.join(30)
+    return p.exitcode, q.get()
+
+def _put_square(q, x):
+    q.put(square(x))
+
+def pool(method):
+    with multiprocessing.get_context(method).Pool(2) as p:
+        return p.map(square, range(6))
+
+def fork_after_threads():
+    t = threading.Thread(target=square, args=(3,))
+    t.start()
+    t.join()
+    return forked()
+
+def child_python():
+    return subprocess.run([sys.executable, "-c", "print(6 * 7)"], capture_output=True,
+                          text=True, timeout=30).stdout.strip()
+'''
+PROCESS_TESTS = '''
+import solution
+
+def test_os_fork():
+    assert solution.forked() == 7
+
+def test_threads():
+    assert solution.threads() == [i * i for i in range(8)]
+
+def test_numpy_matmul():
+    assert solution.matmul() == 300.0 * 300 * 300
+
+def test_multiprocessing_fork():
+    assert solution.in_process("fork") == (0, 81)
+
+def test_multiprocessing_spawn():
+    assert solution.in_process("spawn") == (0, 81)
+
+def test_multiprocessing_forkserver():
+    assert solution.in_process("forkserver") == (0, 81)
+
+def test_pool_fork():
+    assert solution.pool("fork") == [0, 1, 4, 9, 16, 25]
+
+def test_pool_spawn():
+    assert solution.pool("spawn") == [0, 1, 4, 9, 16, 25]
+
+def test_fork_after_threads():
+    assert solution.fork_after_threads() == 7
+
+def test_subprocess_python():
+    assert solution.child_python() == "42"
+'''
+PROCESS_NAMES = [f"test_procs.py::{n}" for n in (
+    "test_os_fork", "test_threads", "test_numpy_matmul", "test_multiprocessing_fork",
+    "test_multiprocessing_spawn", "test_multiprocessing_forkserver", "test_pool_fork",
+    "test_pool_spawn", "test_fork_after_threads", "test_subprocess_python")]
+
+
+@pytest.mark.parametrize(("path", "runner"), [
+    ("bubblewrap", "pytest"), ("namespaces", "pytest"), ("none", "pytest"),
+    ("warm", "plain"), ("warm", "pytest")])
+def test_correct_code_that_forks_threads_or_uses_numpy_passes_warm_as_fresh(
+        base: Path, path: str, runner: str) -> None:
+    pytest.importorskip("numpy")
+    from sandbox_helpers import hidden_test_path_or_skip
+
+    way = hidden_test_path_or_skip(path, SLOT)
+    ws, tests = base / "ws", base / "tests"
+    ws.mkdir()
+    tests.mkdir()
+    (ws / "solution.py").write_text(PROCESS_SOLUTION, encoding="utf-8")
+    (tests / "test_procs.py").write_text(PROCESS_TESTS, encoding="utf-8")
+    limits = Limits(wall_s=90.0, cpu_s=90.0, memory_bytes=4 * 1024**3, max_procs=64,
+                    file_size_bytes=16 * 1024**2, output_bytes=64 * 1024)
+    run = way.run(ws, tests, expected=[TestOutcome(n, "skipped") for n in PROCESS_NAMES],
+                  limits=limits, slot=SLOT, test_runner=runner)
+    assert run.status == "completed", (run.reason, run.log)
+    assert {o.name: o.outcome for o in run.outcomes} == dict.fromkeys(PROCESS_NAMES, "passed"), run.log
+    if path == "warm":  # the pid namespace took the forkserver and the resource tracker along
+        assert slots._procs_of_uid(slot_uid(SLOT)) == []
+
+
+def test_the_server_imports_no_numpy_and_runs_one_thread(warm: WarmTests, base: Path) -> None:
+    server = _server_pid(warm, base, "plain")
+    with open(f"/proc/{server}/status", encoding="ascii") as fh:
+        threads = [line.split()[1] for line in fh if line.startswith("Threads:")]
+    assert threads == ["1"]
+    with open(f"/proc/{server}/maps", encoding="ascii") as fh:
+        maps = fh.read()
+    assert "numpy" not in maps and "openblas" not in maps.lower()
+
+
+_NATIVE_THREAD = (
+    "import ctypes\n"
+    "def native_thread():\n"
+    "    libc = ctypes.CDLL(None)\n"
+    "    tid = ctypes.c_ulong()\n"
+    "    start = ctypes.cast(libc.pause, ctypes.c_void_p)\n"
+    "    assert libc.pthread_create(ctypes.byref(tid), None, start, None) == 0\n"
+)
+
+
+@pytest.mark.parametrize("thread", ["python", "native"])
+def test_a_server_with_another_thread_refuses_to_start(
+        base: Path, monkeypatch: pytest.MonkeyPatch, thread: str) -> None:
+    warm_or_skip()
+    from reliabench.warm import client
+
+    start = ("import threading, time\n"
+             "threading.Thread(target=time.sleep, args=(600,), daemon=True).start()\n"
+             if thread == "python" else _NATIVE_THREAD + "native_thread()\n")
+    monkeypatch.setattr(client, "_BOOT", start + client._BOOT)
+    with WarmWorkers() as workers, WarmTests(workers) as warm, \
+            pytest.raises(SandboxError, match="refuses to fork at start: it has 2 threads"):
+        _rollout(base, warm, HONEST, "plain")
+
+
+def test_a_server_that_gains_a_thread_refuses_to_fork_and_is_replaced(
+        base: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    warm_or_skip()
+    from reliabench.warm import client
+
+    # the server starts a native thread when it gets SIGUSR1 (after it said it is ready)
+    start = _NATIVE_THREAD + ("import signal\n"
+                              "signal.signal(signal.SIGUSR1, lambda *a: native_thread())\n")
+    monkeypatch.setattr(client, "_BOOT", start + client._BOOT)
+    with WarmWorkers() as workers, WarmTests(workers) as warm:
+        server = _server_pid(warm, base, "plain")
+        os.kill(server, signal.SIGUSR1)
+        time.sleep(0.2)
+        with pytest.raises(SandboxError, match="refuses to fork a rollout: it has 2 threads"):
+            _rollout(base, warm, HONEST, "plain")
+        monkeypatch.undo()
+        run = _rollout(base, warm, HONEST, "plain")  # on a new server
+        assert [o.outcome for o in run.outcomes] == ["passed"] * 3, run.log
+        assert workers.server_pid(SLOT) not in (None, server)
+
+
+# --------------------------------------------------------------------------------------------
+# nothing of rollout N is in the memory rollout N+1 is forked from (finding 4 of issue 20)
+# --------------------------------------------------------------------------------------------
+
+LEAKY = '''
+import os, sys
+CANARY = bytes.fromhex("{canary}").decode()
+def value():
+    print("stdout " + CANARY)
+    sys.stderr.write("stderr " + CANARY + "\\n")
+    os.write(3, ("channel " + CANARY + "\\n").encode())  # the outcome channel
+    return "value " + CANARY  # the failed assertion's message goes to the log
+'''
+
+# Rollout N+1's tested code: look for rollout N's canary and channel secret in its own memory,
+# first byte by byte (/proc/self/mem; the only copies of the needles made here are excluded
+# by address), then as live objects (gc.get_objects(), every frame up the stack).
+SCANNER = '''
+import ctypes, gc, os, sys
+
+NEEDLES = {name: bytearray.fromhex(h) for name, h in {needles}.items()}
+
+def _addr(buf):
+    return ctypes.addressof((ctypes.c_char * len(buf)).from_buffer(buf))
+
+def scan_memory():
+    hits = []
+    buf = bytearray(1 << 20)
+    view = memoryview(buf)
+    own = [(_addr(buf), len(buf))] + [(_addr(n), len(n)) for n in NEEDLES.values()]
+    with open("/proc/self/maps") as fh:
+        maps = fh.read().splitlines()
+    fd = os.open("/proc/self/mem", os.O_RDONLY)
+    try:
+        for line in maps:
+            fields = line.split()
+            if not fields[1].startswith("rw") or "[vvar" in line or "[vsyscall" in line:
+                continue
+            lo, hi = (int(x, 16) for x in fields[0].split("-"))
+            at = lo
+            while at < hi:
+                want = min(len(buf), hi - at)
+                try:
+                    got = os.preadv(fd, [view[:want]], at)
+                except OSError:
+                    break
+                for name, needle in NEEDLES.items():
+                    i = buf.find(needle, 0, got)
+                    while i >= 0:
+                        where = at + i
+                        if not any(a <= where < a + n for a, n in own):
+                            hits.append((name, hex(where), line))
+                        i = buf.find(needle, i + 1, got)
+                if got < want:
+                    break
+                at += got - 64 if got > 64 else got  # overlap: a needle across two reads
+    finally:
+        os.close(fd)
+    return hits
+
+def scan_objects():
+    texts = {name: bytes(n).decode() for name, n in NEEDLES.items()}
+    mine = set(map(id, [*texts.values(), *NEEDLES.values()]))
+    hits = []
+
+    def look(where, value, depth=0):
+        if isinstance(value, (str, bytes, bytearray)) and id(value) not in mine:
+            for name, text in texts.items():
+                if (text if isinstance(value, str) else text.encode()) in value:
+                    hits.append((name, where))
+        elif depth < 4 and isinstance(value, dict):
+            for v in list(value.values()):
+                look(where, v, depth + 1)
+        elif depth < 4 and isinstance(value, (list, tuple)):
+            for v in list(value):
+                look(where, v, depth + 1)
+
+    for obj in gc.get_objects():
+        if isinstance(obj, (dict, list, tuple)) and obj is not texts:
+            look(type(obj).__name__, obj)
+    frame = sys._getframe(1)
+    while frame is not None:
+        look("frame " + frame.f_code.co_name, dict(frame.f_locals))
+        frame = frame.f_back
+    for name in ("last_type", "last_value", "last_traceback"):
+        look("sys." + name, [repr(getattr(sys, name, None))])
+    return hits
+
+def value():
+    found = scan_memory()  # before any str copy of a needle exists
+    found += scan_objects()
+    print("found:", found[:8])
+    return 42 if not found else found[:8]
+'''
+
+
+@pytest.mark.parametrize("runner", ["plain", "pytest"])
+def test_the_next_rollout_finds_nothing_of_the_last_one_in_its_memory(
+        warm: WarmTests, base: Path, runner: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    import secrets
+
+    from reliabench.warm import hidden
+
+    canary = "rb-canary-" + secrets.token_hex(16)
+    key = secrets.token_hex(32).encode("ascii")
+    server = _server_pid(warm, base, runner)
+    monkeypatch.setattr(hidden, "new_key", lambda: key)
+    leaky = _rollout(base, warm, LEAKY.replace("{canary}", canary.encode().hex()), runner,
+                     name="leaky")
+    monkeypatch.undo()
+    assert f"stdout {canary}" in leaky.log and f"stderr {canary}" in leaky.log, leaky.log
+    needles = {"canary": canary.encode().hex(), "key": key.hex()}
+    scanner = SCANNER.replace("{needles}", repr(needles))
+    run = _rollout(base, warm, scanner, runner, name="scanner")
+    assert run.outcomes[0].outcome == "passed", run.log
+    assert warm.workers.server_pid(SLOT) == server, "not the same server: nothing was tested"
+
+
+# --------------------------------------------------------------------------------------------
+# the server's own state is not the rollout's: a warm pytest rollout sees the interpreter a
+# fresh pytest process has (own attack class: state of the server that reaches rollouts)
+# --------------------------------------------------------------------------------------------
+
+FINGERPRINT = '''
+import faulthandler, gc, json, logging, os, signal, sys, warnings
+
+def fingerprint():
+    umask = os.umask(0)
+    os.umask(umask)
+    return {
+        "argv": [len(sys.argv)] + [a for a in sys.argv if not a.startswith("/")],
+        "env": sorted(os.environ),
+        "root_handlers": [type(h).__name__ for h in logging.root.handlers],
+        "root_level": logging.root.level,
+        "warnings": [repr(f) for f in warnings.filters],
+        "signals": {s: repr(signal.getsignal(getattr(signal, s)))
+                    for s in ("SIGINT", "SIGTERM", "SIGPIPE", "SIGCHLD", "SIGHUP", "SIGXFSZ")},
+        "sigmask": sorted(signal.pthread_sigmask(signal.SIG_BLOCK, [])),
+        "faulthandler": faulthandler.is_enabled(),
+        "recursion": sys.getrecursionlimit(),
+        "umask": umask,
+        "flags": repr(sys.flags),
+        "gc": [gc.isenabled(), gc.get_threshold()],
+        "stdout": [sys.stdout.encoding, sys.stdout.errors],
+        "cwd": os.getcwd() == os.environ.get("RELIABENCH_WORKSPACE"),
+    }
+
+def value():
+    print("FINGERPRINT" + json.dumps(fingerprint()))
+    return 0
+'''
+
+
+def _fingerprint(run: HiddenTestRun) -> object:
+    import json
+
+    for line in run.log.splitlines():
+        if line.startswith("FINGERPRINT"):
+            return json.loads(line[len("FINGERPRINT"):])
+    return run.log
+
+
+def test_a_warm_pytest_rollout_sees_the_interpreter_of_a_fresh_one(warm: WarmTests, base: Path) -> None:
+    from sandbox_helpers import hidden_test_path_or_skip
+
+    fresh = hidden_test_path_or_skip("bubblewrap", SLOT)
+    ws, tests = base / "ws", base / "tests"
+    ws.mkdir()
+    tests.mkdir()
+    (ws / "solution.py").write_text(FINGERPRINT, encoding="utf-8")
+    (tests / "test_suite.py").write_text(HONEST_TESTS, encoding="utf-8")
+    expected = [TestOutcome(n, "skipped") for n in NAMES]
+    cold = fresh.run(ws, tests, expected=expected, limits=LIMITS, slot=SLOT)
+    hot = run_hidden_tests(ws, tests, expected=expected, worker=warm, limits=LIMITS, slot=SLOT)
+    assert _fingerprint(hot) == _fingerprint(cold)
+    # nothing the server printed itself (its priming session) is in a rollout's output
+    assert hot.log.lstrip().startswith("F"), hot.log[:200]
+    plain = run_hidden_tests(ws, tests, expected=expected, worker=warm, limits=LIMITS, slot=SLOT,
+                             test_runner="plain")
+    assert "passed in" not in plain.log.split("FAILED", 1)[0], plain.log[:200]
+
+
+# --------------------------------------------------------------------------------------------
+# own attack class: a rollout's output that tries to desynchronise the server's answer stream
+# (a forged frame header and JSON answer, NUL and invalid UTF-8 bytes, output past the cap,
+# a megabyte of binary on the outcome channel, a sparse stdout)
+# --------------------------------------------------------------------------------------------
+
+FRAMING = '''
+import json, os, struct, sys
+def value():
+    fake = json.dumps({"returncode": 0, "attachments": [0, 0, 0], "streams": {}}).encode()
+    for fd in (1, 2):
+        os.write(fd, struct.pack("!I", len(fake)) + fake + b"\\\\0\\\\xff\\\\xfe\\\\xc3" * 1000)
+    os.write(2, b"e" * 200_000)  # past output_bytes: head and tail are kept
+    for _ in range(16):
+        os.write(3, os.urandom(1 << 16))  # the outcome channel
+    os.lseek(1, 1 << 20, os.SEEK_CUR)  # a hole: the file is larger than what was written
+    os.write(1, b"tail")
+    return 0  # a failure: the test runner prints all of it on the real stdout
+'''
+
+
+@pytest.mark.parametrize("runner", ["plain", "pytest"])
+def test_hostile_output_does_not_desynchronise_the_answers(warm: WarmTests, base: Path, runner: str) -> None:
+    server = _server_pid(warm, base, runner)
+    limits = Limits(wall_s=8.0, cpu_s=8.0, memory_bytes=1024**3, max_procs=32,
+                    file_size_bytes=16 * 1024**2, output_bytes=64 * 1024)
+    run = _rollout(base, warm, FRAMING, runner, name="framing", limits=limits)
+    assert run.status == "completed", (run.reason, run.log[-300:])
+    # its own garbage on the channel may spoil its own next line (test 2); the stream and the
+    # lines after it are intact
+    assert [run.outcomes[0].outcome, run.outcomes[2].outcome] == ["failed", "passed"], run.log[-500:]
+    assert os.path.exists(f"/proc/{server}")
+    _next_rollout_is_clean(warm, base, runner, server)

@@ -52,6 +52,8 @@ _ETC_FILES = (
     "/etc/gitconfig",
 )
 _SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
+_SHM_BYTES = 64 * 1024**2
+"""Size of the sandbox's private ``/dev/shm`` (the warm jail's too)."""
 
 
 def _python_prefixes() -> list[str]:
@@ -162,7 +164,12 @@ class BubblewrapBackend:
         if _bwrap_has_size(self.bwrap):
             cmd.extend(["--size", str(min(limits.tmp_bytes, limits.memory_bytes))])
         cmd.extend(["--perms", "1777", "--tmpfs", "/tmp", "--proc", "/proc", "--dev", "/dev"])
-        made.update(("/tmp", "/proc", "/dev"))
+        # a writable /dev/shm, as the warm jail has: POSIX semaphores (multiprocessing's
+        # locks, queues and pools) live there, and --dev leaves it root's
+        if _bwrap_has_size(self.bwrap):
+            cmd.extend(["--size", str(min(_SHM_BYTES, limits.memory_bytes))])
+        cmd.extend(["--perms", "1777", "--tmpfs", "/dev/shm"])
+        made.update(("/tmp", "/proc", "/dev", "/dev/shm"))
         # parents first, so that a bind inside another one lands on top of it
         done: set[str] = set()
         for kind, path in sorted(binds, key=lambda b: (b[1].count("/"), b[1])):

@@ -15,7 +15,6 @@ retried once on a new server, then reported as a :class:`~reliabench.errors.Sand
 
 from __future__ import annotations
 
-import base64
 import contextlib
 import os
 import secrets
@@ -34,11 +33,11 @@ import reliabench
 from reliabench.errors import SandboxError
 from reliabench.hidden_tests.staging import hidden_test_env
 from reliabench.sandbox import DEFAULT_PATH, Limits, SandboxResult, slot_uid
-from reliabench.sandbox.bubblewrap import _ETC_FILES, _SYSTEM_DIRS, _python_prefixes
+from reliabench.sandbox.bubblewrap import _ETC_FILES, _SHM_BYTES, _SYSTEM_DIRS, _python_prefixes
 from reliabench.sandbox.seccomp import active_filter
 from reliabench.sandbox.slots import _hold_slot, _lend_workdir, _under
 from reliabench.sandbox.supervision import _max_output, _signal_reason
-from reliabench.warm.protocol import ProtocolError, read_frame, write_frame
+from reliabench.warm.protocol import Message, ProtocolError, read_message, write_frame
 
 __all__ = [
     "ISOLATION",
@@ -55,9 +54,27 @@ TEST_PATHS: Final = ("auto", "warm", "fresh")
 
 _START_TIMEOUT_S = 60.0
 _BOOT: Final = (
-    "import sys; sys.path.append({src!r}); "
-    "from reliabench.warm.server import main; main()"
+    "import sys, types\n"
+    "for name, path in {packages!r}:\n"
+    "    package = types.ModuleType(name, 'stub: the warm server runs no package __init__')\n"
+    "    package.__path__ = [path]\n"
+    "    sys.modules[name] = package\n"
+    "from reliabench.warm.server import main\n"
+    "main()\n"
 )
+"""The server's ``-c`` program: ``reliabench`` and ``reliabench.warm`` as bare packages.
+
+Their ``__init__`` modules import the public API (numpy, whose OpenBLAS starts threads on
+import) and the caller's side of the warm workers; the server needs neither, and a thread in
+the server deadlocks a rollout that forks or calls BLAS (the single-threaded clone child
+inherits locks and thread pools whose threads it does not have). The server checks that it
+has one thread at start and before every fork (:func:`reliabench.warm.server.require_one_thread`).
+"""
+
+
+def _boot_packages() -> list[tuple[str, str]]:
+    pkg = Path(reliabench.__file__).resolve().parent
+    return [("reliabench", str(pkg)), ("reliabench.warm", str(pkg / "warm"))]
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,12 +115,11 @@ class _Server:
     """One server process (the slot's), owned by one :class:`_Slot`."""
 
     def __init__(self, log_dir: Path, slot: int) -> None:
-        src = str(Path(reliabench.__file__).resolve().parent.parent)
         self.log_path = log_dir / f"warm-server-{slot}.log"
         log = open(self.log_path, "ab")  # noqa: SIM115 - handed to the child
         try:
             self.proc = subprocess.Popen(
-                [sys.executable, "-I", "-B", "-c", _BOOT.format(src=src)],
+                [sys.executable, "-I", "-B", "-c", _BOOT.format(packages=_boot_packages())],
                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log,
                 cwd="/", env={"PATH": DEFAULT_PATH, "LANG": "C.UTF-8"},
                 start_new_session=True, close_fds=True,
@@ -114,12 +130,12 @@ class _Server:
             raise SandboxError("warm test server started without pipes")
         self.req_fd = self.proc.stdin.fileno()
         self.resp_fd = self.proc.stdout.fileno()
-        hello = self._read(_START_TIMEOUT_S)
+        hello = self._read(_START_TIMEOUT_S).frame
         if not hello.get("ready"):
             self.stop()
             raise SandboxError(f"warm test server did not start: {hello}")
 
-    def _read(self, timeout: float) -> dict[str, Any]:
+    def _read(self, timeout: float) -> Message:
         import select
 
         ready, _, _ = select.select([self.resp_fd], [], [], timeout)
@@ -127,7 +143,7 @@ class _Server:
             self.stop()
             raise SandboxError(f"warm test server did not answer within {timeout:g} s")
         try:
-            return read_frame(self.resp_fd)
+            return read_message(self.resp_fd)
         except ProtocolError as exc:
             tail = ""
             with contextlib.suppress(OSError):
@@ -138,9 +154,9 @@ class _Server:
     def alive(self) -> bool:
         return self.proc.poll() is None
 
-    def request(self, req: dict[str, Any], timeout: float) -> dict[str, Any]:
+    def request(self, req: dict[str, Any], key: bytes, timeout: float) -> Message:
         try:
-            write_frame(self.req_fd, req)
+            write_frame(self.req_fd, req, [key])
         except OSError as exc:
             self.stop()
             raise SandboxError(f"warm test server is gone: {exc}") from None
@@ -166,7 +182,7 @@ class _Slot:
         self.server: _Server | None = None
         self.restarts = 0
 
-    def request(self, req: dict[str, Any], timeout: float) -> dict[str, Any]:
+    def request(self, req: dict[str, Any], key: bytes, timeout: float) -> Message:
         with self.lock:
             for attempt in range(2):
                 if self.server is None or not self.server.alive():
@@ -176,7 +192,11 @@ class _Slot:
                         self.restarts += 1
                     self.server = _Server(self.log_dir, self.slot)
                 try:
-                    return self.server.request(req, timeout)
+                    answer = self.server.request(req, key, timeout)
+                    if answer.frame.get("fatal"):  # the server refused and stops: not reused
+                        self.server.stop()
+                        self.server = None
+                    return answer
                 except SandboxError:
                     self.server = None
                     if attempt:
@@ -271,18 +291,19 @@ class WarmWorkers:
         if runner not in ("pytest", "plain"):
             raise SandboxError(f"warm worker: runner must be 'pytest' or 'plain', got {runner!r}")
         ws = os.path.realpath(workspace)
-        env = hidden_test_env(3, 4, ws)
+        env = {**hidden_test_env(3, 4, ws), "PWD": ws}  # as bwrap --chdir sets it
         extra = {"tests": str(staging / "tests"), "plugin_dir": str(staging / "plugin"),
-                 "pytest_args": list(pytest_args), "key_hex": key.hex()}
+                 "pytest_args": list(pytest_args)}
         return self.request(runner, Path(ws), readonly=[str(staging)], env=env, limits=limits,
-                            slot=slot, fields=extra)
+                            slot=slot, fields=extra, key=key)
 
     def request(self, runner: str, workspace: Path, *, readonly: Sequence[str],
                 env: dict[str, str], limits: Limits, slot: int,
-                fields: dict[str, Any]) -> WarmRaw:
+                fields: dict[str, Any], key: bytes = b"\0") -> WarmRaw:
         """Send one request to the slot's server (see :meth:`run_raw`).
 
-        ``runner`` ``exec`` runs ``fields["argv"]`` in the jail instead of tests.
+        ``runner`` ``exec`` runs ``fields["argv"]`` in the jail instead of tests. ``key`` goes
+        as an attachment (the server splices it to the rollout and never reads it).
 
         Raises:
             SandboxError: The server could not run the request (twice).
@@ -298,7 +319,6 @@ class WarmWorkers:
             "readonly": [*self._base["prefixes"], *readonly],
             "env": env,
             "uid": uid,
-            "key_hex": fields.get("key_hex", "00"),
             "seccomp": active_filter(),
             "jail": {k: self._base[k] for k in ("system", "symlinks", "files")},
             "limits": {
@@ -310,27 +330,57 @@ class WarmWorkers:
                 "output_bytes": limits.output_bytes,
                 "max_output": _max_output(limits),
                 "tmp_bytes": max(64 * 1024**2, 2 * limits.file_size_bytes),
-                "shm_bytes": 64 * 1024**2,
+                "shm_bytes": _SHM_BYTES,
             },
         }
         started = time.monotonic()
         with _hold_slot(uid), _lend_workdir(Path(ws), uid):
-            resp = self._slot(slot).request(req, timeout=limits.wall_s + 60.0)
+            answer = self._slot(slot).request(req, key, timeout=limits.wall_s + 60.0)
+        resp = answer.frame
         if "error" in resp:
             raise SandboxError(f"warm test worker failed: {resp['error']}")
         reason = resp["killed_reason"] or _signal_reason(resp["returncode"])
+        streams = _streams(resp, answer.attachments)
         result = SandboxResult(
             returncode=resp["returncode"],
             timed_out=bool(resp["timed_out"]),
             wall_s=time.monotonic() - started,
-            stdout=resp["stdout"],
-            stderr=resp["stderr"],
+            stdout=streams["stdout"].decode("utf-8", "replace"),
+            stderr=streams["stderr"].decode("utf-8", "replace"),
             isolation=ISOLATION,
             killed_reason=reason,
             seccomp=bool(req["seccomp"]) and not resp["setup_failed"],
         )
-        return WarmRaw(result, base64.b64decode(resp["channel_b64"]), bool(resp["setup_failed"]),
+        return WarmRaw(result, streams["channel"], bool(resp["setup_failed"]),
                        float(resp.get("setup_s", 0.0)), float(resp.get("run_s", 0.0)))
+
+
+_CUT_MARKER: Final = "\n[... {n} bytes cut by the reliabench sandbox (output limit) ...]\n"
+
+
+def _streams(frame: dict[str, Any], attachments: Sequence[bytes]) -> dict[str, bytes]:
+    """The stdout, stderr and channel of an answer, from its attachments (see server.py).
+
+    A capped output comes as its head and tail; the bytes between them are replaced by a
+    marker that says how many were cut.
+
+    Raises:
+        SandboxError: The answer's attachments do not match its ``streams``.
+    """
+    out: dict[str, bytes] = {}
+    at = 0
+    try:
+        for name in ("stdout", "stderr", "channel"):
+            parts, cut = frame["streams"][name]
+            pieces = attachments[at:at + parts]
+            at += parts
+            if len(pieces) != parts:
+                raise ValueError(f"{name}: {len(pieces)} of {parts} parts")
+            marker = _CUT_MARKER.format(n=cut).encode("utf-8") if cut else b""
+            out[name] = marker.join(pieces) if len(pieces) > 1 else b"".join(pieces)
+    except (KeyError, TypeError, ValueError) as exc:
+        raise SandboxError(f"warm test worker sent a malformed answer: {exc}") from None
+    return out
 
 
 def new_key() -> bytes:

@@ -4,6 +4,20 @@ One server per worker slot, started by :class:`reliabench.warm.client.WarmWorker
 with ``python -I -B``, outside any workspace (cwd ``/``), not dumpable. It reads one request
 frame at a time on its stdin and answers on its stdout (:mod:`reliabench.warm.protocol`).
 
+It runs with bare ``reliabench`` and ``reliabench.warm`` packages (``client._BOOT``: no package
+``__init__``, so no numpy and no thread pool of a library) and has exactly one thread: it
+refuses to start, and to fork, otherwise (:func:`require_one_thread`; the client reports an
+infrastructure error and replaces the server). A raw ``clone`` of a process with other threads
+inherits their locks and ``pthread_atfork`` handlers without the threads, and a correct
+solution that forks or calls BLAS would hang there.
+
+It holds nothing of one rollout when it forks the next: a request and its answer live only in
+:func:`_answer`'s frames, and no byte a rollout produced enters the server's memory (the
+channel is spliced into a file, the answer's stdout, stderr and channel are sent from the
+files by the kernel, the channel's secret is spliced from the request pipe to the rollout's
+key pipe). The priming pytest session's output is flushed before the first fork, and the
+pytest runner gets pytest's ``sys.argv``, as a fresh process has.
+
 Per request it forks one process, straight into new mount, pid and IPC namespaces
 (``clone``, :func:`reliabench.warm._linux.fork_into`)::
 
@@ -22,23 +36,25 @@ rollout to the next. The server supervises from outside: the wall-time limit (it
 ``C``), the output limit on the stdout/stderr files (kept in the server's private directory,
 outside the jail), and the outcome channel, a pipe it drains while the tests run (the runner
 cannot rewind or truncate a pipe). Every rollout forks from the same pristine server: no
-module state, file or process of one rollout can be seen by the next.
+module state, file, process or byte of output of one rollout can be seen by the next.
 """
 
 from __future__ import annotations
 
-import base64
 import contextlib
 import fcntl
+import gc
 import os
 import select
 import signal
 import sys
 import tempfile
+import threading
 import time
 import traceback
 from typing import Any
 
+from reliabench.errors import SandboxError
 from reliabench.warm import _linux as lx
 from reliabench.warm.jail import (
     NS_FLAGS,
@@ -49,9 +65,15 @@ from reliabench.warm.jail import (
     enter_namespaces,
     mount_proc,
 )
-from reliabench.warm.protocol import ProtocolError, read_frame, write_frame
+from reliabench.warm.protocol import (
+    FileSpan,
+    ProtocolError,
+    read_frame,
+    splice_attachments,
+    write_frame,
+)
 
-__all__ = ["SETUP_FAILED", "main", "serve"]
+__all__ = ["SETUP_FAILED", "main", "os_thread_count", "require_one_thread", "serve"]
 
 SETUP_FAILED = 121
 """Exit status of a rollout process whose jail could not be set up (nothing of it ran)."""
@@ -60,6 +82,39 @@ _CHAN_CAP = 16 * 1024 * 1024
 _KILL_GRACE_S = 10.0
 _POLL_MS = 50
 _CHANNEL_FD, _KEY_FD, _CTL_FD = 3, 4, 5
+
+
+def os_thread_count() -> int:
+    """The threads of this process as the kernel counts them (``Threads:`` of /proc/self/status).
+
+    Counts what :func:`threading.active_count` cannot see: threads started by C code (OpenBLAS,
+    a watchdog, a native extension).
+    """
+    with open("/proc/self/status", encoding="ascii") as fh:
+        for line in fh:
+            if line.startswith("Threads:"):
+                return int(line.split()[1])
+    raise SandboxError("/proc/self/status has no Threads: line")  # pragma: no cover
+
+
+def require_one_thread(when: str) -> None:
+    """Refuse to go on unless this process has exactly one thread (Python's and the kernel's).
+
+    The rollout process is a raw ``clone`` of the server: it has one thread, and it inherits
+    every lock, thread pool and ``pthread_atfork`` handler of the server's other threads, so
+    a correct solution that forks or calls a threaded library would hang there.
+
+    Raises:
+        SandboxError: Another thread runs (an infrastructure failure, never the rollout's).
+    """
+    py_threads = threading.active_count()
+    os_threads = os_thread_count()
+    if py_threads != 1 or os_threads != 1:
+        names = sorted(t.name for t in threading.enumerate())
+        raise SandboxError(
+            f"warm test server refuses to fork {when}: it has {os_threads} threads "
+            f"({py_threads} Python threads: {', '.join(names)}); a rollout forked from it "
+            "could deadlock")
 
 
 def _prime() -> None:
@@ -73,6 +128,8 @@ def _prime() -> None:
         with contextlib.suppress(ImportError):
             __import__(f"_pytest.{name}")
     _prime_pytest_session()
+    for stream in (sys.stdout, sys.stderr):  # its report, or every rollout's output starts with it
+        stream.flush()
     for extra in ("hmac", "hashlib", "json", "random", "unittest", "doctest", "decimal",
                   "fractions", "collections", "itertools", "functools", "math", "re",
                   "string", "typing", "heapq", "bisect", "statistics", "copy"):
@@ -168,6 +225,7 @@ def _child_c(req: dict[str, Any], spec: JailSpec | None = None) -> None:
         else:
             import pytest
 
+            sys.argv[1:] = list(req["pytest_args"])  # what a fresh pytest process has
             sys.path.insert(0, req["plugin_dir"])
             code = int(pytest.main(list(req["pytest_args"])))
     except BaseException:  # whatever happens, this process must end here
@@ -196,17 +254,18 @@ def _spec_of(req: dict[str, Any], new_root: str) -> JailSpec:
     )
 
 
-def _read_capped(fd: int, cap: int, marker: str) -> tuple[str, int]:
+def _capped_spans(fd: int, cap: int) -> tuple[list[FileSpan], int, int]:
+    """The spans of an output file that the answer carries (all of it, or its head and tail).
+
+    Returns:
+        The spans, the bytes cut between them, and the file's size.
+    """
     size = os.fstat(fd).st_size
     if size <= cap:
-        return os.pread(fd, size, 0).decode("utf-8", "replace"), size
+        return [FileSpan(fd, 0, size)], 0, size
     head_n = cap // 2
     tail_n = cap - head_n
-    head = os.pread(fd, head_n, 0)
-    tail = os.pread(fd, tail_n, size - tail_n)
-    cut = size - head_n - tail_n
-    return (head.decode("utf-8", "replace") + marker.format(n=cut)
-            + tail.decode("utf-8", "replace")), size
+    return [FileSpan(fd, 0, head_n), FileSpan(fd, size - tail_n, tail_n)], size - cap, size
 
 
 def _sweep_uid(uid: int, timeout: float = 5.0) -> None:
@@ -225,26 +284,49 @@ def _sweep_uid(uid: int, timeout: float = 5.0) -> None:
 
 
 class _Server:
+    """Runs and answers requests. Holds nothing of a rollout between two requests.
+
+    Every byte a rollout produced (its stdout, stderr, outcome channel) stays in the kernel: the
+    channel pipe is spliced into a file and the answer sends the files with ``sendfile``
+    (:class:`~reliabench.warm.protocol.FileSpan`); the channel's secret goes from the request
+    pipe to the rollout's key pipe with ``splice``. What the server parses (the request's
+    paths, limits and environment, the exit status) lives in the frames of :func:`_answer`
+    and is released before the next request is read.
+    """
+
     def __init__(self, work: str, new_root: str) -> None:
         self.work = work
         self.new_root = new_root
         self.devnull = os.open("/dev/null", os.O_RDWR)
 
-    def run(self, req: dict[str, Any]) -> dict[str, Any]:
+    def _file(self, name: str) -> int:
+        path = os.path.join(self.work, name)
+        return os.open(path, os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
+
+    def run(self, req: dict[str, Any], req_fd: int, resp_fd: int) -> None:
+        """Run one request whose attachments are still on ``req_fd``; answer it on ``resp_fd``.
+
+        Raises:
+            ProtocolError: The request's attachments are not the channel's secret (the
+                stream is out of step: the server must stop).
+            SandboxError: The server has another thread (it must stop).
+        """
         start = time.monotonic()
-        lim = req["limits"]
-        wall = float(lim["wall_s"])
-        max_out = int(lim["max_output"])
-        out_fd = os.open(os.path.join(self.work, "stdout"), os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o600)
-        err_fd = os.open(os.path.join(self.work, "stderr"), os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o600)
-        chan_r, chan_w = os.pipe()
+        out_fd = err_fd = chan_fd = chan_r = chan_w = ctl_r = ctl_w = -1
         key_r, key_w = os.pipe()
-        ctl_r, ctl_w = os.pipe()
         try:
-            os.write(key_w, bytes.fromhex(req["key_hex"]))
+            try:
+                splice_attachments(req_fd, req, [key_w])
+            except OSError as exc:
+                raise ProtocolError(f"the channel's secret did not arrive: {exc}") from None
             os.close(key_w)
             key_w = -1
+            lim = req["limits"]
+            out_fd, err_fd, chan_fd = self._file("stdout"), self._file("stderr"), self._file("channel")
+            chan_r, chan_w = os.pipe()
+            ctl_r, ctl_w = os.pipe()
             spec = _spec_of(req, self.new_root)
+            require_one_thread("a rollout")
             pid = lx.fork_into(NS_FLAGS)
             if pid == 0:  # pragma: no cover - runs in the child
                 try:
@@ -255,23 +337,31 @@ class _Server:
             for fd in (chan_w, key_r, ctl_w):
                 os.close(fd)
             chan_w = key_r = ctl_w = -1
-            return self._supervise(pid, start, wall, max_out, out_fd, err_fd, chan_r, ctl_r, lim,
-                                   int(req["uid"]))
+            head = self._supervise(pid, start, float(lim["wall_s"]), int(lim["max_output"]),
+                                   out_fd, err_fd, chan_r, chan_fd, ctl_r, int(req["uid"]))
+            cap = int(lim["output_bytes"])
+            out_spans, out_cut, out_size = _capped_spans(out_fd, cap)
+            err_spans, err_cut, err_size = _capped_spans(err_fd, cap)
+            if head["killed_reason"] is None and max(out_size, err_size) > int(lim["max_output"]):
+                head["killed_reason"] = "output limit"
+            chan_size = os.fstat(chan_fd).st_size
+            head["streams"] = {"stdout": [len(out_spans), out_cut],
+                               "stderr": [len(err_spans), err_cut], "channel": [1, 0]}
+            write_frame(resp_fd, head, [*out_spans, *err_spans, FileSpan(chan_fd, 0, chan_size)])
         finally:
-            for fd in (out_fd, err_fd, chan_r, chan_w, key_r, key_w, ctl_r, ctl_w):
+            for fd in (out_fd, err_fd, chan_fd, chan_r, chan_w, key_r, key_w, ctl_r, ctl_w):
                 if fd >= 0:
                     with contextlib.suppress(OSError):
                         os.close(fd)
 
     def _supervise(self, pid: int, start: float, wall: float, max_out: int, out_fd: int,
-                   err_fd: int, chan_r: int, ctl_r: int, lim: dict[str, Any],
+                   err_fd: int, chan_r: int, chan_fd: int, ctl_r: int,
                    uid: int) -> dict[str, Any]:
         pidfd = os.pidfd_open(pid)
         poller = select.poll()
         poller.register(pidfd, select.POLLIN)
         poller.register(chan_r, select.POLLIN)
         poller.register(ctl_r, select.POLLIN)
-        chunks: list[bytes] = []
         got = 0
         reason: str | None = None
         deadline = start + wall
@@ -286,6 +376,15 @@ class _Server:
             # once every process of the namespace is gone
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
+
+        def drain() -> int:
+            # the channel goes to its file (past the cap: to /dev/null) inside the kernel
+            nonlocal got
+            target = chan_fd if got < _CHAN_CAP else self.devnull
+            n = os.splice(chan_r, target, 1 << 16, flags=os.SPLICE_F_NONBLOCK)
+            if target == chan_fd:
+                got += n
+            return n
 
         try:
             while True:
@@ -306,12 +405,11 @@ class _Server:
                     timeout = max(1, min(_POLL_MS, int((deadline - now) * 1000) + 1))
                 for fd, _ev in poller.poll(timeout):
                     if fd == chan_r:
-                        data = os.read(chan_r, 1 << 16)
-                        if not data:
-                            poller.unregister(chan_r)
-                        elif got < _CHAN_CAP:
-                            chunks.append(data)
-                            got += len(data)
+                        try:
+                            if not drain():
+                                poller.unregister(chan_r)
+                        except BlockingIOError:  # pragma: no cover - woken without data
+                            pass
                     elif fd == ctl_r:
                         data = os.read(ctl_r, 4)
                         if len(data) == 4:  # C says its jail is ready
@@ -323,17 +421,13 @@ class _Server:
                         poller.unregister(pidfd)
                 if exited:
                     break
-            # every writer is gone (the pid namespace died with B): read the rest
+            # every writer is gone (the pid namespace died with C): move the rest
             while True:
                 try:
-                    data = os.read(chan_r, 1 << 16)
+                    if not drain():
+                        break
                 except BlockingIOError:  # pragma: no cover
                     break
-                if not data:
-                    break
-                if got < _CHAN_CAP:
-                    chunks.append(data)
-                    got += len(data)
         finally:
             if not exited:
                 kill()
@@ -342,29 +436,51 @@ class _Server:
             os.close(pidfd)
         ended = time.monotonic()
         code = _exit_code(status)
-        returncode = code if code < 128 else -(code - 128)
-        cap = int(lim["output_bytes"])
-        marker = "\n[... {n} bytes cut by the reliabench sandbox (output limit) ...]\n"
-        stdout, out_size = _read_capped(out_fd, cap, marker)
-        stderr, err_size = _read_capped(err_fd, cap, marker)
-        if reason is None and max(out_size, err_size) > max_out:
-            reason = "output limit"
         return {
-            "returncode": returncode,
+            "returncode": code if code < 128 else -(code - 128),
             "timed_out": reason == "wall time limit",
             "killed_reason": reason,
             "wall_s": time.monotonic() - start,
-            "stdout": stdout,
-            "stderr": stderr,
-            "channel_b64": base64.b64encode(b"".join(chunks)).decode("ascii"),
             "setup_failed": code == SETUP_FAILED,
             "setup_s": (jailed or ended) - start,
             "run_s": ended - (jailed or ended),
         }
 
 
+def _answer(server: _Server, req_fd: int, resp_fd: int) -> bool:
+    """Read one request and answer it; False when the server must stop.
+
+    Every object of the request and of its answer is local to this call, so nothing of one
+    rollout is reachable (``gc.get_objects()``, frames) when the next rollout is forked.
+    """
+    try:
+        req = read_frame(req_fd)
+    except ProtocolError:
+        return False
+    try:
+        if req.get("op") == "ping":
+            write_frame(resp_fd, {"pong": True})
+            return True
+        server.run(req, req_fd, resp_fd)
+        return True
+    except (ProtocolError, SandboxError) as exc:  # out of step, or not fit to fork: stop
+        write_frame(resp_fd, {"error": f"{type(exc).__name__}: {exc}", "fatal": True})
+        return False
+    except Exception as exc:  # report, and keep serving
+        write_frame(resp_fd, {"error": f"{type(exc).__name__}: {exc}"})
+        return True
+
+
+def _forget_rollout() -> None:
+    """Drop what an earlier request may have left reachable beyond :func:`_answer`'s frames."""
+    for name in ("last_type", "last_value", "last_traceback", "last_exc"):
+        if hasattr(sys, name):
+            delattr(sys, name)
+    gc.collect(0)  # young cycles (an exception and its traceback) of the request
+
+
 def serve(req_fd: int, resp_fd: int) -> None:
-    """Answer requests until the request stream ends."""
+    """Answer requests until the request stream ends (or the server cannot go on)."""
     work = tempfile.mkdtemp(prefix="rb-warm-")
     os.chmod(work, 0o700)
     new_root = os.path.join(work, "root")
@@ -372,19 +488,8 @@ def serve(req_fd: int, resp_fd: int) -> None:
     server = _Server(work, new_root)
     write_frame(resp_fd, {"ready": True, "pid": os.getpid()})
     try:
-        while True:
-            try:
-                req = read_frame(req_fd)
-            except ProtocolError:
-                return
-            try:
-                if req.get("op") == "ping":
-                    resp: dict[str, Any] = {"pong": True}
-                else:
-                    resp = server.run(req)
-            except Exception as exc:  # report, and keep serving
-                resp = {"error": f"{type(exc).__name__}: {exc}"}
-            write_frame(resp_fd, resp)
+        while _answer(server, req_fd, resp_fd):
+            _forget_rollout()
     finally:
         import shutil
 
@@ -403,4 +508,9 @@ def main() -> None:
     os.dup2(null, 1)
     os.close(null)
     _prime()
+    try:
+        require_one_thread("at start")
+    except SandboxError as exc:
+        write_frame(resp_fd, {"ready": False, "error": str(exc)})
+        return
     serve(req_fd, resp_fd)
