@@ -331,13 +331,6 @@ def test_correct_code_still_passes_under_the_filter(path: str, base: Path) -> No
         os.chmod(d, 0o755)
     os.chmod(base, 0o755)
     source, names = CORRECT_TESTS, CORRECT_NAMES
-    if path == "warm":
-        # os.fork() in a warm rollout hangs with or without the filter: the server has
-        # OpenBLAS loaded (its threads are not in the fork; its at-fork handler joins them).
-        # The warm-hygiene branch keeps numpy out of the server; drop this exclusion after it.
-        for name in ("test_os_fork", "test_multiprocessing"):
-            source = source.replace(f"def {name}(", f"def _not_{name}(")
-        names = tuple(n for n in names if n not in ("test_os_fork", "test_multiprocessing"))
     (tests / "test_correct.py").write_text(source, encoding="utf-8")
     expected = tuple(TestOutcome(f"test_correct.py::{n}", "skipped") for n in names)
     run = hidden_test_path_or_skip(path, SLOT).run(
