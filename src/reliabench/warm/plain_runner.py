@@ -217,6 +217,10 @@ def run_plain(tests_root: str, plugin_dir: str, workspace: str) -> int:
     write = plugin._write
     written: list[list[str]] = plugin._written
     write({"event": "start", "pid": _getpid()})
+    guard = plugin._guard_module
+    # the tests and their helpers import only from the staging, the workspace only from source
+    plugin.guard_imports(tests_root, None if guard is None else guard.plain_roots(tests_root))
+    purge = plugin.purge_planted
     if workspace and workspace not in sys.path:
         sys.path.append(workspace)  # after the standard library and pytest
     capture = _Capture()
@@ -225,7 +229,9 @@ def run_plain(tests_root: str, plugin_dir: str, workspace: str) -> int:
     for rel in collect_order(tests_root):
         capture.start()
         try:
+            purge()  # modules planted under the tests' names by code imported before
             module = _import_test_module(tests_root, rel)
+            plugin.trust_module(module.__name__, module)
         except _BaseException as exc:  # a collection error, whatever it is
             out = capture.stop()
             if _isinstance(exc, _KeyboardInterrupt):
@@ -251,6 +257,7 @@ def run_plain(tests_root: str, plugin_dir: str, workspace: str) -> int:
             problem: BaseException | None = None
             stop = False
             try:
+                purge()
                 fn()
             except _BaseException as exc:  # every exception is an outcome
                 problem = exc
