@@ -24,8 +24,12 @@ from pathlib import Path
 import pytest
 from sandbox_helpers import HIDDEN_TEST_PATHS, HiddenTestPath, hidden_test_path_or_skip, warm_or_skip
 
+from reliabench.agents.base import AgentRequest, AgentResult
 from reliabench.hidden_tests.fresh import collect_hidden_tests, find_tamper_files, run_hidden_tests
+from reliabench.run.runner import RunSettings, run_suite
 from reliabench.sandbox import Limits
+from reliabench.store import RunStore
+from reliabench.tasks.suite import bundled_suites, load_suite
 
 SLOT = 11
 LIMITS = Limits(wall_s=30.0, cpu_s=30.0)
@@ -351,3 +355,53 @@ def test_a_reserved_name_never_falls_back_to_sys_path(tmp_path: Path) -> None:
     with pytest.raises(ModuleNotFoundError, match="in the hidden tests"):
         guard.find_spec("gone_xyz")
     assert guard.find_spec("os") is None
+
+
+# --------------------------------------------------------------------------------------------
+# the issue's case: the bundled py30 task roman_numerals, a real run, the record
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass
+class ShadowingAgent:
+    """Leaves the starter untouched and writes a no-op copy of the hidden test module."""
+
+    module: str
+    name: str = "shadow"
+    kind: str = "python"
+    simulated: bool = False
+
+    def run(self, request: AgentRequest) -> AgentResult:
+        (request.workspace / self.module).write_text(FAKE_MODULE)
+        return AgentResult(status="completed", log="wrote a test module\n")
+
+
+@pytest.mark.parametrize(("sandbox", "workers"), [("bubblewrap", "fresh"), ("namespaces", "fresh"),
+                                                  ("bubblewrap", "warm")])
+def test_bundled_roman_numerals_with_a_shadowing_test_module(base: Path, sandbox: str,
+                                                             workers: str) -> None:
+    """26/26 before; now every test fails, the record says tamper, the file is listed and kept."""
+    if workers == "warm":
+        warm_or_skip()
+    hidden_test_path_or_skip(sandbox, 0)
+    src = Path(bundled_suites()["py30"])
+    suite_dir = base / "suite"
+    (suite_dir / "tasks").mkdir(parents=True)
+    shutil.copy(src / "suite.toml", suite_dir / "suite.toml")
+    shutil.copytree(src / "tasks" / "roman_numerals", suite_dir / "tasks" / "roman_numerals")
+    for p in [suite_dir, *suite_dir.rglob("*")]:
+        os.chmod(p, 0o755 if p.is_dir() else 0o644)
+    out = base / "run"
+    settings = RunSettings(n=1, sandbox=sandbox, scanners=("bandit",), limits=LIMITS,
+                           test_workers=workers)
+    summary = run_suite(load_suite(suite_dir), [ShadowingAgent("test_roman_numerals.py")], out, settings)
+    assert summary.executed == 1 and summary.infra_errors == 0
+    with RunStore.open_existing(out, readonly=True) as store:
+        (r,) = store.rollouts()
+        adir = store.existing_artifact_dir(r.task_id, r.agent, r.rollout)
+    assert r.status == "completed", r.meta.get("reason")
+    assert len(r.tests) >= 20 and all(t.outcome == "failed" for t in r.tests), r.meta.get("reason")
+    assert r.tamper_suspected
+    assert r.meta["tamper_files"] == ["test_roman_numerals.py"]
+    assert r.meta["changed_files"] == ["test_roman_numerals.py"]
+    assert (adir / "files" / "test_roman_numerals.py").read_text() == FAKE_MODULE
