@@ -44,8 +44,8 @@ from collections.abc import Callable, Iterable, Sequence
 from importlib.machinery import ModuleSpec
 from types import CodeType, ModuleType
 
-__all__ = ["ImportGuard", "SourceOnlyLoader", "install", "plain_roots", "provided_names",
-           "pytest_roots"]
+__all__ = ["ImportGuard", "SourceOnlyLoader", "install", "module_name", "plain_roots",
+           "provided_names", "pytest_roots"]
 
 _SKIP_DIRS = frozenset({"__pycache__"})
 
@@ -100,7 +100,8 @@ def plain_roots(tests_root: str) -> list[str]:
     return roots
 
 
-def _module_name(entry: str, is_dir: bool) -> str | None:
+def module_name(entry: str, is_dir: bool) -> str | None:
+    """The top-level name a directory entry is importable as (``x.py``, ``x.*.so``, ``x/``), or None."""
     if entry.startswith(".") or entry in _SKIP_DIRS:
         return None
     if is_dir:
@@ -139,7 +140,7 @@ def provided_names(tests_root: str, roots: Iterable[str], *,
             continue
         for entry in entries:
             is_dir = entry.is_dir(follow_symlinks=False)
-            name = _module_name(entry.name, is_dir)
+            name = module_name(entry.name, is_dir)
             if name is not None and (not is_dir or _holds_python(entry.path)):
                 names.add(name)
     return frozenset(names)

@@ -12,7 +12,13 @@ path inside the sandbox)::
     {"seq": 3, "event": "collect_error", "name": "test_y.py", "mac": ...}
     {"seq": 4, "event": "test", "name": "test_x.py::test_a", "outcome": "passed",
      "security": false, "mac": ...}                      # written as the test finishes
+    {"seq": 5, "event": "tamper", "what": "module planted in sys.modules: helpers", "mac": ...}
     {"seq": 9, "event": "end", "exitstatus": 0, "tests": [[name, outcome], ...], "mac": ...}
+
+Before the workspace goes on ``sys.path`` the plugin installs the import guard staged beside it
+(``_reliabench_import_guard``): the hidden tests, their helpers and nested ``conftest.py`` files
+import only from the staging; before each collector and each test it removes modules planted
+under their names (a ``tamper`` line, once per name).
 
 ``mac`` is an HMAC-SHA256, keyed with a per-run secret, of the line without ``mac``. The
 secret and the descriptor numbers come from the environment (``RELIABENCH_OUTCOME_FD``,

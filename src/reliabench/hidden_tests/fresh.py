@@ -3,7 +3,8 @@
 How a run works (:func:`run_hidden_tests`):
 
 1. The workspace is scanned for files that could change how pytest or Python start
-   (``conftest.py``, ``pytest.ini``, ``sitecustomize.py``, ``*.pth``, a ``pytest.py`` ...).
+   (``conftest.py``, ``pytest.ini``, ``sitecustomize.py``, ``*.pth``, a ``pytest.py`` ...) or
+   that are named like a module of the hidden tests (``test_adder.py``, ``helpers.py``).
    They are *flagged* (``tamper_suspected``, ``tamper_files``) and cannot take effect:
 2. the hidden tests are copied to a private staging directory outside the workspace, bound
    read-only into the sandbox with our own ini file (``-c``), ``--rootdir`` and
@@ -12,7 +13,13 @@ How a run works (:func:`run_hidden_tests`):
    script directory on ``sys.path``: the workspace is not importable at start-up, so its
    ``sitecustomize`` never runs), with ``PYTEST_DISABLE_PLUGIN_AUTOLOAD=1`` and
    ``-p no:cacheprovider``; the plugin :mod:`reliabench.hidden_tests._outcome_plugin` appends the
-   workspace to ``sys.path`` (after the standard library and pytest, which it cannot shadow);
+   workspace to ``sys.path`` (after the standard library and pytest, which it cannot shadow),
+   after installing the import guard (:mod:`reliabench.hidden_tests._import_guard`): every
+   name the hidden tests provide (test modules, helpers, nested ``conftest.py``, packages and
+   namespace folders) resolves in the staged copy only, modules planted under those names in
+   ``sys.modules`` are removed and reported (every test then fails), and the workspace's
+   modules are compiled from their source (no ``__pycache__``, no sourceless ``.pyc``). A
+   workspace entry named like such a module is flagged (:func:`find_tamper_files`);
 4. the plugin writes one HMAC-signed line per test *as it finishes* to the write end of a
    pipe that the parent drains itself (:mod:`reliabench.hidden_tests.outcome_pipe`: nothing in the
    sandbox can truncate or rewrite what was written), keyed with a per-run secret read from
@@ -37,7 +44,6 @@ change them (read-only bind) and cannot see other rollouts' workspaces.
 from __future__ import annotations
 
 import configparser
-import importlib.machinery
 import os
 import secrets
 import shutil
@@ -204,16 +210,6 @@ def hidden_test_names(tests_dir: Path) -> frozenset[str]:
                      and n not in sys.builtin_module_names)
 
 
-def _module_name_of(name: str, kind: str) -> str | None:
-    """The module name an entry is importable as (``x.py``, ``x.*.so``, ``x.pyc``, ``x/``)."""
-    if kind == "dir":
-        return name if name.isidentifier() else None
-    for suffix in importlib.machinery.all_suffixes():
-        if name.endswith(suffix) and name[: -len(suffix)].isidentifier():
-            return name[: -len(suffix)]
-    return None
-
-
 def find_tamper_files(workspace: Path, *, starter: Path | None = None,
                       tests_dir: Path | None = None) -> tuple[str, ...]:
     """Files in ``workspace`` that try to change how pytest or Python start.
@@ -258,7 +254,7 @@ def find_tamper_files(workspace: Path, *, starter: Path | None = None,
         if entry.kind == "error":
             continue
         name = path.name
-        collides = _module_name_of(name, entry.kind) in reserved or (
+        collides = _import_guard.module_name(name, entry.kind == "dir") in reserved or (
             name.endswith(".pyc") and path.parent.name != "__pycache__")
         below = any(entry.rel.startswith(d + "/") for d in shadow_dirs)
         if (collides or below) and not _is_suspect(path, entry.kind):

@@ -1,4 +1,4 @@
-"""Staging hidden tests for a sandboxed run: a private copy, the outcome plugin, one ini file."""
+"""Staging hidden tests for a sandboxed run: a private copy, the plugin and its import guard, one ini."""
 
 from __future__ import annotations
 

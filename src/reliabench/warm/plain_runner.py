@@ -8,6 +8,9 @@ does what pytest with reliabench's outcome plugin does, minus pytest's start-up:
 * it loads the staged outcome plugin (``_reliabench_outcome_plugin``) and signs its lines with
   the plugin's own writer, so the channel, its secret, the sequence numbers and the
   end-of-session list are exactly those of the pytest path;
+* it installs the plugin's import guard (helpers of the tests import only from the staging,
+  the workspace's modules only from source; modules planted under the tests' names are removed
+  before each module and test and reported),
 * it writes ``start``, appends the workspace to ``sys.path`` (after the standard library),
   imports every test module (``test_*.py``, ``*_test.py``, sorted like pytest) from its staged
   path; a module that cannot be imported is a ``collect_error`` and, as in pytest, then no
