@@ -179,6 +179,9 @@ class ImportGuard:
         self.parents = {os.path.realpath(r) for r in self.roots}
         self.delegate = delegate
         self.planted: list[str] = []
+        # reserved names that are folders (packages, namespaces): they can have submodules
+        self.packages = any(os.path.isdir(os.path.join(r, n)) for r in self.roots for n in names) \
+            or any(not _inside(os.path.realpath(r), self.tests_root) for r in self.roots)
         self._specs: dict[str, ModuleSpec] = {}
 
     def reserved(self, fullname: str) -> bool:
@@ -228,9 +231,12 @@ class ImportGuard:
     def purge(self) -> list[str]:
         """Remove modules under reserved names that this guard did not load; return their names."""
         removed = []
-        for name, module in list(sys.modules.items()):
-            if not isinstance(name, str) or not self.reserved(name):
-                continue
+        if self.packages:  # submodules too: walk every module
+            candidates = [n for n in list(sys.modules) if isinstance(n, str) and self.reserved(n)]
+        else:  # only top-level names (the lean runner's usual case): a few lookups
+            candidates = sorted(n for n in self.names if n in sys.modules)
+        for name in candidates:
+            module = sys.modules.get(name)
             mine = self._specs.get(name)
             if mine is None or getattr(module, "__spec__", None) is not mine:
                 sys.modules.pop(name, None)
