@@ -271,6 +271,30 @@ def test_a_forged_pycache_entry_does_not_replace_the_source(base: Path, path_nam
     assert [o.outcome for o in run.outcomes] == ["failed", "failed"], run.reason  # type: ignore[attr-defined]
 
 
+def test_pytests_rewritten_pyc_of_a_workspace_test_module_is_not_read(base: Path, path_name: str) -> None:
+    """``adder.py`` importing the agent's ``test_impl.py`` (the starter's body) whose
+    ``__pycache__`` holds a pytest-rewritten pyc of a right answer: pytest's assertion rewriter
+    read that pyc (it does even with ``-B``); now the module is compiled from its source."""
+    starter, ws, tests = _task(base, {"test_adder.py": TESTS},
+                               {"adder.py": "from test_impl import add\n", "test_impl.py": STARTER})
+    st = os.stat(ws / "test_impl.py")
+    cache = ws / "__pycache__"
+    cache.mkdir()
+    tail = f"{sys.implementation.cache_tag}-pytest-{pytest.__version__}.pyc"
+    # pytest's format: checked-hash flags and the source's hash (older pytests: mtime and size)
+    import marshal
+
+    pyc = importlib.util.MAGIC_NUMBER + (3).to_bytes(4, "little") + \
+        importlib.util.source_hash(STARTER.encode())[:8] + \
+        marshal.dumps(compile(GOOD, str(ws / "test_impl.py"), "exec"))
+    (cache / f"test_impl.{tail}").write_bytes(pyc)
+    assert _pyc_of(GOOD, "x.py", int(st.st_mtime), st.st_size)[:4] == pyc[:4]
+    for p in [cache, *cache.iterdir()]:
+        os.chmod(p, 0o755 if p.is_dir() else 0o644)
+    run = _run(path_name, ws, tests, starter, True)
+    assert [o.outcome for o in run.outcomes] == ["failed", "failed"], run.reason  # type: ignore[attr-defined]
+
+
 def test_a_sourceless_pyc_is_not_imported_and_is_flagged(base: Path, path_name: str) -> None:
     """``adder.py`` importing ``_impl`` that exists only as ``_impl.pyc``: not imported, flagged."""
     starter, ws, tests = _task(base, {"test_adder.py": TESTS}, {"adder.py": "from _impl import add\n"})

@@ -28,7 +28,8 @@ agent's code put on ``sys.path``. What this module does about it:
   is kept in :attr:`ImportGuard.planted` (reported as tamper);
 * **bytecode that is not the source**: modules of the workspace are compiled from their source
   every time: a ``__pycache__/*.pyc`` the agent wrote (with a header that matches the source's
-  size and time) is never read, and a sourceless ``*.pyc`` is never imported, so the code that
+  size and time) is never read -- nor pytest's own rewritten ``*-pytest-*.pyc`` of a
+  test-named workspace module -- and a sourceless ``*.pyc`` is never imported, so the code that
   runs is the code that was scanned, diffed and kept.
 
 In-process code can still undo all of this (remove the finder, edit a module the tests already
@@ -38,6 +39,7 @@ imported): the residual risk "same-process code is all-powerful" of docs/threat-
 from __future__ import annotations
 
 import importlib.machinery
+import importlib.util
 import os
 import sys
 from collections.abc import Callable, Iterable, Sequence
@@ -169,10 +171,12 @@ class ImportGuard:
         names: The reserved top-level names.
         tests_root: The staged tests; submodules of reserved packages come only from below it.
         delegate: Asked first with the staged path (pytest's assertion rewriter).
+        workspace: The rollout's workspace (its test-named modules are loaded from source).
     """
 
     def __init__(self, roots: Sequence[str], names: frozenset[str], tests_root: str,
-                 delegate: Delegate | None = None) -> None:
+                 delegate: Delegate | None = None, workspace: str | None = None) -> None:
+        self.workspace = os.path.realpath(workspace) if workspace else None
         self.roots = list(roots)
         self.names = names
         self.tests_root = os.path.realpath(tests_root)
@@ -199,9 +203,14 @@ class ImportGuard:
 
     def find_spec(self, fullname: str, path: Sequence[str] | None = None,
                   target: ModuleType | None = None) -> ModuleSpec | None:
-        """Resolve a reserved name in the staged directories only; None for any other name."""
+        """Resolve a reserved name in the staged directories only; None for any other name.
+
+        One exception: a test-named module of the workspace (``test_*``, ``*_test``) is loaded
+        from its source here, before pytest's assertion rewriter, which would read its own
+        cached ``.pyc`` of it from the workspace's ``__pycache__`` (a file the agent can forge).
+        """
         if not self.reserved(fullname):
-            return None
+            return self._workspace_test_module(fullname, path)
         where = self._staged_path(fullname, path)
         spec = self.delegate(fullname, where) if self.delegate is not None and where else None
         if spec is None and where:
@@ -212,6 +221,19 @@ class ImportGuard:
                                       name=fullname)
         self._specs[fullname] = spec
         return spec
+
+    def _workspace_test_module(self, fullname: str, path: Sequence[str] | None) -> ModuleSpec | None:
+        last = fullname.rpartition(".")[2]
+        if self.workspace is None or not (last.startswith("test_") or last.endswith("_test")):
+            return None
+        found = importlib.machinery.PathFinder.find_spec(fullname, path)
+        origin = None if found is None else found.origin
+        if not isinstance(origin, str) or not origin.endswith(".py") \
+                or not _inside(os.path.realpath(origin), self.workspace):
+            return None
+        return importlib.util.spec_from_file_location(
+            fullname, origin, loader=SourceOnlyLoader(fullname, origin),
+            submodule_search_locations=found.submodule_search_locations if found else None)
 
     def adopt(self) -> None:
         """Accept the reserved modules already imported from the staged tests (trusted code)."""
@@ -289,7 +311,7 @@ def install(tests_root: str, roots: Sequence[str], workspace: str | None, *,
         return spec is not None and spec.origin is not None  # a namespace portion loses
 
     names = frozenset(n for n in provided_names(tests_root, roots) if not found_before(n))
-    guard = ImportGuard(roots, names, tests_root, delegate)
+    guard = ImportGuard(roots, names, tests_root, delegate, workspace)
     guard.adopt()
     sys.meta_path.insert(0, guard)
     if workspace and real_ws:
