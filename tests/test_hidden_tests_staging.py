@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from reliabench.errors import SandboxError
-from reliabench.hidden_tests.staging import PLUGIN_MODULE, pytest_command, staged
+from reliabench.hidden_tests.staging import GUARD_MODULE, PLUGIN_MODULE, pytest_command, staged
 from reliabench.sandbox import slot_uid
 
 SLOT = 3
@@ -33,7 +33,8 @@ def test_staged_copy_plugin_and_ini(tmp_path: Path) -> None:
     with staged(src, SLOT, parent=tmp_path) as staging:
         assert staging.parent == tmp_path and staging.name.startswith("rb-hidden-")
         files = sorted(str(p.relative_to(staging)) for p in staging.rglob("*"))
-        assert files == ["plugin", f"plugin/{PLUGIN_MODULE}.py", "pytest.ini", "tests", "tests/sub",
+        assert files == ["plugin", f"plugin/{GUARD_MODULE}.py", f"plugin/{PLUGIN_MODULE}.py",
+                         "pytest.ini", "tests", "tests/sub",
                          "tests/sub/test_b.py", "tests/test_a.py"]  # no caches, no .pyc
         plugin = Path(__file__).parents[1] / "src" / "reliabench" / "hidden_tests" / "_outcome_plugin.py"
         assert (staging / "plugin" / f"{PLUGIN_MODULE}.py").read_bytes() == plugin.read_bytes()

@@ -14,7 +14,13 @@ path inside the sandbox)::
      "security": false, "mac": ...}                      # written as the test finishes
                       # outcome: passed | failed | error | skipped | xfailed (graded by the parent,
                       # reliabench.hidden_tests.skips: an undeclared skip or xfail is a failure)
+    {"seq": 5, "event": "tamper", "what": "module planted in sys.modules: helpers", "mac": ...}
     {"seq": 9, "event": "end", "exitstatus": 0, "tests": [[name, outcome], ...], "mac": ...}
+
+Before the workspace goes on ``sys.path`` the plugin installs the import guard staged beside it
+(``_reliabench_import_guard``): the hidden tests, their helpers and nested ``conftest.py`` files
+import only from the staging; before each collector and each test it removes modules planted
+under their names (a ``tamper`` line, once per name).
 
 ``mac`` is an HMAC-SHA256, keyed with a per-run secret, of the line without ``mac``. The
 secret and the descriptor numbers come from the environment (``RELIABENCH_OUTCOME_FD``,
@@ -30,18 +36,24 @@ import hmac
 import json
 import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
 
 __all__ = [
+    "guard_imports",
+    "purge_planted",
     "pytest_collection_finish",
     "pytest_collection_modifyitems",
     "pytest_collectreport",
     "pytest_configure",
+    "pytest_make_collect_report",
+    "pytest_runtest_call",
     "pytest_runtest_logreport",
+    "pytest_runtest_setup",
     "pytest_sessionfinish",
+    "trust_module",
 ]
 
 FD_ENV = "RELIABENCH_OUTCOME_FD"
@@ -88,6 +100,25 @@ def _make_writer() -> Callable[[dict[str, Any]], None]:
 
 
 _write = _make_writer()
+
+
+def _load_guard() -> Any:
+    """The import guard staged beside this file (``_reliabench_import_guard``), or None."""
+    import importlib.util
+
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), GUARD_MODULE + ".py")
+    spec = importlib.util.spec_from_file_location(GUARD_MODULE, path)
+    if spec is None or spec.loader is None or not os.path.isfile(path):
+        return None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[GUARD_MODULE] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+GUARD_MODULE = "_reliabench_import_guard"
+_guard_module = _load_guard()  # imported now, while nothing of the workspace can answer
+_guard: Any = None
 _workspace = os.environ.pop(WORKSPACE_ENV, None)
 _order_seed = os.environ.pop(ORDER_SEED_ENV, None)
 _phases: dict[str, dict[str, str]] = {}
@@ -123,10 +154,67 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers", "security: a dynamic security test (judged apart by reliabench)"
     )
+    from _pytest.assertion.rewrite import AssertionRewritingHook
+
+    rewriter = next((f for f in sys.meta_path if isinstance(f, AssertionRewritingHook)), None)
+    root = str(config.rootpath)
+    guard_imports(root, None if _guard_module is None else _guard_module.pytest_roots(root),
+                  None if rewriter is None else rewriter.find_spec)
     if _workspace and _workspace not in sys.path:
         # appended, so the agent's files cannot shadow the standard library or pytest
         sys.path.append(_workspace)
     _write({"event": "start", "pid": os.getpid()})
+
+
+def guard_imports(tests_root: str, roots: list[str] | None, delegate: Any = None) -> None:
+    """Install the import guard on the staged tests (before the workspace is on sys.path).
+
+    The hidden tests and their helpers then import only from ``roots`` (under
+    ``tests_root``), and the workspace's modules only from their source; see
+    ``_reliabench_import_guard``. The lean runner calls it too.
+    """
+    global _guard
+    if _guard_module is None or roots is None or _guard is not None:
+        return
+    _guard = _guard_module.install(tests_root, roots, _workspace, delegate=delegate)
+
+
+def trust_module(name: str, module: Any) -> None:
+    """Accept a test module the lean runner loaded from its staged file itself."""
+    if _guard is not None:
+        _guard.trust(name, module)
+
+
+def purge_planted() -> None:
+    """Drop modules planted in ``sys.modules`` under the tests' names; report each once."""
+    if _guard is None:
+        return
+    for name in _guard.purge():
+        if name not in _reported_planted:
+            _reported_planted.add(name)
+            _write({"event": "tamper", "what": f"module planted in sys.modules: {name}"})
+
+
+_reported_planted: set[str] = set()
+
+
+@pytest.hookimpl(hookwrapper=True, tryfirst=True)
+def pytest_make_collect_report(collector: pytest.Collector) -> Iterator[None]:
+    """Before pytest imports a directory's conftest or a test module: drop planted modules."""
+    purge_planted()
+    yield
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """Before each test (which may import a helper lazily): drop planted modules."""
+    purge_planted()
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_call(item: pytest.Item) -> None:
+    """Between a test's fixtures and its body: drop planted modules again."""
+    purge_planted()
 
 
 def pytest_collectreport(report: pytest.CollectReport) -> None:

@@ -29,6 +29,7 @@ class Channel:
     poisoned: set[str] = field(default_factory=set)
     problems: list[str] = field(default_factory=list)
     end_tests: list[tuple[str, str]] | None = None
+    tamper: list[str] = field(default_factory=list)
     next_seq: int = 1
 
     def forge(self, problem: str, name: str | None = None) -> None:
@@ -120,6 +121,10 @@ def _take_line(ch: Channel, raw: bytes, key: bytes, expected: set[str] | None) -
             ch.collected = [(a, bool(b)) for a, b in tests]
     elif event == "collect_error":
         ch.collect_errors.append(str(name))
+    elif event == "tamper":
+        what = obj.get("what")
+        if len(ch.tamper) < 20:
+            ch.tamper.append(what[:200] if isinstance(what, str) else repr(what)[:200])
     elif event == "test":
         outcome = obj.get("outcome")
         if name is None or not isinstance(outcome, str) or outcome not in REPORTED_OUTCOMES:

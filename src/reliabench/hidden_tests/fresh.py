@@ -3,7 +3,8 @@
 How a run works (:func:`run_hidden_tests`):
 
 1. The workspace is scanned for files that could change how pytest or Python start
-   (``conftest.py``, ``pytest.ini``, ``sitecustomize.py``, ``*.pth``, a ``pytest.py`` ...).
+   (``conftest.py``, ``pytest.ini``, ``sitecustomize.py``, ``*.pth``, a ``pytest.py`` ...) or
+   that are named like a module of the hidden tests (``test_adder.py``, ``helpers.py``).
    They are *flagged* (``tamper_suspected``, ``tamper_files``) and cannot take effect:
 2. the hidden tests are copied to a private staging directory outside the workspace, bound
    read-only into the sandbox with our own ini file (``-c``), ``--rootdir`` and
@@ -12,7 +13,13 @@ How a run works (:func:`run_hidden_tests`):
    script directory on ``sys.path``: the workspace is not importable at start-up, so its
    ``sitecustomize`` never runs), with ``PYTEST_DISABLE_PLUGIN_AUTOLOAD=1`` and
    ``-p no:cacheprovider``; the plugin :mod:`reliabench.hidden_tests._outcome_plugin` appends the
-   workspace to ``sys.path`` (after the standard library and pytest, which it cannot shadow);
+   workspace to ``sys.path`` (after the standard library and pytest, which it cannot shadow),
+   after installing the import guard (:mod:`reliabench.hidden_tests._import_guard`): every
+   name the hidden tests provide (test modules, helpers, nested ``conftest.py``, packages and
+   namespace folders) resolves in the staged copy only, modules planted under those names in
+   ``sys.modules`` are removed and reported (every test then fails), and the workspace's
+   modules are compiled from their source (no ``__pycache__``, no sourceless ``.pyc``). A
+   workspace entry named like such a module is flagged (:func:`find_tamper_files`);
 4. the plugin writes one HMAC-signed line per test *as it finishes* to the write end of a
    pipe that the parent drains itself (:mod:`reliabench.hidden_tests.outcome_pipe`: nothing in the
    sandbox can truncate or rewrite what was written), keyed with a per-run secret read from
@@ -50,10 +57,18 @@ from typing import TYPE_CHECKING, Final, Literal, TypeAlias
 
 from reliabench.errors import SandboxError, SuiteError
 from reliabench.files.untrusted import file_kind, read_bounded, remove_tree, walk_tree
+from reliabench.hidden_tests import _import_guard
 from reliabench.hidden_tests.channel import parse_channel
 from reliabench.hidden_tests.outcome_pipe import OutcomePipe
 from reliabench.hidden_tests.skips import ReportedOutcome, judge_skips
-from reliabench.hidden_tests.staging import PLUGIN_MODULE, RawRun, hidden_test_env, pytest_command, staged
+from reliabench.hidden_tests.staging import (
+    GUARD_MODULE,
+    PLUGIN_MODULE,
+    RawRun,
+    hidden_test_env,
+    pytest_command,
+    staged,
+)
 from reliabench.meta_keys import TestRunner
 from reliabench.records import Isolation, TestOutcome
 from reliabench.sandbox import (
@@ -73,6 +88,7 @@ __all__ = [
     "HiddenTestStatus",
     "collect_hidden_tests",
     "find_tamper_files",
+    "hidden_test_names",
     "run_hidden_tests",
 ]
 
@@ -96,6 +112,7 @@ TAMPER_NAMES: Final = frozenset(
         "pluggy",
         "reliabench",
         f"{PLUGIN_MODULE}.py",
+        f"{GUARD_MODULE}.py",
     }
 )
 """File or directory names that are flagged wherever they appear in a workspace."""
@@ -180,30 +197,82 @@ def _same_file(original: Path, path: Path) -> bool:
     return a is not None and a == b and len(a) <= _CONFIG_READ_BYTES * 4
 
 
-def find_tamper_files(workspace: Path, *, starter: Path | None = None) -> tuple[str, ...]:
+def hidden_test_names(tests_dir: Path) -> frozenset[str]:
+    """The top-level module names the hidden tests provide (their modules, helpers, folders).
+
+    The names a workspace file must not have: pytest and the lean runner import the hidden
+    tests by these names (:mod:`reliabench.hidden_tests._import_guard` makes them resolve in
+    the staged copy; a workspace entry named so is flagged). Standard-library names are left
+    out (they resolve before the workspace anyway).
+    """
+    root = os.path.realpath(tests_dir)
+    if not os.path.isdir(root):
+        return frozenset()
+    roots = [*_import_guard.pytest_roots(root), *_import_guard.plain_roots(root)]
+    names = _import_guard.provided_names(root, roots, package_name="tests")  # staged as tests/
+    return frozenset(n for n in names if n not in sys.stdlib_module_names
+                     and n not in sys.builtin_module_names)
+
+
+def find_tamper_files(workspace: Path, *, starter: Path | None = None,
+                      tests_dir: Path | None = None) -> tuple[str, ...]:
     """Files in ``workspace`` that try to change how pytest or Python start.
 
     The workspace is untrusted: entries are examined with ``lstat`` and read only through
     bounded ``O_NOFOLLOW | O_NONBLOCK`` reads (:mod:`reliabench.files.untrusted`), so a link
     planted by the agent is never followed and a FIFO never blocks the runner.
 
+    Flagged: the names of :data:`TAMPER_NAMES` and ``*.pth`` anywhere, pytest configuration
+    in ``tox.ini``/``setup.cfg``/``pyproject.toml``, a sourceless ``*.pyc`` outside
+    ``__pycache__`` and, with ``tests_dir``, every entry at any depth named like a module,
+    helper or folder of the hidden tests (:func:`hidden_test_names`: ``test_adder.py``,
+    ``helpers.py``, ``tests/`` when the tests are a package), with every changed file below
+    such a folder when the starter has it too.
+
     Args:
         workspace: The rollout's workspace.
         starter: The untouched starter workspace; a file identical to the starter's file at
-            the same relative path is not flagged (the task shipped it).
+            the same relative path is not flagged (the task shipped it), nor a folder it has.
+        tests_dir: The task's hidden tests (their names are reserved).
 
     Returns:
         Sorted paths relative to ``workspace`` (a flagged directory is not descended into).
     """
     found: list[str] = []
     flagged_dirs: set[str] = set()
+    shadow_dirs: list[str] = []  # colliding folders the starter has: their changes are flagged
+    reserved = hidden_test_names(Path(tests_dir)) if tests_dir is not None else frozenset()
 
     def skip(rel: str) -> bool:
         return rel in flagged_dirs
 
+    def shipped(rel: str, kind: str) -> bool:
+        if starter is None:
+            return False
+        if kind == "dir":
+            return file_kind(Path(starter) / rel) == "dir"
+        return kind == "file" and _same_file(Path(starter) / rel, Path(workspace) / rel)
+
     for entry in walk_tree(Path(workspace), skip_dir=skip):
         path = Path(workspace) / entry.rel
-        if entry.kind == "error" or not _is_suspect(path, entry.kind):
+        if entry.kind == "error":
+            continue
+        name = path.name
+        collides = _import_guard.module_name(name, entry.kind == "dir") in reserved or (
+            name.endswith(".pyc") and path.parent.name != "__pycache__")
+        below = any(entry.rel.startswith(d + "/") for d in shadow_dirs)
+        if (collides or below) and not _is_suspect(path, entry.kind):
+            if shipped(entry.rel, entry.kind):
+                if entry.kind == "dir":
+                    shadow_dirs.append(entry.rel)
+                continue
+            if entry.kind == "dir":
+                if below:
+                    continue  # its changed files are flagged one by one
+                flagged_dirs.add(entry.rel)
+            found.append(entry.rel)
+            continue
+        if not _is_suspect(path, entry.kind):
             continue
         if entry.kind == "dir":
             flagged_dirs.add(entry.rel)
@@ -418,7 +487,7 @@ def run_hidden_tests(
     """
     backend = backend or get_backend("auto")
     started = time.monotonic()
-    tamper = find_tamper_files(Path(workspace), starter=starter)
+    tamper = find_tamper_files(Path(workspace), starter=starter, tests_dir=Path(tests_dir))
     exp_list: list[tuple[str, bool | None]] | None = None
     if expected is not None:
         exp_list = [
@@ -452,6 +521,10 @@ def run_hidden_tests(
         # every test reported, yet the session never finished: not what a crash looks like
         forged = True
         ch.forge("every test reported an outcome but the session never ended")
+        ch.poisoned.update(name for name, _ in exp_list)
+    if ch.tamper:
+        # a module planted under a hidden test's name (the guard removed it, but the tests
+        # imported before may hold its functions): no outcome of this run can be trusted
         ch.poisoned.update(name for name, _ in exp_list)
     reported: list[tuple[str, ReportedOutcome, bool]] = []
     for name, sec in exp_list:
@@ -503,11 +576,14 @@ def run_hidden_tests(
         reasons.append("forged or inconsistent outcome lines: " + "; ".join(ch.problems[:5]))
     if tamper:
         reasons.append("files that try to change how tests run: " + ", ".join(tamper[:5]))
+    if ch.tamper:
+        reasons.append("the tested code tampered with the tests' imports (every test failed): "
+                       + "; ".join(ch.tamper[:5]))
     return HiddenTestRun(
         outcomes=outcomes,
         status=status,
         reason="; ".join(reasons) or None,
-        tamper_suspected=bool(tamper),
+        tamper_suspected=bool(tamper or ch.tamper),
         tamper_files=tamper,
         forged=forged,
         isolation=result.isolation,

@@ -1,4 +1,4 @@
-"""Staging hidden tests for a sandboxed run: a private copy, the outcome plugin, one ini file."""
+"""Staging hidden tests for a sandboxed run: a private copy, the plugin and its import guard, one ini."""
 
 from __future__ import annotations
 
@@ -17,10 +17,12 @@ from reliabench.hidden_tests.channel import Channel
 from reliabench.sandbox import SandboxResult, slot_uid
 from reliabench.sandbox.base import minimal_env
 
-__all__ = ["PLUGIN_MODULE", "RawRun", "pytest_command", "staged", "hidden_test_env"]
+__all__ = ["GUARD_MODULE", "PLUGIN_MODULE", "RawRun", "pytest_command", "staged", "hidden_test_env"]
 
 PLUGIN_MODULE: Final = "_reliabench_outcome_plugin"
 """The module name under which the outcome plugin is loaded inside the sandbox."""
+GUARD_MODULE: Final = "_reliabench_import_guard"
+"""The import guard's module name, staged beside the plugin (it loads it from there)."""
 
 _BOOT: Final = (
     "import sys; sys.path.insert(0, {plugin_dir!r}); import pytest; "
@@ -49,6 +51,7 @@ def staged(tests_dir: Path, slot: int, parent: Path | None = None) -> Iterator[P
         plugin_dir.mkdir()
         plugin_src = Path(__file__).with_name("_outcome_plugin.py")
         shutil.copyfile(plugin_src, plugin_dir / f"{PLUGIN_MODULE}.py")
+        shutil.copyfile(plugin_src.with_name("_import_guard.py"), plugin_dir / f"{GUARD_MODULE}.py")
         (staging / "pytest.ini").write_text(_INI, encoding="utf-8")
         for dirpath, dirnames, filenames in os.walk(staging):
             for d in dirnames:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from reliabench.records import Finding, ScanError
 from reliabench.scanners.base import Scanner
-from reliabench.scanners.changes import ChangeSet, changed_files
+from reliabench.scanners.changes import ChangeSet, changed_files, is_ignored
 
 __all__ = ["scan_changes", "scan_workspace"]
 
@@ -30,9 +30,15 @@ def scan_workspace(
 
 def scan_changes(scanners: Sequence[Scanner], starter: Path,
                  workspace: Path) -> tuple[tuple[Finding, ...], tuple[ScanError, ...], ChangeSet]:
-    """Scan the changed files of ``workspace``; return findings, scan errors and the change set."""
-    changes = changed_files(starter, workspace)
-    files = list(changes.files)
+    """Scan the changed files of ``workspace``; return findings, scan errors and the change set.
+
+    The change set lists every file the agent added, changed or deleted, test-named ones
+    (``test_*.py``, ``conftest.py``, ``tests/``) included: they are the record's
+    ``changed_files`` and the kept artifacts (a workspace ``test_adder.py`` named like a hidden
+    test module is evidence, not noise). Which of them the scanners read is decided here.
+    """
+    changes = changed_files(starter, workspace, include_tests=True)
+    files = [rel for rel in changes.files if not is_ignored(rel)]
     findings: list[Finding] = []
     errors: list[ScanError] = [
         ScanError("reliabench", rel, "not examined (nested too deep, path too long or not "

@@ -8,6 +8,9 @@ does what pytest with reliabench's outcome plugin does, minus pytest's start-up:
 * it loads the staged outcome plugin (``_reliabench_outcome_plugin``) and signs its lines with
   the plugin's own writer, so the channel, its secret, the sequence numbers and the
   end-of-session list are exactly those of the pytest path;
+* it installs the plugin's import guard (helpers of the tests import only from the staging,
+  the workspace's modules only from source; modules planted under the tests' names are removed
+  before each module and test and reported),
 * it writes ``start``, appends the workspace to ``sys.path`` (after the standard library),
   imports every test module (``test_*.py``, ``*_test.py``, sorted like pytest) from its staged
   path; a module that cannot be imported is a ``collect_error`` and, as in pytest, then no
@@ -218,6 +221,10 @@ def run_plain(tests_root: str, plugin_dir: str, workspace: str) -> int:
     write = plugin._write
     written: list[list[str]] = plugin._written
     write({"event": "start", "pid": _getpid()})
+    guard = plugin._guard_module
+    # the tests and their helpers import only from the staging, the workspace only from source
+    plugin.guard_imports(tests_root, None if guard is None else guard.plain_roots(tests_root))
+    purge = plugin.purge_planted
     if workspace and workspace not in sys.path:
         sys.path.append(workspace)  # after the standard library and pytest
     capture = _Capture()
@@ -226,7 +233,9 @@ def run_plain(tests_root: str, plugin_dir: str, workspace: str) -> int:
     for rel in collect_order(tests_root):
         capture.start()
         try:
+            purge()  # modules planted under the tests' names by code imported before
             module = _import_test_module(tests_root, rel)
+            plugin.trust_module(module.__name__, module)
         except _BaseException as exc:  # a collection error, whatever it is
             out = capture.stop()
             if _isinstance(exc, _KeyboardInterrupt):
@@ -252,6 +261,7 @@ def run_plain(tests_root: str, plugin_dir: str, workspace: str) -> int:
             problem: BaseException | None = None
             stop = False
             try:
+                purge()
                 fn()
             except _BaseException as exc:  # every exception is an outcome
                 problem = exc
