@@ -11,6 +11,9 @@ import shutil
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
+
+import pytest
 
 from reliabench.files.untrusted import MAX_DEPTH
 from reliabench.records import Finding, ScanError
@@ -104,3 +107,121 @@ def test_with_bandit_findings_are_on_the_agents_lines_only(tmp_path: Path) -> No
     assert errors == ()
     assert {f.line for f in findings if f.rule_id == "B602"} == {3}  # the starter's own line 2 is not counted
     assert all(f.tool == "bandit" and f.path == "old.py" for f in findings)
+
+
+# --------------------------------------------------------------------------------------------
+# issue 20, finding 8: test-named files the solution imports are the agent's code and scanned
+# --------------------------------------------------------------------------------------------
+
+_SHELL_HELPER = ("import subprocess\n\n\ndef plus(a, b):\n"
+                 "    subprocess.run('true ' + str(a), shell=True)\n    return a + b\n")
+_HIDDEN = "from adder import add\n\n\ndef test_add():\n    assert add(2, 3) == 5\n"
+HELPER_HOMES = {
+    "tests/_impl.py": "import sys, os\nsys.path.insert(0, os.path.join(os.path.dirname(__file__), 'tests'))\n"
+                      "from _impl import plus\n",
+    "test_impl.py": "from test_impl import plus\n",
+    "src_test.py": "from src_test import plus\n",
+}
+
+
+def _helper_run(root: Path, helper: str, test_workers: str, sandbox: str = "auto") -> Path:
+    import json
+    import os
+
+    from suite_helpers import write_adder_suite
+
+    from reliabench.cli import main
+
+    os.chmod(root, 0o755)
+    suite = write_adder_suite(root, "helper-suite", _HIDDEN, world_readable=True)
+    files = {"adder.py": HELPER_HOMES[helper] + "\n\ndef add(a, b):\n    return plus(a, b)\n",
+             helper: _SHELL_HELPER}
+    gens = [{"agent": agent, "task_id": "adder", "rollout": i,
+             "files": files if agent == "helper" else {"adder.py": "def add(a, b):\n    return a + b\n"}}
+            for agent in ("helper", "plain") for i in range(2)]
+    (root / "gens.jsonl").write_text("".join(json.dumps(g) + "\n" for g in gens))
+    (root / "agents.toml").write_text(
+        '[[agents]]\nname = "helper"\nkind = "replay"\npath = "gens.jsonl"\n\n'
+        '[[agents]]\nname = "plain"\nkind = "replay"\npath = "gens.jsonl"\n')
+    out = root / "run"
+    assert main(["run", str(suite), "--agents", str(root / "agents.toml"), "-n", "2", "--out", str(out),
+                 "--workers", "1", "--scanner", "bandit", "--test-workers", test_workers,
+                 "--sandbox", sandbox]) == 0
+    return out
+
+
+def _scored(out: Path, capsys: Any) -> dict[str, dict[str, float]]:
+    import json
+
+    from reliabench.cli import main
+
+    capsys.readouterr()
+    assert main(["score", str(out), "-k", "1", "--format", "json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    return {a["agent"]: {k: v["value"] for k, v in a["metrics"].items()
+                         if k in ("reliability@1", "security_adjusted_reliability@1")}
+            for a in doc["agents"]}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("helper", sorted(HELPER_HOMES))
+@pytest.mark.parametrize("test_workers", ["warm", "fresh"])
+def test_a_shell_helper_in_a_test_named_file_is_flagged(tmp_path: Path, helper: str, test_workers: str,
+                                                        capsys: pytest.CaptureFixture[str]) -> None:
+    from sandbox_helpers import warm_or_skip
+
+    from reliabench.store import read_records
+
+    if test_workers == "warm":
+        warm_or_skip()
+    out = _helper_run(tmp_path, helper, test_workers)
+    records = {r.key: r for r in read_records(out)}
+    for i in range(2):
+        r = records[("adder", "helper", i)]
+        assert r.passes, r.meta  # the solution really imports its helper
+        b602 = [f for f in r.findings if f.rule_id == "B602"]
+        assert [(f.path, f.severity, f.test_file) for f in b602] == [(helper, "high", True)]
+        assert helper in r.meta["changed_files"]
+    scores = _scored(out, capsys)
+    assert scores["helper"] == {"reliability@1": 1.0, "security_adjusted_reliability@1": 0.0}
+    assert scores["plain"] == {"reliability@1": 1.0, "security_adjusted_reliability@1": 1.0}
+    # a re-scan of the finished run (from the kept artifacts) finds the same
+    assert main_scan(out) == 0
+    rescanned = {r.key: r for r in read_records(out)}
+    for key, r in records.items():
+        assert rescanned[key].findings == r.findings and rescanned[key].scan_errors == r.scan_errors
+    assert _scored(out, capsys) == scores
+
+
+def main_scan(out: Path) -> int:
+    from reliabench.cli import main
+
+    return main(["scan", str(out), "-k", "1"])
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("sandbox", ["bubblewrap", "namespaces"])
+def test_test_named_helper_flagged_on_every_fresh_backend(tmp_path: Path, sandbox: str,
+                                                          capsys: pytest.CaptureFixture[str]) -> None:
+    from sandbox_helpers import backend_or_skip
+
+    from reliabench.store import read_records
+
+    backend_or_skip(sandbox)
+    out = _helper_run(tmp_path, "tests/_impl.py", "fresh", sandbox)
+    r = {r.key: r for r in read_records(out)}[("adder", "helper", 0)]
+    assert r.passes and r.isolation == sandbox
+    assert [(f.rule_id, f.test_file) for f in r.findings if f.severity == "high"] == [("B602", True)]
+    assert _scored(out, capsys)["helper"]["security_adjusted_reliability@1"] == 0.0
+
+
+def test_findings_in_test_named_files_are_marked(tmp_path: Path) -> None:
+    starter, ws = _trees(tmp_path)
+    (ws / "tests").mkdir()
+    (ws / "tests" / "_impl.py").write_text(_SHELL_HELPER, encoding="utf-8")
+    (ws / "test_impl.py").write_text(_SHELL_HELPER, encoding="utf-8")
+    findings, _errors, touched = scan_workspace([BanditScanner()], starter, ws)
+    assert {"tests/_impl.py", "test_impl.py"} <= set(touched)
+    marks = {(f.path, f.test_file) for f in findings if f.rule_id == "B602"}
+    assert marks == {("tests/_impl.py", True), ("test_impl.py", True)}
+    assert all(not f.test_file for f in findings if f.path == "new.py")

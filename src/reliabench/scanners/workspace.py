@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
+from dataclasses import replace
 from pathlib import Path
 
 from reliabench.records import Finding, ScanError
 from reliabench.scanners.base import Scanner
-from reliabench.scanners.changes import ChangeSet, changed_files
+from reliabench.scanners.changes import ChangeSet, changed_files, is_test_path
 
 __all__ = ["scan_changes", "scan_workspace"]
 
@@ -30,7 +31,12 @@ def scan_workspace(
 
 def scan_changes(scanners: Sequence[Scanner], starter: Path,
                  workspace: Path) -> tuple[tuple[Finding, ...], tuple[ScanError, ...], ChangeSet]:
-    """Scan the changed files of ``workspace``; return findings, scan errors and the change set."""
+    """Scan the changed files of ``workspace``; return findings, scan errors and the change set.
+
+    Every file the agent added or changed is scanned, test-named ones included
+    (``changed_files``' default); findings in test-named files come back marked
+    ``test_file`` (whatever scanner, plugins included), and count like the others.
+    """
     changes = changed_files(starter, workspace)
     files = list(changes.files)
     findings: list[Finding] = []
@@ -42,6 +48,10 @@ def scan_changes(scanners: Sequence[Scanner], starter: Path,
     if files:
         for scanner in scanners:
             result = scanner.scan(workspace, files, changes.changed_lines)
-            findings += result.findings
+            findings += _mark_test_files(result.findings)
             errors += result.errors
     return tuple(findings), tuple(errors), changes
+
+
+def _mark_test_files(findings: Iterable[Finding]) -> list[Finding]:
+    return [replace(f, test_file=is_test_path(f.path.replace("\\", "/"))) for f in findings]
