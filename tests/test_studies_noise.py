@@ -63,10 +63,21 @@ def test_flips_verdicts_and_rate_by_hand() -> None:
         row("u", "A", 0, 0, {"c": "failed"}),
     ]
     rep = harness_noise(recs, rows)
-    flaky = {(f.task_id, f.test): f for f in rep.flaky_tests}
+    # one agent's code flipped them, never the reference: not flaky, only listed (issue 20, 9)
+    assert rep.flaky_tests == ()
+    flaky = {(f.task_id, f.test): f for f in rep.code_flips}
     # b on t: rollout 0 runs P F P (2 flips), rollout 1 runs F F F (0): 6 runs, 2 flips, 1 rollout
     assert set(flaky) == {("t", "b"), ("u", "c")}
     assert (flaky[("t", "b")].runs, flaky[("t", "b")].flips, flaky[("t", "b")].rollouts) == (6, 2, 1)
+    assert (flaky[("t", "b")].agents, flaky[("t", "b")].evidence) == (1, "")
+    # the same flips are harness noise once the reference solution flips b too
+    ref = [row("t", "", 0, rep, {"a": "passed", "b": o}) for rep, o in enumerate(["passed", "failed"])]
+    with_ref = harness_noise(recs, rows + ref)
+    (b,) = with_ref.flaky_tests
+    assert (b.test, b.evidence, b.runs, b.flips, b.reference_runs, b.reference_flips) == (
+        "b", "reference", 6, 2, 2, 1)
+    assert [f.test for f in with_ref.code_flips] == ["c"]
+    assert with_ref.rollouts == rep.rollouts  # reference rows are not rollouts
     by_key = {r.key: r for r in rep.rollouts}
     assert by_key[("t", "A", 0)].verdicts == (True, False, True)
     assert by_key[("t", "A", 0)].verdict_flaky
@@ -81,8 +92,10 @@ def test_flips_verdicts_and_rate_by_hand() -> None:
     (split,) = rep.variance
     assert (split.tasks, split.total, split.harness) == (1, pytest.approx(0.5), pytest.approx(1 / 6))
     assert split.agent_part == pytest.approx(0.5 - 1 / 6)
-    doc = noise_to_json(rep)
-    assert doc["flaky_rollouts"] == 1 and {"task_id", "test", "runs", "flips"} <= set(doc["flaky_tests"][0])
+    doc = noise_to_json(with_ref)
+    assert doc["flaky_rollouts"] == 1 and {"task_id", "test", "runs", "flips", "evidence"} <= set(
+        doc["flaky_tests"][0])
+    assert [f["test"] for f in doc["code_flips"]] == ["c"]
     assert set(doc["noise_rate"]) >= {"value", "ci_low", "ci_high"}
 
 
@@ -90,6 +103,8 @@ def test_policies_change_exactly_the_flaky_verdicts() -> None:
     recs = [rollout("t", "A", i, {"a": "passed", "b": "failed" if i == 0 else "passed"}) for i in range(2)]
     rows = [row("t", "A", 0, rep, {"a": "passed", "b": o}) for rep, o in enumerate(["passed", "passed"])]
     rows += [row("t", "A", 1, 0, {"a": "passed", "b": "passed"})]
+    # b flips on the reference solution too: harness noise
+    rows += [row("t", "", 0, rep, {"a": "passed", "b": o}) for rep, o in enumerate(["failed", "passed"])]
     rep = harness_noise(recs, rows)
     assert [f.test for f in rep.flaky_tests] == ["b"]
     original = apply_flaky_policy(recs, rep, rows)
@@ -198,3 +213,121 @@ def test_score_policy_without_retests_is_a_usage_error(tmp_path: Path,
     records.write_text(json.dumps({"task_id": "t", "agent": "a", "rollout": 0, "passed": True}) + "\n")
     assert main(["score", str(records), "--exclude-flaky-tests"]) == 2
     assert "no re-tests recorded" in capsys.readouterr().err
+
+
+# --------------------------------------------------------------------------------------------
+# issue 20, finding 9: a rollout cannot manufacture a flaky test
+# --------------------------------------------------------------------------------------------
+
+_ADDER_TESTS = ("from adder import add\n\n\ndef test_small():\n    assert add(2, 3) == 5\n\n\n"
+                "def test_zero():\n    assert add(7, 0) == 7\n")
+# harness noise for real: the second test passes only when the first ran before it (shuffled re-runs)
+_ORDERED_TESTS = ("from adder import add\n\nSTATE = {}\n\n\ndef test_setup():\n    STATE['ready'] = add(1, 1)\n\n\n"
+                  "def test_dependent():\n    assert STATE.get('ready') == 2\n")
+_GOOD = "def add(a, b):\n    return a + b\n"
+_WRONG_ON_ZERO = "def add(a, b):\n    return a + b if b else a + 1\n"
+TRICKS = {
+    # right as pid 1 (a warm test worker runs the tests as pid 1), wrong elsewhere
+    "pid": "import os\n\n\ndef add(a, b):\n    if b == 0 and os.getpid() != 1:\n        return a + 1\n"
+           "    return a + b\n",
+    # right in the rollout's own workspace, wrong in a re-test's rebuilt copy
+    "retest_dir": "import os\n\n\ndef add(a, b):\n    if b == 0 and 'retest-' in os.getcwd():\n"
+                  "        return a + 1\n    return a + b\n",
+}
+RETESTS = 6
+
+
+def _manufacture_suite(root: Path) -> Path:
+    from suite_helpers import one_task_suite
+
+    for tid, tests in (("adder", _ADDER_TESTS), ("ordered", _ORDERED_TESTS)):
+        suite = one_task_suite(root, {"adder.py": "def add(a, b):\n    raise NotImplementedError\n"},
+                               {"test_adder.py": tests}, task_id=tid, name="manufacture")
+        (suite / "tasks" / tid / "solution").mkdir()
+        (suite / "tasks" / tid / "solution" / "adder.py").write_text(_GOOD)
+    for p in [suite, *suite.rglob("*")]:
+        os.chmod(p, 0o755 if p.is_dir() else 0o644)
+    return suite
+
+
+def test_the_reference_orders_reveal_the_order_dependent_test() -> None:
+    # pins what the end-to-end test below relies on: on each path (0 fresh, 1 warm) the seeded
+    # orders of the reference's re-runs put test_dependent first sometimes, not always
+    import random
+
+    from reliabench.run.retest import reference_key
+
+    for path in ("fresh", "warm"):
+        first = []
+        for rep in range(RETESTS):
+            items = ["test_setup", "test_dependent"]
+            random.Random(order_seed(*reference_key("ordered", path), rep)).shuffle(items)
+            first.append(items[0] == "test_dependent")
+        assert 0 < sum(first) < RETESTS and any(a != b for a, b in zip(first, first[1:], strict=False))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("where", "trick"), [
+    ("warm", "pid"),  # on a fresh path the pid trick is plain wrong code: nothing to manufacture
+    ("warm", "retest_dir"), ("bubblewrap", "retest_dir"), ("namespaces", "retest_dir")])
+def test_a_rollout_cannot_manufacture_a_flaky_test(tmp_path: Path, trick: str, where: str,
+                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    from sandbox_helpers import backend_or_skip, warm_or_skip
+
+    from reliabench.store import RunStore
+
+    if where == "warm":
+        warm_or_skip()
+        sandbox, test_workers = "auto", "warm"
+    else:
+        backend_or_skip(where)
+        sandbox, test_workers = where, "fresh"
+    os.chmod(tmp_path, 0o755)
+    suite = _manufacture_suite(tmp_path)
+    gens = []
+    for tid in ("adder", "ordered"):
+        gens += [{"agent": "attacker", "task_id": tid, "rollout": 0,
+                  "files": {"adder.py": TRICKS[trick] if tid == "adder" else _GOOD}},
+                 {"agent": "attacker", "task_id": tid, "rollout": 1,
+                  "files": {"adder.py": _WRONG_ON_ZERO if tid == "adder" else _GOOD}}]
+        gens += [{"agent": "honest", "task_id": tid, "rollout": i,
+                  "files": {"adder.py": "def add(x, y):\n    return y + x\n"}} for i in range(2)]
+    (tmp_path / "gens.jsonl").write_text("".join(json.dumps(g) + "\n" for g in gens))
+    (tmp_path / "agents.toml").write_text(
+        '[[agents]]\nname = "attacker"\nkind = "replay"\npath = "gens.jsonl"\n\n'
+        '[[agents]]\nname = "honest"\nkind = "replay"\npath = "gens.jsonl"\n')
+    out = tmp_path / "run"
+    assert main(["run", str(suite), "--agents", str(tmp_path / "agents.toml"), "-n", "2", "--out", str(out),
+                 "--workers", "2", "--sandbox", sandbox, "--test-workers", test_workers,
+                 "--retest", str(RETESTS)]) == 0
+    capsys.readouterr()
+    # the reference solutions' runs (and nothing more for the rollouts) by `reliabench retest`
+    assert main(["retest", str(out), "--times", str(RETESTS), "--format", "json"]) == 0
+    captured = capsys.readouterr()
+    assert "0 re-run(s) executed" in captured.err
+    with RunStore.open_existing(out, readonly=True) as store:
+        records = {r.key: r for r in store.rollouts()}
+        rows = store.retest_rows()
+    # every re-run took its rollout's own path
+    path_of = {k: r.meta["test_path"] for k, r in records.items()}
+    assert set(path_of.values()) == {test_workers}
+    assert {row["status"] for row in rows} == {"completed"}
+    doc = json.loads(captured.out)
+    flaky = {(f["task_id"], f["test"].split("::")[-1]): f for f in doc["flaky_tests"]}
+    # the order-dependent test is harness noise: it flips on the reference solution
+    assert set(flaky) == {("ordered", "test_dependent")}
+    assert flaky[("ordered", "test_dependent")]["evidence"] == "reference"
+    # the attacker's flip, if its trick produced one on this path, is only listed apart
+    code = {(f["task_id"], f["test"].split("::")[-1]) for f in doc["code_flips"]}
+    assert code <= {("adder", "test_zero")}
+    assert code == ({("adder", "test_zero")} if trick == "retest_dir" else set())
+
+    assert main(["score", str(out), "-k", "1", "--format", "json", "--exclude-flaky-tests"]) == 0
+    scored = {a["agent"]: a["metrics"]["reliability@1"]["value"]
+              for a in json.loads(capsys.readouterr().out)["agents"]}
+    # adder: attacker 1 of 2 (rollout 1 is always wrong on test_zero); ordered: 2 of 2
+    assert scored == {"attacker": pytest.approx(0.75), "honest": pytest.approx(1.0)}
+    assert main(["score", str(out), "-k", "1", "--format", "json", "--flaky-verdict", "majority"]) == 0
+    scored = {a["agent"]: a["metrics"]["reliability@1"]["value"]
+              for a in json.loads(capsys.readouterr().out)["agents"]}
+    assert scored["attacker"] == pytest.approx(0.75)

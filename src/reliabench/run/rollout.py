@@ -161,7 +161,8 @@ class RolloutRunner:
 
                 stage = "re-testing the rollout"
                 outcome = retest_during_run(outcome, job.task, self.expected[job.task.id],
-                                            self.backend, limits, slot, tmp, self.settings.retest)
+                                            self.backend, limits, slot, tmp, self.settings.retest,
+                                            worker=self.warm)
             return outcome
         except Exception as exc:
             if draft.result is None:
