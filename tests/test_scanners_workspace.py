@@ -225,3 +225,93 @@ def test_findings_in_test_named_files_are_marked(tmp_path: Path) -> None:
     marks = {(f.path, f.test_file) for f in findings if f.rule_id == "B602"}
     assert marks == {("tests/_impl.py", True), ("test_impl.py", True)}
     assert all(not f.test_file for f in findings if f.path == "new.py")
+
+
+# --------------------------------------------------------------------------------------------
+# own attack class: bytecode the scanners never read runs instead of the scanned source
+# --------------------------------------------------------------------------------------------
+
+_BYTECODE_TESTS = ("import adder\n\n\ndef test_add():\n    assert adder.add(2, 3) == 5\n\n\n"
+                   "def test_ran_the_scanned_source():\n    assert getattr(adder, 'ORIGIN', 'source') == 'source'\n")
+_DECOY = ("import subprocess\nORIGIN = 'bytecode'\n\n\ndef add(a, b):\n"
+          "    subprocess.run('true ' + str(a), shell=True)\n    return a + b\n")
+
+
+@dataclass
+class BytecodeAgent:
+    """Writes a clean adder.py and, beside it, an unchecked hash-based .pyc of other code.
+
+    CPython loads an unchecked pyc from ``__pycache__`` without looking at the source, so the
+    tests would run code no scanner read (and that no artifact keeps).
+    """
+
+    name: str = "bytecode"
+    kind: str = "python"
+    simulated: bool = False
+
+    def run(self, request: Any) -> Any:
+        import importlib.util
+        import py_compile
+        import tempfile
+
+        from reliabench.agents.base import AgentResult
+
+        ws = request.workspace
+        (ws / "adder.py").write_text("def add(a, b):\n    return a + b\n")
+        with tempfile.TemporaryDirectory() as tmp:
+            decoy = Path(tmp) / "adder.py"
+            decoy.write_text(_DECOY)
+            cfile = importlib.util.cache_from_source(str(ws / "adder.py"))
+            py_compile.compile(str(decoy), cfile=cfile, doraise=True,
+                               invalidation_mode=py_compile.PycInvalidationMode.UNCHECKED_HASH)
+        (ws / "legacy.pyc").write_bytes(Path(cfile).read_bytes())  # a sourceless module too
+        for p in [ws, *ws.rglob("*")]:
+            p.chmod(0o755 if p.is_dir() else 0o644)
+        return AgentResult(status="completed", log="")
+
+
+@pytest.mark.parametrize("where", ["warm", "bubblewrap", "namespaces"])
+def test_agent_bytecode_never_runs_in_place_of_the_scanned_source(tmp_path: Path, where: str) -> None:
+    import os
+
+    from sandbox_helpers import backend_or_skip, warm_or_skip
+    from suite_helpers import write_adder_suite
+
+    from reliabench.run.runner import RunSettings, run_suite
+    from reliabench.store import read_records
+    from reliabench.tasks.suite import load_suite
+
+    if where == "warm":
+        warm_or_skip()
+        settings = RunSettings(n=1, scanners=("bandit",), test_workers="warm")
+    else:
+        backend_or_skip(where)
+        settings = RunSettings(n=1, sandbox=where, scanners=("bandit",), test_workers="fresh")
+    os.chmod(tmp_path, 0o755)
+    suite = load_suite(write_adder_suite(tmp_path, "bytecode", _BYTECODE_TESTS, world_readable=True))
+    run_suite(suite, [BytecodeAgent()], tmp_path / "run", settings)
+    (r,) = read_records(tmp_path / "run")
+    assert r.meta["test_path"] == ("warm" if where == "warm" else "fresh")
+    outcomes = {t.name.split("::")[-1]: t.outcome for t in r.tests or ()}
+    # the tests ran the source the scanners read, not the agent's bytecode
+    assert outcomes == {"test_add": "passed", "test_ran_the_scanned_source": "passed"}, r.meta
+    assert r.findings == () and r.scan_errors == ()
+
+
+def test_remove_bytecode_never_follows_links(tmp_path: Path) -> None:
+    from reliabench.scanners.workspace import remove_bytecode
+
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "keep.pyc").write_bytes(b"x")
+    ws = tmp_path / "ws"
+    (ws / "__pycache__").mkdir(parents=True)
+    (ws / "__pycache__" / "m.cpython-311.pyc").write_bytes(b"x")
+    (ws / "pkg").mkdir()
+    (ws / "pkg" / "old.pyo").write_bytes(b"x")
+    (ws / "link").symlink_to(outside)
+    (ws / "link.pyc").symlink_to(outside / "keep.pyc")
+    (ws / "m.py").write_text("x = 1\n")
+    assert remove_bytecode(ws) == ((), ("__pycache__/m.cpython-311.pyc", "link.pyc", "pkg/old.pyo"))
+    assert (outside / "keep.pyc").exists() and (ws / "m.py").exists()
+    assert not (ws / "link.pyc").is_symlink()

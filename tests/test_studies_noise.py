@@ -180,11 +180,14 @@ def test_retest_tells_flaky_from_stable(tmp_path: Path, capsys: pytest.CaptureFi
     assert main(["retest", str(out), "--times", "23", "--workers", "2", "--format", "json"]) == 0
     captured = capsys.readouterr()
     assert "3 re-run(s) executed" in captured.err
+    # one agent: only the reference solutions' 23 runs per task tell the harness's noise
+    assert "69 run(s) of reference solutions" in captured.err
     doc = json.loads(captured.out)
     flaky = {(f["task_id"], f["test"].split("::")[-1]) for f in doc["flaky_tests"]}
     assert flaky == {("coin", "test_coin"), ("noisy", "test_random_coin"), ("noisy", "test_clock_parity"),
                      ("noisy", "test_order_dependent")}
-    assert all(f["runs"] == 24 for f in doc["flaky_tests"])
+    assert all(f["runs"] == 24 and f["evidence"] == "reference" and f["reference_runs"] == 23
+               for f in doc["flaky_tests"])
     verdicts = {r["task_id"]: r for r in doc["rollouts"]}
     assert verdicts["coin"]["verdict_flaky"] and not verdicts["stable"]["verdict_flaky"]
     assert all(verdicts["stable"]["verdicts"]) and len(verdicts["stable"]["verdicts"]) == 24
@@ -263,7 +266,7 @@ def test_the_reference_orders_reveal_the_order_dependent_test() -> None:
             items = ["test_setup", "test_dependent"]
             random.Random(order_seed(*reference_key("ordered", path), rep)).shuffle(items)
             first.append(items[0] == "test_dependent")
-        assert 0 < sum(first) < RETESTS and any(a != b for a, b in zip(first, first[1:], strict=False))
+        assert 0 < sum(first) < RETESTS
 
 
 @pytest.mark.slow
@@ -331,3 +334,56 @@ def test_a_rollout_cannot_manufacture_a_flaky_test(tmp_path: Path, trick: str, w
     scored = {a["agent"]: a["metrics"]["reliability@1"]["value"]
               for a in json.loads(capsys.readouterr().out)["agents"]}
     assert scored["attacker"] == pytest.approx(0.75)
+
+
+def test_flips_in_two_agents_code_are_flaky_one_agents_are_not() -> None:
+    recs = [rollout("t", agent, i, {"a": "passed"}) for agent in ("A", "B") for i in range(2)]
+    flip = [row("t", "A", 0, 0, {"a": "failed"}), row("t", "A", 1, 0, {"a": "failed"})]
+    one = harness_noise(recs, flip)
+    assert one.flaky_tests == () and [(f.test, f.rollouts, f.agents) for f in one.code_flips] == [("a", 2, 1)]
+    both = harness_noise(recs, [*flip, row("t", "B", 0, 0, {"a": "failed"})])
+    assert [(f.test, f.rollouts, f.agents, f.evidence) for f in both.flaky_tests] == [("a", 3, 2, "agents")]
+
+
+def test_majority_keeps_the_original_verdict_of_a_flip_only_its_code_makes() -> None:
+    # rollout 0 fails b originally and passes it in both re-runs; b flips nowhere else
+    recs = [rollout("t", "A", 0, {"a": "passed", "b": "failed"}), rollout("t", "A", 1, {"a": "passed", "b": "failed"})]
+    rows = [row("t", "A", 0, rep, {"a": "passed", "b": "passed"}) for rep in range(2)]
+    rows += [row("t", "A", 1, rep, {"a": "passed", "b": "failed"}) for rep in range(2)]
+    rep = harness_noise(recs, rows)
+    maj = apply_flaky_policy(recs, rep, rows, flaky_verdict="majority")
+    assert [r.passes for r in maj.records] == [False, False] and maj.verdicts_changed == 0
+    assert any("1 of them kept their original verdict" in n for n in maj.notes)
+    exc = apply_flaky_policy(recs, rep, rows, exclude_flaky_tests=True)
+    assert exc.excluded_tests == 0 and [r.passes for r in exc.records] == [False, False]
+
+
+@pytest.mark.parametrize("runner", ["pytest", "plain"])
+def test_warm_workers_run_the_seeded_order(tmp_path: Path, runner: str) -> None:
+    # re-tests of warm rollouts stay warm: the order seed reaches both runners of the fork
+    import random
+
+    from sandbox_helpers import warm_or_skip
+
+    from reliabench.hidden_tests.fresh import collect_hidden_tests, run_hidden_tests
+
+    worker = warm_or_skip()
+    os.chmod(tmp_path, 0o755)
+    ws, tests = tmp_path / "ws", tmp_path / "tests"
+    ws.mkdir()
+    tests.mkdir()
+    (ws / "adder.py").write_text(_GOOD)
+    (tests / "test_adder.py").write_text(_ORDERED_TESTS)
+    for p in (ws, tests, *ws.iterdir(), *tests.iterdir()):
+        os.chmod(p, 0o755 if p.is_dir() else 0o644)
+    expected = collect_hidden_tests(ws, tests)
+    seen = set()
+    for seed in range(8):
+        items = ["test_setup", "test_dependent"]
+        random.Random(seed).shuffle(items)
+        run = run_hidden_tests(ws, tests, expected=expected, worker=worker, test_runner=runner,
+                               order_seed=seed)
+        outcome = {t.name.split("::")[-1]: t.outcome for t in run.outcomes}["test_dependent"]
+        assert outcome == ("failed" if items[0] == "test_dependent" else "passed"), (seed, items)
+        seen.add(outcome)
+    assert seen == {"passed", "failed"}
