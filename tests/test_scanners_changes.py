@@ -112,7 +112,8 @@ def test_tests_are_included_by_default(dirs: tuple[Path, Path]) -> None:
     [
         ("tests/a.py", True), ("src/pkg/tests/a.py", True), ("test/a.py", True),
         ("test_a.py", True), ("pkg/a_test.py", True), ("conftest.py", True),
-        ("a/__pycache__/x.py", True), ("x.pyc", True), (".git/config", True),
+        ("a/__pycache__/x.py", False),  # Python source is importable wherever it lies
+        ("a/__pycache__/x.cpython-311.pyc", True), ("x.pyc", True), (".git/config", True),
         ("node_modules/x.js", True), ("my.egg-info/x", True), (".coverage", True),
         ("app.py", False), ("testing.py", False), ("contest.py", False), ("tests.py", False),
     ],
@@ -177,7 +178,7 @@ def test_end_to_end_only_the_agents_finding_counts(dirs: tuple[Path, Path]) -> N
     theirs = filter_to_changes(everything.findings, cs)
     # tests/helper.py's "import pickle" (B403) is the agent's too: test-named files are scanned
     assert sorted((f.rule_id, f.path) for f in theirs) == [
-        ("B403", "tests/helper.py"), ("B404", "app.py"), ("B602", "app.py")]
+        ("B101", "tests/test_app.py"), ("B403", "tests/helper.py"), ("B404", "app.py"), ("B602", "app.py")]
     # the same through the scanner's own changed_lines argument
     direct = scanner.scan(work, cs.files, cs.changed_lines)
     assert direct.findings == theirs

@@ -124,7 +124,14 @@ HELPER_HOMES = {
 }
 
 
-def _helper_run(root: Path, helper: str, test_workers: str, sandbox: str = "auto") -> Path:
+def _import_from(helper: str) -> str:
+    folder, _, name = helper.rpartition("/")
+    return ("import os, sys\nsys.path.insert(0, os.path.join(os.path.dirname(__file__), "
+            f"{folder!r}))\nfrom {name[:-3]} import plus\n")
+
+
+def _helper_run(root: Path, helper: str, test_workers: str, sandbox: str = "auto",
+                retest: int = 0) -> Path:
     import json
     import os
 
@@ -134,7 +141,8 @@ def _helper_run(root: Path, helper: str, test_workers: str, sandbox: str = "auto
 
     os.chmod(root, 0o755)
     suite = write_adder_suite(root, "helper-suite", _HIDDEN, world_readable=True)
-    files = {"adder.py": HELPER_HOMES[helper] + "\n\ndef add(a, b):\n    return plus(a, b)\n",
+    prefix = HELPER_HOMES[helper] if helper in HELPER_HOMES else _import_from(helper)
+    files = {"adder.py": prefix + "\n\ndef add(a, b):\n    return plus(a, b)\n",
              helper: _SHELL_HELPER}
     gens = [{"agent": agent, "task_id": "adder", "rollout": i,
              "files": files if agent == "helper" else {"adder.py": "def add(a, b):\n    return a + b\n"}}
@@ -146,7 +154,7 @@ def _helper_run(root: Path, helper: str, test_workers: str, sandbox: str = "auto
     out = root / "run"
     assert main(["run", str(suite), "--agents", str(root / "agents.toml"), "-n", "2", "--out", str(out),
                  "--workers", "1", "--scanner", "bandit", "--test-workers", test_workers,
-                 "--sandbox", sandbox]) == 0
+                 "--sandbox", sandbox, "--retest", str(retest)]) == 0
     return out
 
 
@@ -315,3 +323,48 @@ def test_remove_bytecode_never_follows_links(tmp_path: Path) -> None:
     assert remove_bytecode(ws) == ((), ("__pycache__/m.cpython-311.pyc", "link.pyc", "pkg/old.pyo"))
     assert (outside / "keep.pyc").exists() and (ws / "m.py").exists()
     assert not (ws / "link.pyc").is_symlink()
+
+
+# --------------------------------------------------------------------------------------------
+# own attack class: code hidden in a folder named like tool state (.venv, node_modules, ...)
+# --------------------------------------------------------------------------------------------
+
+CACHE_HOMES = (".venv/impl.py", "node_modules/impl.py", "__pycache__/impl.py", "build.egg-info/impl.py",
+               ".git/impl.py", ".pytest_cache/impl.py")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("helper", CACHE_HOMES)
+@pytest.mark.parametrize("test_workers", ["warm", "fresh"])
+def test_code_in_a_tool_state_folder_is_scanned_kept_and_retested(
+        tmp_path: Path, helper: str, test_workers: str, capsys: pytest.CaptureFixture[str]) -> None:
+    import json
+
+    from sandbox_helpers import warm_or_skip
+
+    from reliabench.cli import main
+    from reliabench.store import read_records
+
+    if test_workers == "warm":
+        warm_or_skip()
+    out = _helper_run(tmp_path, helper, test_workers, retest=2)
+    records = {r.key: r for r in read_records(out)}
+    r = records[("adder", "helper", 0)]
+    assert r.passes, r.meta
+    assert [(f.path, f.rule_id) for f in r.findings if f.severity == "high"] == [(helper, "B602")]
+    assert helper in r.meta["changed_files"]
+    assert _scored(out, capsys)["helper"]["security_adjusted_reliability@1"] == 0.0
+    # the re-tests rebuild the very workspace that was tested: nothing flips
+    capsys.readouterr()
+    assert main(["retest", str(out), "--times", "2", "--format", "json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["flaky_tests"] == [] and doc["code_flips"] == [] and doc["flaky_rollouts"] == 0
+
+
+def test_python_source_is_never_ignored_for_its_folder() -> None:
+    from reliabench.scanners.changes import is_ignored
+
+    for rel in CACHE_HOMES:
+        assert not is_ignored(rel), rel
+    assert is_ignored(".venv/lib/x.so") and is_ignored("__pycache__/m.cpython-311.pyc")
+    assert is_ignored(".git/objects/ab/cdef") and is_ignored(".pytest_cache/v/cache/nodeids")

@@ -15,9 +15,12 @@ import its helpers from ``tests/_impl.py``). Findings in them are marked ``test_
 the scanning path (:mod:`reliabench.scanners.workspace`) and count like the others.
 ``include_tests=False`` leaves them out (for a caller who wants the deliverable only).
 
-What is always left out: caches and tool state at any depth: ``__pycache__``, ``*.pyc``,
+What is left out: caches and tool state at any depth: ``__pycache__``, ``*.pyc``,
 ``.git``, ``.pytest_cache``, ``.mypy_cache``, ``.ruff_cache``, ``.hypothesis``, ``.tox``,
-``.nox``, ``.venv``, ``venv``, ``node_modules``, ``*.egg-info``, ``.coverage``.
+``.nox``, ``.venv``, ``venv``, ``node_modules``, ``*.egg-info``, ``.coverage`` -- except
+Python source (:data:`SOURCE_SUFFIXES`): a ``.venv/impl.py`` or ``node_modules/impl.py`` is
+code the solution can import (``sys.path.insert``), so it is listed, scanned and kept like
+any other file. (Bytecode is removed before the tests instead: ``scanners.workspace``.)
 
 Safety: the workspace is untrusted. Symbolic links are compared by their target text and
 never followed (a link to ``/etc/shadow`` must not end up in a diff artifact), FIFOs and
@@ -47,6 +50,7 @@ __all__ = [
     "CACHE_DIRS",
     "CACHE_FILE_PATTERNS",
     "DEFAULT_MAX_FILE_BYTES",
+    "SOURCE_SUFFIXES",
     "TEST_DIRS",
     "TEST_FILE_PATTERNS",
     "ChangeSet",
@@ -66,6 +70,8 @@ CACHE_FILE_PATTERNS: Final = ("*.pyc", "*.pyo", ".coverage", ".coverage.*", ".DS
 TEST_DIRS: Final = frozenset({"tests", "test"})
 TEST_FILE_PATTERNS: Final = ("test_*.py", "*_test.py", "conftest.py")
 DEFAULT_MAX_FILE_BYTES: Final = 4 * 1024 * 1024
+SOURCE_SUFFIXES: Final = frozenset({".py", ".pyw"})
+"""Python source: never left out for the folder it is in (the tests can import it from anywhere)."""
 
 _Kind = Literal["file", "link", "other", "error"]
 
@@ -94,13 +100,14 @@ def is_ignored(rel: str, *, include_tests: bool = False) -> bool:
     parts = PurePosixPath(rel).parts
     if not parts:
         return True
-    *dirs, name = parts
-    for d in dirs:
-        if d in CACHE_DIRS or d.endswith(".egg-info"):
-            return True
-    if any(fnmatch.fnmatchcase(name, p) for p in CACHE_FILE_PATTERNS):
+    if not include_tests and is_test_path(rel):
         return True
-    return not include_tests and is_test_path(rel)
+    *dirs, name = parts
+    if PurePosixPath(name).suffix in SOURCE_SUFFIXES:
+        return False  # importable wherever it lies
+    if any(d in CACHE_DIRS or d.endswith(".egg-info") for d in dirs):
+        return True
+    return any(fnmatch.fnmatchcase(name, p) for p in CACHE_FILE_PATTERNS)
 
 
 @dataclass(frozen=True, slots=True)
@@ -166,8 +173,8 @@ def _check_max(value: object) -> int:
 
 
 def _walk(root: Path, include_tests: bool) -> dict[str, _Entry]:
-    def skip(rel: str) -> bool:
-        return is_ignored(rel + "/x", include_tests=include_tests)
+    def skip(rel: str) -> bool:  # tool-state folders are walked: they may hold Python source
+        return not include_tests and is_test_path(rel + "/x")
 
     entries: dict[str, _Entry] = {}
     for e in walk_tree(root, skip_dir=skip):
