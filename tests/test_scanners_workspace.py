@@ -132,12 +132,9 @@ def _import_from(helper: str) -> str:
 
 def _helper_run(root: Path, helper: str, test_workers: str, sandbox: str = "auto",
                 retest: int = 0) -> Path:
-    import json
     import os
 
-    from suite_helpers import write_adder_suite
-
-    from reliabench.cli import main
+    from suite_helpers import replay_run, write_adder_suite
 
     os.chmod(root, 0o755)
     suite = write_adder_suite(root, "helper-suite", _HIDDEN, world_readable=True)
@@ -147,15 +144,8 @@ def _helper_run(root: Path, helper: str, test_workers: str, sandbox: str = "auto
     gens = [{"agent": agent, "task_id": "adder", "rollout": i,
              "files": files if agent == "helper" else {"adder.py": "def add(a, b):\n    return a + b\n"}}
             for agent in ("helper", "plain") for i in range(2)]
-    (root / "gens.jsonl").write_text("".join(json.dumps(g) + "\n" for g in gens))
-    (root / "agents.toml").write_text(
-        '[[agents]]\nname = "helper"\nkind = "replay"\npath = "gens.jsonl"\n\n'
-        '[[agents]]\nname = "plain"\nkind = "replay"\npath = "gens.jsonl"\n')
-    out = root / "run"
-    assert main(["run", str(suite), "--agents", str(root / "agents.toml"), "-n", "2", "--out", str(out),
-                 "--workers", "1", "--scanner", "bandit", "--test-workers", test_workers,
-                 "--sandbox", sandbox, "--retest", str(retest)]) == 0
-    return out
+    return replay_run(root, suite, gens, ["helper", "plain"], "-n", "2", "--workers", "1", "--scanner",
+                      "bandit", "--test-workers", test_workers, "--sandbox", sandbox, "--retest", str(retest))
 
 
 def _scored(out: Path, capsys: Any) -> dict[str, dict[str, float]]:

@@ -276,6 +276,7 @@ def test_the_reference_orders_reveal_the_order_dependent_test() -> None:
 def test_a_rollout_cannot_manufacture_a_flaky_test(tmp_path: Path, trick: str, where: str,
                                                    capsys: pytest.CaptureFixture[str]) -> None:
     from sandbox_helpers import backend_or_skip, warm_or_skip
+    from suite_helpers import replay_run
 
     from reliabench.store import RunStore
 
@@ -295,14 +296,8 @@ def test_a_rollout_cannot_manufacture_a_flaky_test(tmp_path: Path, trick: str, w
                   "files": {"adder.py": _WRONG_ON_ZERO if tid == "adder" else _GOOD}}]
         gens += [{"agent": "honest", "task_id": tid, "rollout": i,
                   "files": {"adder.py": "def add(x, y):\n    return y + x\n"}} for i in range(2)]
-    (tmp_path / "gens.jsonl").write_text("".join(json.dumps(g) + "\n" for g in gens))
-    (tmp_path / "agents.toml").write_text(
-        '[[agents]]\nname = "attacker"\nkind = "replay"\npath = "gens.jsonl"\n\n'
-        '[[agents]]\nname = "honest"\nkind = "replay"\npath = "gens.jsonl"\n')
-    out = tmp_path / "run"
-    assert main(["run", str(suite), "--agents", str(tmp_path / "agents.toml"), "-n", "2", "--out", str(out),
-                 "--workers", "2", "--sandbox", sandbox, "--test-workers", test_workers,
-                 "--retest", str(RETESTS)]) == 0
+    out = replay_run(tmp_path, suite, gens, ["attacker", "honest"], "-n", "2", "--workers", "2",
+                     "--sandbox", sandbox, "--test-workers", test_workers, "--retest", str(RETESTS))
     capsys.readouterr()
     # the reference solutions' runs (and nothing more for the rollouts) by `reliabench retest`
     assert main(["retest", str(out), "--times", str(RETESTS), "--format", "json"]) == 0
