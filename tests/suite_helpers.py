@@ -60,3 +60,21 @@ def write_adder_suite(root: Path, name: str, tests: str, *, task_ids: Sequence[s
         for p in [suite, *suite.rglob("*")]:
             os.chmod(p, 0o755 if p.is_dir() else 0o644)
     return suite
+
+
+def replay_run(root: Path, suite: Path, gens: Sequence[Mapping[str, object]], agents: Sequence[str],
+               *args: str) -> Path:
+    """Run ``suite`` with replay agents ``agents`` answering from ``gens`` (``reliabench run``); return RUN.
+
+    ``gens`` are replay lines (agent, task_id, rollout, files); ``args`` are more ``run`` options.
+    """
+    import json
+
+    from reliabench.cli import main
+
+    (root / "gens.jsonl").write_text("".join(json.dumps(g) + "\n" for g in gens))
+    (root / "agents.toml").write_text("".join(
+        f'[[agents]]\nname = "{name}"\nkind = "replay"\npath = "gens.jsonl"\n\n' for name in agents))
+    out = root / "run"
+    assert main(["run", str(suite), "--agents", str(root / "agents.toml"), "--out", str(out), *args]) == 0
+    return out

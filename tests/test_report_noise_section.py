@@ -13,7 +13,7 @@ from reliabench.metrics.analysis import score
 from reliabench.records import Rollout, TestOutcome
 from reliabench.report.explorer import load_source, render_report_page
 from reliabench.report.noise_section import noise_for_run, noise_section
-from reliabench.store import RunStore
+from reliabench.store import REFERENCE_AGENT, RunStore
 from reliabench.studies.noise import harness_noise
 
 
@@ -30,6 +30,8 @@ def _retest_rows(records: list[Rollout], flaky_key: tuple[str, str, int], reps: 
             rows.append({"task_id": r.task_id, "agent": r.agent, "rollout": r.rollout, "rep": rep,
                          "status": "completed", "tests": tests, "order_seed": rep, "seconds": 0.1,
                          "reason": None})
+            if r.key == flaky_key:  # the reference solution flips it too: harness noise
+                rows.append({**rows[-1], "agent": REFERENCE_AGENT, "rollout": 0})
     return rows
 
 
@@ -88,6 +90,7 @@ def test_section_escapes_and_bounds_rows() -> None:
     rows = [{"task_id": f"t{i}", "agent": evil, "rollout": 0, "rep": rep, "status": "completed",
              "tests": [[f"test_{i}{evil}", "failed" if rep == 0 else "passed", False]]}
             for i in range(5) for rep in range(2)]
+    rows += [{**r, "agent": REFERENCE_AGENT} for r in rows]  # flips on the reference: flaky
     html = noise_section(harness_noise(recs, rows), max_rows=2)
     assert "<script>" not in html and "&lt;script&gt;" in html
     assert "Flaky tests (5)" in html and "3 more flaky tests" in html

@@ -82,7 +82,7 @@ def dirs(tmp_path: Path) -> tuple[Path, Path]:
 
 
 def test_added_modified_deleted(dirs: tuple[Path, Path]) -> None:
-    cs = changed_files(*dirs)
+    cs = changed_files(*dirs, include_tests=False)
     assert cs.added == ("new/util.py",)
     assert cs.modified == ("app.py",)
     assert cs.deleted == ("old.py",)
@@ -97,7 +97,9 @@ def test_new_file_has_all_lines_modified_file_only_changed_ones(dirs: tuple[Path
     assert cs.changed_lines["app.py"] == frozenset({2, 9, 10})
 
 
-def test_tests_are_included_on_request(dirs: tuple[Path, Path]) -> None:
+def test_tests_are_included_by_default(dirs: tuple[Path, Path]) -> None:
+    # issue 20 finding 8: a test-named file the agent wrote is its code (a solution may import it)
+    assert changed_files(*dirs) == changed_files(*dirs, include_tests=True)
     cs = changed_files(*dirs, include_tests=True)
     assert set(cs.files) == {"app.py", "new/util.py", "tests/test_app.py", "tests/helper.py",
                              "test_extra.py", "util_test.py", "conftest.py"}
@@ -110,7 +112,8 @@ def test_tests_are_included_on_request(dirs: tuple[Path, Path]) -> None:
     [
         ("tests/a.py", True), ("src/pkg/tests/a.py", True), ("test/a.py", True),
         ("test_a.py", True), ("pkg/a_test.py", True), ("conftest.py", True),
-        ("a/__pycache__/x.py", True), ("x.pyc", True), (".git/config", True),
+        ("a/__pycache__/x.py", False),  # Python source is importable wherever it lies
+        ("a/__pycache__/x.cpython-311.pyc", True), ("x.pyc", True), (".git/config", True),
         ("node_modules/x.js", True), ("my.egg-info/x", True), (".coverage", True),
         ("app.py", False), ("testing.py", False), ("contest.py", False), ("tests.py", False),
     ],
@@ -173,7 +176,9 @@ def test_end_to_end_only_the_agents_finding_counts(dirs: tuple[Path, Path]) -> N
     everything = scanner.scan(work, cs.files)
     assert {f.rule_id for f in everything.findings} >= {"B605", "B602", "B404"}
     theirs = filter_to_changes(everything.findings, cs)
-    assert sorted(f.rule_id for f in theirs) == ["B404", "B602"]
+    # tests/helper.py's "import pickle" (B403) is the agent's too: test-named files are scanned
+    assert sorted((f.rule_id, f.path) for f in theirs) == [
+        ("B101", "tests/test_app.py"), ("B403", "tests/helper.py"), ("B404", "app.py"), ("B602", "app.py")]
     # the same through the scanner's own changed_lines argument
     direct = scanner.scan(work, cs.files, cs.changed_lines)
     assert direct.findings == theirs

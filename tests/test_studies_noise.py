@@ -63,10 +63,21 @@ def test_flips_verdicts_and_rate_by_hand() -> None:
         row("u", "A", 0, 0, {"c": "failed"}),
     ]
     rep = harness_noise(recs, rows)
-    flaky = {(f.task_id, f.test): f for f in rep.flaky_tests}
+    # one agent's code flipped them, never the reference: not flaky, only listed (issue 20, 9)
+    assert rep.flaky_tests == ()
+    flaky = {(f.task_id, f.test): f for f in rep.code_flips}
     # b on t: rollout 0 runs P F P (2 flips), rollout 1 runs F F F (0): 6 runs, 2 flips, 1 rollout
     assert set(flaky) == {("t", "b"), ("u", "c")}
     assert (flaky[("t", "b")].runs, flaky[("t", "b")].flips, flaky[("t", "b")].rollouts) == (6, 2, 1)
+    assert (flaky[("t", "b")].agents, flaky[("t", "b")].evidence) == (1, "")
+    # the same flips are harness noise once the reference solution flips b too
+    ref = [row("t", "", 0, rep, {"a": "passed", "b": o}) for rep, o in enumerate(["passed", "failed"])]
+    with_ref = harness_noise(recs, rows + ref)
+    (b,) = with_ref.flaky_tests
+    assert (b.test, b.evidence, b.runs, b.flips, b.reference_runs, b.reference_flips) == (
+        "b", "reference", 6, 2, 2, 1)
+    assert [f.test for f in with_ref.code_flips] == ["c"]
+    assert with_ref.rollouts == rep.rollouts  # reference rows are not rollouts
     by_key = {r.key: r for r in rep.rollouts}
     assert by_key[("t", "A", 0)].verdicts == (True, False, True)
     assert by_key[("t", "A", 0)].verdict_flaky
@@ -81,8 +92,10 @@ def test_flips_verdicts_and_rate_by_hand() -> None:
     (split,) = rep.variance
     assert (split.tasks, split.total, split.harness) == (1, pytest.approx(0.5), pytest.approx(1 / 6))
     assert split.agent_part == pytest.approx(0.5 - 1 / 6)
-    doc = noise_to_json(rep)
-    assert doc["flaky_rollouts"] == 1 and {"task_id", "test", "runs", "flips"} <= set(doc["flaky_tests"][0])
+    doc = noise_to_json(with_ref)
+    assert doc["flaky_rollouts"] == 1 and {"task_id", "test", "runs", "flips", "evidence"} <= set(
+        doc["flaky_tests"][0])
+    assert [f["test"] for f in doc["code_flips"]] == ["c"]
     assert set(doc["noise_rate"]) >= {"value", "ci_low", "ci_high"}
 
 
@@ -90,6 +103,8 @@ def test_policies_change_exactly_the_flaky_verdicts() -> None:
     recs = [rollout("t", "A", i, {"a": "passed", "b": "failed" if i == 0 else "passed"}) for i in range(2)]
     rows = [row("t", "A", 0, rep, {"a": "passed", "b": o}) for rep, o in enumerate(["passed", "passed"])]
     rows += [row("t", "A", 1, 0, {"a": "passed", "b": "passed"})]
+    # b flips on the reference solution too: harness noise
+    rows += [row("t", "", 0, rep, {"a": "passed", "b": o}) for rep, o in enumerate(["failed", "passed"])]
     rep = harness_noise(recs, rows)
     assert [f.test for f in rep.flaky_tests] == ["b"]
     original = apply_flaky_policy(recs, rep, rows)
@@ -165,11 +180,14 @@ def test_retest_tells_flaky_from_stable(tmp_path: Path, capsys: pytest.CaptureFi
     assert main(["retest", str(out), "--times", "23", "--workers", "2", "--format", "json"]) == 0
     captured = capsys.readouterr()
     assert "3 re-run(s) executed" in captured.err
+    # one agent: only the reference solutions' 23 runs per task tell the harness's noise
+    assert "69 run(s) of reference solutions" in captured.err
     doc = json.loads(captured.out)
     flaky = {(f["task_id"], f["test"].split("::")[-1]) for f in doc["flaky_tests"]}
     assert flaky == {("coin", "test_coin"), ("noisy", "test_random_coin"), ("noisy", "test_clock_parity"),
                      ("noisy", "test_order_dependent")}
-    assert all(f["runs"] == 24 for f in doc["flaky_tests"])
+    assert all(f["runs"] == 24 and f["evidence"] == "reference" and f["reference_runs"] == 23
+               for f in doc["flaky_tests"])
     verdicts = {r["task_id"]: r for r in doc["rollouts"]}
     assert verdicts["coin"]["verdict_flaky"] and not verdicts["stable"]["verdict_flaky"]
     assert all(verdicts["stable"]["verdicts"]) and len(verdicts["stable"]["verdicts"]) == 24
@@ -198,3 +216,169 @@ def test_score_policy_without_retests_is_a_usage_error(tmp_path: Path,
     records.write_text(json.dumps({"task_id": "t", "agent": "a", "rollout": 0, "passed": True}) + "\n")
     assert main(["score", str(records), "--exclude-flaky-tests"]) == 2
     assert "no re-tests recorded" in capsys.readouterr().err
+
+
+# --------------------------------------------------------------------------------------------
+# issue 20, finding 9: a rollout cannot manufacture a flaky test
+# --------------------------------------------------------------------------------------------
+
+_ADDER_TESTS = ("from adder import add\n\n\ndef test_small():\n    assert add(2, 3) == 5\n\n\n"
+                "def test_zero():\n    assert add(7, 0) == 7\n")
+# harness noise for real: the second test passes only when the first ran before it (shuffled re-runs)
+_ORDERED_TESTS = ("from adder import add\n\nSTATE = {}\n\n\ndef test_setup():\n    STATE['ready'] = add(1, 1)\n\n\n"
+                  "def test_dependent():\n    assert STATE.get('ready') == 2\n")
+_GOOD = "def add(a, b):\n    return a + b\n"
+_WRONG_ON_ZERO = "def add(a, b):\n    return a + b if b else a + 1\n"
+TRICKS = {
+    # right as pid 1 (a warm test worker runs the tests as pid 1), wrong elsewhere
+    "pid": "import os\n\n\ndef add(a, b):\n    if b == 0 and os.getpid() != 1:\n        return a + 1\n"
+           "    return a + b\n",
+    # right in the rollout's own workspace, wrong in a re-test's rebuilt copy
+    "retest_dir": "import os\n\n\ndef add(a, b):\n    if b == 0 and 'retest-' in os.getcwd():\n"
+                  "        return a + 1\n    return a + b\n",
+}
+RETESTS = 6
+
+
+def _manufacture_suite(root: Path) -> Path:
+    from suite_helpers import one_task_suite
+
+    for tid, tests in (("adder", _ADDER_TESTS), ("ordered", _ORDERED_TESTS)):
+        suite = one_task_suite(root, {"adder.py": "def add(a, b):\n    raise NotImplementedError\n"},
+                               {"test_adder.py": tests}, task_id=tid, name="manufacture")
+        (suite / "tasks" / tid / "solution").mkdir()
+        (suite / "tasks" / tid / "solution" / "adder.py").write_text(_GOOD)
+    for p in [suite, *suite.rglob("*")]:
+        os.chmod(p, 0o755 if p.is_dir() else 0o644)
+    return suite
+
+
+def test_the_reference_orders_reveal_the_order_dependent_test() -> None:
+    # pins what the end-to-end test below relies on: on each path (0 fresh, 1 warm) the seeded
+    # orders of the reference's re-runs put test_dependent first sometimes, not always
+    import random
+
+    from reliabench.run.retest import reference_key
+
+    for path in ("fresh", "warm"):
+        first = []
+        for rep in range(RETESTS):
+            items = ["test_setup", "test_dependent"]
+            random.Random(order_seed(*reference_key("ordered", path), rep)).shuffle(items)
+            first.append(items[0] == "test_dependent")
+        assert 0 < sum(first) < RETESTS
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("where", "trick"), [
+    ("warm", "pid"),  # on a fresh path the pid trick is plain wrong code: nothing to manufacture
+    ("warm", "retest_dir"), ("bubblewrap", "retest_dir"), ("namespaces", "retest_dir")])
+def test_a_rollout_cannot_manufacture_a_flaky_test(tmp_path: Path, trick: str, where: str,
+                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    from sandbox_helpers import backend_or_skip, warm_or_skip
+    from suite_helpers import replay_run
+
+    from reliabench.store import RunStore
+
+    if where == "warm":
+        warm_or_skip()
+        sandbox, test_workers = "auto", "warm"
+    else:
+        backend_or_skip(where)
+        sandbox, test_workers = where, "fresh"
+    os.chmod(tmp_path, 0o755)
+    suite = _manufacture_suite(tmp_path)
+    gens = []
+    for tid in ("adder", "ordered"):
+        gens += [{"agent": "attacker", "task_id": tid, "rollout": 0,
+                  "files": {"adder.py": TRICKS[trick] if tid == "adder" else _GOOD}},
+                 {"agent": "attacker", "task_id": tid, "rollout": 1,
+                  "files": {"adder.py": _WRONG_ON_ZERO if tid == "adder" else _GOOD}}]
+        gens += [{"agent": "honest", "task_id": tid, "rollout": i,
+                  "files": {"adder.py": "def add(x, y):\n    return y + x\n"}} for i in range(2)]
+    out = replay_run(tmp_path, suite, gens, ["attacker", "honest"], "-n", "2", "--workers", "2",
+                     "--sandbox", sandbox, "--test-workers", test_workers, "--retest", str(RETESTS))
+    capsys.readouterr()
+    # the reference solutions' runs (and nothing more for the rollouts) by `reliabench retest`
+    assert main(["retest", str(out), "--times", str(RETESTS), "--format", "json"]) == 0
+    captured = capsys.readouterr()
+    assert "0 re-run(s) executed" in captured.err
+    with RunStore.open_existing(out, readonly=True) as store:
+        records = {r.key: r for r in store.rollouts()}
+        rows = store.retest_rows()
+    # every re-run took its rollout's own path
+    path_of = {k: r.meta["test_path"] for k, r in records.items()}
+    assert set(path_of.values()) == {test_workers}
+    assert {row["status"] for row in rows} == {"completed"}
+    doc = json.loads(captured.out)
+    flaky = {(f["task_id"], f["test"].split("::")[-1]): f for f in doc["flaky_tests"]}
+    # the order-dependent test is harness noise: it flips on the reference solution
+    assert set(flaky) == {("ordered", "test_dependent")}
+    assert flaky[("ordered", "test_dependent")]["evidence"] == "reference"
+    # the attacker's flip, if its trick produced one on this path, is only listed apart
+    code = {(f["task_id"], f["test"].split("::")[-1]) for f in doc["code_flips"]}
+    assert code <= {("adder", "test_zero")}
+    assert code == ({("adder", "test_zero")} if trick == "retest_dir" else set())
+
+    assert main(["score", str(out), "-k", "1", "--format", "json", "--exclude-flaky-tests"]) == 0
+    scored = {a["agent"]: a["metrics"]["reliability@1"]["value"]
+              for a in json.loads(capsys.readouterr().out)["agents"]}
+    # adder: attacker 1 of 2 (rollout 1 is always wrong on test_zero); ordered: 2 of 2
+    assert scored == {"attacker": pytest.approx(0.75), "honest": pytest.approx(1.0)}
+    assert main(["score", str(out), "-k", "1", "--format", "json", "--flaky-verdict", "majority"]) == 0
+    scored = {a["agent"]: a["metrics"]["reliability@1"]["value"]
+              for a in json.loads(capsys.readouterr().out)["agents"]}
+    assert scored["attacker"] == pytest.approx(0.75)
+
+
+def test_flips_in_two_agents_code_are_flaky_one_agents_are_not() -> None:
+    recs = [rollout("t", agent, i, {"a": "passed"}) for agent in ("A", "B") for i in range(2)]
+    flip = [row("t", "A", 0, 0, {"a": "failed"}), row("t", "A", 1, 0, {"a": "failed"})]
+    one = harness_noise(recs, flip)
+    assert one.flaky_tests == () and [(f.test, f.rollouts, f.agents) for f in one.code_flips] == [("a", 2, 1)]
+    both = harness_noise(recs, [*flip, row("t", "B", 0, 0, {"a": "failed"})])
+    assert [(f.test, f.rollouts, f.agents, f.evidence) for f in both.flaky_tests] == [("a", 3, 2, "agents")]
+
+
+def test_majority_keeps_the_original_verdict_of_a_flip_only_its_code_makes() -> None:
+    # rollout 0 fails b originally and passes it in both re-runs; b flips nowhere else
+    recs = [rollout("t", "A", 0, {"a": "passed", "b": "failed"}), rollout("t", "A", 1, {"a": "passed", "b": "failed"})]
+    rows = [row("t", "A", 0, rep, {"a": "passed", "b": "passed"}) for rep in range(2)]
+    rows += [row("t", "A", 1, rep, {"a": "passed", "b": "failed"}) for rep in range(2)]
+    rep = harness_noise(recs, rows)
+    maj = apply_flaky_policy(recs, rep, rows, flaky_verdict="majority")
+    assert [r.passes for r in maj.records] == [False, False] and maj.verdicts_changed == 0
+    assert any("1 of them kept their original verdict" in n for n in maj.notes)
+    exc = apply_flaky_policy(recs, rep, rows, exclude_flaky_tests=True)
+    assert exc.excluded_tests == 0 and [r.passes for r in exc.records] == [False, False]
+
+
+@pytest.mark.parametrize("runner", ["pytest", "plain"])
+def test_warm_workers_run_the_seeded_order(tmp_path: Path, runner: str) -> None:
+    # re-tests of warm rollouts stay warm: the order seed reaches both runners of the fork
+    import random
+
+    from sandbox_helpers import warm_or_skip
+
+    from reliabench.hidden_tests.fresh import collect_hidden_tests, run_hidden_tests
+
+    worker = warm_or_skip()
+    os.chmod(tmp_path, 0o755)
+    ws, tests = tmp_path / "ws", tmp_path / "tests"
+    ws.mkdir()
+    tests.mkdir()
+    (ws / "adder.py").write_text(_GOOD)
+    (tests / "test_adder.py").write_text(_ORDERED_TESTS)
+    for p in (ws, tests, *ws.iterdir(), *tests.iterdir()):
+        os.chmod(p, 0o755 if p.is_dir() else 0o644)
+    expected = collect_hidden_tests(ws, tests)
+    seen = set()
+    for seed in range(8):
+        items = ["test_setup", "test_dependent"]
+        random.Random(seed).shuffle(items)
+        run = run_hidden_tests(ws, tests, expected=expected, worker=worker, test_runner=runner,
+                               order_seed=seed)
+        outcome = {t.name.split("::")[-1]: t.outcome for t in run.outcomes}["test_dependent"]
+        assert outcome == ("failed" if items[0] == "test_dependent" else "passed"), (seed, items)
+        seen.add(outcome)
+    assert seen == {"passed", "failed"}

@@ -15,7 +15,7 @@ Schema version 2 (``docs/rollout.schema.json``); version 1 records (the same wit
      # optional:
      "status": "completed|agent_error|timeout|infra_error|test_error|no_change",
      "findings": [{"tool", "rule_id", "severity", "confidence", "cwe", "path", "line",
-                   "message"}],
+                   "message", "test_file"}],             # test_file: only when true
      "scan_errors": [{"tool", "path", "message"}],
      "cost": {"tokens": 0, "usd": 0.0, "seconds": 0.0,          # all optional, >= 0
               "tokens_in": 0, "tokens_out": 0, "agent_s": 0.0, "test_s": 0.0},
@@ -149,6 +149,10 @@ class Finding:
 
     ``severity`` is on the ordinal scale ``info < low < medium < high < critical`` and
     ``confidence`` on ``low < medium < high``; each scanner documents how its own levels map.
+    ``test_file`` marks a finding in a file named like test code (``tests/``, ``test_*.py``,
+    ``conftest.py``, see ``reliabench.scanners.changes.is_test_path``): the agent wrote it,
+    so it counts like any other; reports may show it apart. Written to records only when
+    true (records without it read as False).
     """
 
     tool: str
@@ -159,6 +163,7 @@ class Finding:
     path: str = ""
     line: int | None = None
     message: str = ""
+    test_file: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -440,6 +445,9 @@ def _parse_findings(raw: Any, where: tuple[str, int | None]) -> tuple[Finding, .
         for key in ("tool", "rule_id"):
             if not isinstance(item.get(key), str) or not item[key]:
                 raise _fail(*where, f"{f}.{key}", f"expected a non-empty string, got {item.get(key)!r}")
+        test_file = item.get("test_file", False)
+        if not isinstance(test_file, bool):
+            raise _fail(*where, f + ".test_file", f"expected true or false, got {_show(test_file)}")
         out.append(Finding(
             tool=item["tool"],
             rule_id=item["rule_id"],
@@ -450,6 +458,7 @@ def _parse_findings(raw: Any, where: tuple[str, int | None]) -> tuple[Finding, .
             path=str(item.get("path", "")),
             line=line,
             message=str(item.get("message", "")),
+            test_file=test_file,
         ))
     return tuple(out)
 
@@ -597,7 +606,7 @@ def rollout_to_dict(r: Rollout) -> dict[str, Any]:
         out["findings"] = [
             {"tool": f.tool, "rule_id": f.rule_id, "severity": f.severity,
              "confidence": f.confidence, "cwe": f.cwe, "path": f.path, "line": f.line,
-             "message": f.message}
+             "message": f.message, **({"test_file": True} if f.test_file else {})}
             for f in r.findings
         ]
     if r.scan_errors:

@@ -59,6 +59,7 @@ from reliabench.records import (
 )
 
 __all__ = [
+    "REFERENCE_AGENT",
     "STORE_SCHEMA_VERSION",
     "RunInfo",
     "RetestRow",
@@ -115,6 +116,11 @@ CREATE TABLE IF NOT EXISTS retests (
 
 # kept in the run's configuration for reports, never part of its identity
 _PROVENANCE_KEYS = frozenset({"command_line", "agents_config"})
+
+
+REFERENCE_AGENT: Final = ""
+"""The agent of the re-test rows of a task's reference solution (no agent can have this name;
+their ``rollout`` is the index of the execution path in ``reliabench.run.retest.RETEST_PATHS``)."""
 
 
 class RetestRow(TypedDict):

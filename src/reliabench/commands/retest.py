@@ -28,14 +28,23 @@ def render_noise(report: NoiseReport, *, limit: int = 20) -> str:
                                               if report.test_errors else ""),
     ]
     if report.flaky_tests:
-        lines.append(f"flaky tests ({len(report.flaky_tests)}): outcome changed on identical code")
+        lines.append(f"flaky tests ({len(report.flaky_tests)}): outcome changed on identical code, "
+                     "on the reference solution or in several agents' code")
         for f in report.flaky_tests[:limit]:
+            evidence = (f"reference flips {f.reference_flips} in {f.reference_runs} runs"
+                        if f.evidence == "reference" else f"{f.agents} agent(s)")
             lines.append(f"  {f.task_id} :: {f.test}  flips {f.flips} in {f.runs} runs "
-                         f"({f.rollouts} rollout(s))")
+                         f"({f.rollouts} rollout(s); {evidence})")
         if len(report.flaky_tests) > limit:
             lines.append(f"  ... {len(report.flaky_tests) - limit} more (--format json lists all)")
     else:
         lines.append("flaky tests: none seen")
+    if report.code_flips:
+        lines.append(f"not counted as flaky ({len(report.code_flips)}): flipped only in one agent's code, "
+                     "never on the reference (the code may be the cause)")
+        for f in report.code_flips[:limit]:
+            lines.append(f"  {f.task_id} :: {f.test}  flips {f.flips} in {f.runs} runs "
+                         f"({f.rollouts} rollout(s))")
     if report.variance:
         lines.append("rollout-to-rollout variance of the verdict (mean over tasks): harness part "
                      "(same code) vs agent part (different code)")
@@ -70,6 +79,8 @@ def command(run_dir: Path, times: int, workers: int, sandbox: str | None, order:
                              skip_unreproducible=skip_unreproducible, progress=show)
         skipped = summary.skipped_unreproducible
         extra = (f"; {len(skipped)} skipped (files not kept): " + ", ".join(skipped[:5])) if skipped else ""
+        if summary.reference_runs:
+            extra += f"; {summary.reference_runs} run(s) of reference solutions"
         click.echo(f"retest: {summary.executed} re-run(s) executed; {summary.rollouts} rollout(s) "
                    f"re-tested{extra}", err=True)
     with RunStore.open_existing(run_dir, readonly=True) as store:

@@ -303,10 +303,9 @@ def _run_pytest(
     worker: WarmTests | None = None,
     test_runner: TestRunner = "pytest",
 ) -> RawRun:
-    if worker is not None and order_seed is None:  # a warm test worker instead of a fresh process
-        # (a shuffled order needs the plugin's import-time seed: re-tests with one run fresh)
+    if worker is not None:  # a warm test worker instead of a fresh process
         return worker.run_tests(workspace, tests_dir, limits=limits, slot=slot, extra=extra,
-                                expected=expected, test_runner=test_runner)
+                                expected=expected, test_runner=test_runner, order_seed=order_seed)
     workspace = Path(os.path.realpath(workspace))
     if not workspace.is_dir():
         raise SandboxError(f"workspace is not a directory: {workspace}")
@@ -318,9 +317,7 @@ def _run_pytest(
             os.write(key_w, key)
             os.close(key_w)
             key_w = -1
-            env = hidden_test_env(pipe.write_fd, key_r, workspace)
-            if order_seed is not None:
-                env["RELIABENCH_ORDER_SEED"] = str(int(order_seed))
+            env = hidden_test_env(pipe.write_fd, key_r, workspace, order_seed)
             result = backend.run(
                 pytest_command(python, staging, extra),
                 workdir=workspace,

@@ -72,20 +72,26 @@ def staged(tests_dir: Path, slot: int, parent: Path | None = None) -> Iterator[P
         remove_tree(staging)
 
 
-def hidden_test_env(outcome_fd: int, key_fd: int, workspace: str | Path) -> dict[str, str]:
+def hidden_test_env(outcome_fd: int, key_fd: int, workspace: str | Path,
+                    order_seed: int | None = None) -> dict[str, str]:
     """The whole environment of the hidden tests (a fresh process or a warm worker's fork).
 
     Nothing of the harness's environment: the sandbox's ``minimal_env``, no pytest plugin
     autoload, and where the outcome plugin writes (``outcome_fd``), reads its key
-    (``key_fd``) and finds the workspace.
+    (``key_fd``) and finds the workspace; with ``order_seed`` (re-tests), the seed of the
+    test order, which the outcome plugin (pytest) and the lean runner read when they load.
+    Both paths get the order the same way, so a re-test runs on the path its rollout ran on.
     """
-    return {
+    env = {
         **minimal_env(),
         "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1",
         "RELIABENCH_OUTCOME_FD": str(outcome_fd),
         "RELIABENCH_OUTCOME_KEY_FD": str(key_fd),
         "RELIABENCH_WORKSPACE": str(workspace),
     }
+    if order_seed is not None:
+        env["RELIABENCH_ORDER_SEED"] = str(int(order_seed))
+    return env
 
 
 def pytest_command(python: str, staging: Path, extra: Sequence[str]) -> list[str]:

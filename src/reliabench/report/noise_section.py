@@ -94,16 +94,23 @@ def noise_section(report: NoiseReport, *, max_rows: int = MAX_ROWS,
     out.append(f"<h3>Flaky tests ({len(report.flaky_tests)})</h3>")
     if report.flaky_tests:
         out.append("<table><tr><th>task</th><th>test</th><th>runs</th><th>flips</th>"
-                   "<th>rollouts where it changed</th></tr>")
+                   "<th>rollouts where it changed</th><th>evidence</th></tr>")
         for f in report.flaky_tests[:max_rows]:
+            evidence = (f"reference: {f.reference_flips} flip(s) in {f.reference_runs} runs"
+                        if f.evidence == "reference" else f"{f.agents} agents")
             out.append(f"<tr><td>{e(f.task_id)}</td><td>{e(f.test)}</td><td>{f.runs}</td>"
-                       f"<td>{f.flips}</td><td>{f.rollouts}</td></tr>")
+                       f"<td>{f.flips}</td><td>{f.rollouts}</td><td>{e(evidence)}</td></tr>")
         out.append("</table>")
         if len(report.flaky_tests) > max_rows:
             out.append(f'<p class="note">{len(report.flaky_tests) - max_rows} more flaky tests: '
                        "reliabench retest RUN --format json lists them all.</p>")
     else:
-        out.append('<p class="note">No test changed its outcome on identical code.</p>')
+        out.append('<p class="note">No test changed its outcome on the reference solution or in '
+                   "several agents' code.</p>")
+    if report.code_flips:
+        out.append(f'<p class="note">{len(report.code_flips)} test(s) flipped only in one agent\'s code '
+                   "and never on the reference: not counted as flaky (the code may be the cause): "
+                   f"{e(', '.join(f'{f.task_id} :: {f.test}' for f in report.code_flips[:max_rows]))}</p>")
     flipping = [r for r in report.rollouts if r.verdict_flaky]
     out.append(f"<h3>Rollouts whose verdict flips ({len(flipping)})</h3>")
     if flipping:

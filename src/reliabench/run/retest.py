@@ -5,11 +5,24 @@ tests first ran -- the task's starter, then the agent's files kept under
 ``RUN/artifacts/<task>/<agent>/<rollout>/files/``, then the deletions recorded in the
 rollout's ``meta["deleted_files"]`` -- and the hidden tests run again, in the same sandbox
 backend and limits as the run, ``times`` times, each time on a FRESH copy (a test that
-writes files cannot change the next run). By default each re-run draws a seeded random test
-order, so tests that depend on the order of tests show up too (``shuffle=False`` keeps the
-collection order). A rollout whose changed files were not all kept (over the per-rollout
-artifact budget of ``reliabench.run.artifacts``, not a regular file, or a run made before deletions
-were recorded) cannot be rebuilt: it is refused with its name and the file, or skipped and
+writes files cannot change the next run). Each re-run takes the EXECUTION PATH its rollout's
+tests took (``meta["test_path"]``: a warm test worker with the task's ``test_runner``, a fresh
+sandboxed pytest process, or the stdio cases): code that behaves differently on another path
+(say, when it is not pid 1) must not look like harness noise. A rollout whose path cannot
+run here (warm workers unavailable) gets ``test_error`` re-runs, which are left out, never
+re-runs on another path. By default each re-run draws a seeded random test order, on
+either path, so tests that depend on the order of tests show up too (``shuffle=False``
+keeps the collection order).
+
+``retest_run`` also re-runs each task's reference solution (``solution/`` laid over the
+starter, when the task ships one) ``times`` times on every path its rollouts took, under the
+agent name :data:`~reliabench.store.REFERENCE_AGENT`: a test whose outcome changes on the
+reference is noise of the test or the harness, whatever the agents wrote
+(:mod:`reliabench.studies.noise` uses that as evidence).
+
+A rollout whose changed files were not all kept (over the per-rollout artifact budget of
+``reliabench.run.artifacts``, not a regular file, or a run made before deletions were
+recorded) cannot be rebuilt: it is refused with its name and the file, or skipped and
 counted with ``skip_unreproducible``.
 
 Results go to the run store's ``retests`` table (one row per re-run); the statistics are in
@@ -30,13 +43,20 @@ from typing import Any
 
 from reliabench.errors import InvalidArgumentError, SandboxError, UsageError
 from reliabench.files.untrusted import remove_tree
-from reliabench.hidden_tests.fresh import HiddenTestStatus, collect_hidden_tests, run_hidden_tests
-from reliabench.meta_keys import CHANGED_FILES, DELETED_FILES, RETEST
+from reliabench.hidden_tests.fresh import (
+    HiddenTestRun,
+    HiddenTestStatus,
+    collect_hidden_tests,
+    run_hidden_tests,
+)
+from reliabench.hidden_tests.stdio import run_stdio_tests
+from reliabench.meta_keys import CHANGED_FILES, DELETED_FILES, RETEST, TEST_PATH
 from reliabench.records import Rollout, TestOutcome
 from reliabench.run.artifacts import open_artifacts, restore_workspace
 from reliabench.sandbox import Limits, SandboxBackend, get_backend
-from reliabench.store import RetestRow, RunInfo, RunStore
+from reliabench.store import REFERENCE_AGENT, RetestRow, RunInfo, RunStore
 from reliabench.tasks.suite import Task, load_suite, materialize
+from reliabench.warm.hidden import WarmTests, open_test_workers
 
 __all__ = [
     "NotReproducibleError",
@@ -44,6 +64,10 @@ __all__ = [
     "RetestSummary",
     "order_seed",
     "rebuild_workspace",
+    "RETEST_PATHS",
+    "reference_key",
+    "retest_path",
+    "retest_reference",
     "retest_during_run",
     "retest_files",
     "retest_run",
@@ -92,6 +116,7 @@ class RetestSummary:
         skipped_unreproducible: Rollouts skipped because a changed file was not kept.
         test_errors: Re-runs the harness could not run (not counted as flips).
         times: Re-runs per rollout asked for.
+        reference_runs: Runs of the tasks' reference solutions executed by this call.
     """
 
     rollouts: int
@@ -99,6 +124,7 @@ class RetestSummary:
     skipped_unreproducible: tuple[str, ...]
     test_errors: int
     times: int
+    reference_runs: int = 0
 
 
 def order_seed(task_id: str, agent: str, rollout: int, rep: int) -> int:
@@ -160,35 +186,115 @@ def rebuild_workspace(dest: Path, starter: Path, files: Mapping[str, bytes], rol
                                    f"{rel!r} {why}; its workspace cannot be rebuilt")
 
 
-def retest_files(task: Task, rollout: Rollout, files: Mapping[str, bytes], *, reps: Sequence[int],
-                 expected: Sequence[TestOutcome], backend: SandboxBackend, limits: Limits,
-                 slot: int, scratch: Path, shuffle: bool = True) -> tuple[RetestRun, ...]:
-    """Re-run the hidden tests of ``task`` on a rollout's files, once per rep, each on a fresh copy.
+RETEST_PATHS = ("fresh", "warm", "stdio")
+"""The execution paths of hidden tests, as recorded in ``meta["test_path"]``."""
 
-    Raises:
-        NotReproducibleError: when the workspace cannot be rebuilt.
+
+def retest_path(task: Task, rollout: Rollout | None = None) -> str:
+    """The execution path a rollout's hidden tests took, which its re-tests take too.
+
+    ``stdio`` for a stdio task; else the recorded ``meta["test_path"]`` (``warm`` or
+    ``fresh``); ``fresh`` for records that do not say (runs made before warm workers).
+
+    Examples:
+        >>> from types import SimpleNamespace
+        >>> from reliabench.records import Rollout
+        >>> warm = Rollout(task_id="t", agent="a", rollout=0, meta={"test_path": "warm"})
+        >>> retest_path(SimpleNamespace(stdio=None), warm), retest_path(SimpleNamespace(stdio=None))
+        ('warm', 'fresh')
     """
+    if task.stdio is not None:
+        return "stdio"
+    recorded = None if rollout is None else rollout.meta.get(TEST_PATH)
+    return "warm" if recorded == "warm" else "fresh"
+
+
+def reference_key(task_id: str, path: str) -> tuple[str, str, int]:
+    """The re-test key of a task's reference solution on one execution path."""
+    return (task_id, REFERENCE_AGENT, RETEST_PATHS.index(path))
+
+
+def _run_on_path(path: str, task: Task, ws: Path, *, expected: Sequence[TestOutcome],
+                 backend: SandboxBackend, worker: WarmTests | None, limits: Limits, slot: int,
+                 seed: int | None) -> HiddenTestRun:
+    """One run of the hidden tests on ``ws``, the way the runner ran them on ``path``."""
+    if path == "stdio" and task.stdio is not None:
+        return run_stdio_tests(ws, task.stdio, timeout_s=limits.wall_s, backend=backend, limits=limits,
+                               slot=slot)
+    if path == "warm" and worker is None:
+        raise SandboxError("the rollout's tests ran on warm test workers, which are not available "
+                           "here; a re-run on another path would not measure the same harness")
+    return run_hidden_tests(ws, task.tests_dir, expected=expected, backend=backend, limits=limits,
+                            slot=slot, starter=task.workspace_dir, order_seed=seed,
+                            worker=worker if path == "warm" else None, test_runner=task.test_runner,
+                            allowed_skips=task.allowed_skips)
+
+
+def _rerun(task: Task, key: tuple[str, str, int], path: str, build: Callable[[Path], None], *,
+           reps: Sequence[int], expected: Sequence[TestOutcome], backend: SandboxBackend,
+           worker: WarmTests | None, limits: Limits, slot: int, scratch: Path,
+           shuffle: bool) -> tuple[RetestRun, ...]:
     out = []
     for rep in reps:
         tmp = Path(tempfile.mkdtemp(prefix="retest-", dir=scratch))
         try:
             os.chmod(tmp, 0o711)
             ws = tmp / "workspace"
-            rebuild_workspace(ws, task.workspace_dir, files, rollout)
-            seed = order_seed(task.id, rollout.agent, rollout.rollout, rep) if shuffle else None
+            build(ws)
+            seed = order_seed(key[0], key[1], key[2], rep) if shuffle and path != "stdio" else None
             try:
-                hidden = run_hidden_tests(ws, task.tests_dir, expected=expected, backend=backend,
-                                          limits=limits, slot=slot, starter=task.workspace_dir,
-                                          order_seed=seed, allowed_skips=task.allowed_skips)
+                hidden = _run_on_path(path, task, ws, expected=expected, backend=backend, worker=worker,
+                                      limits=limits, slot=slot, seed=seed)
             except SandboxError as exc:
-                out.append(RetestRun(task.id, rollout.agent, rollout.rollout, rep, "test_error", (),
-                                     seed, 0.0, f"sandbox failed: {exc}"))
+                out.append(RetestRun(*key, rep, "test_error", (), seed, 0.0, f"sandbox failed: {exc}"))
                 continue
-            out.append(RetestRun(task.id, rollout.agent, rollout.rollout, rep, hidden.status,
-                                 hidden.outcomes, seed, hidden.seconds, hidden.reason))
+            out.append(RetestRun(*key, rep, hidden.status, hidden.outcomes, seed, hidden.seconds,
+                                 hidden.reason))
         finally:
             remove_tree(tmp)
     return tuple(out)
+
+
+def retest_files(task: Task, rollout: Rollout, files: Mapping[str, bytes], *, reps: Sequence[int],
+                 expected: Sequence[TestOutcome], backend: SandboxBackend, limits: Limits,
+                 slot: int, scratch: Path, shuffle: bool = True,
+                 worker: WarmTests | None = None) -> tuple[RetestRun, ...]:
+    """Re-run the hidden tests of ``task`` on a rollout's files, once per rep, each on a fresh copy.
+
+    Each re-run takes the rollout's own execution path (:func:`retest_path`): ``worker`` is
+    used for a rollout whose tests ran warm; without one such re-runs are ``test_error``.
+
+    Raises:
+        NotReproducibleError: when the workspace cannot be rebuilt.
+    """
+    def build(ws: Path) -> None:
+        rebuild_workspace(ws, task.workspace_dir, files, rollout)
+
+    return _rerun(task, rollout.key, retest_path(task, rollout), build, reps=reps, expected=expected,
+                  backend=backend, worker=worker, limits=limits, slot=slot, scratch=scratch,
+                  shuffle=shuffle)
+
+
+def retest_reference(task: Task, path: str, *, reps: Sequence[int], expected: Sequence[TestOutcome],
+                     backend: SandboxBackend, limits: Limits, slot: int, scratch: Path,
+                     shuffle: bool = True, worker: WarmTests | None = None) -> tuple[RetestRun, ...]:
+    """Run the hidden tests on ``task``'s reference solution (starter + ``solution/``) on ``path``.
+
+    Raises:
+        InvalidArgumentError: the task has no reference solution, or ``path`` is not a path.
+    """
+    solution = task.solution_dir
+    if solution is None:
+        raise InvalidArgumentError(f"task {task.id!r} has no reference solution (solution/)")
+    if path not in RETEST_PATHS:
+        raise InvalidArgumentError(f"path must be one of {', '.join(RETEST_PATHS)}, got {path!r}")
+
+    def build(ws: Path) -> None:
+        materialize(ws, [task.workspace_dir, solution])
+
+    return _rerun(task, reference_key(task.id, path), path, build, reps=reps, expected=expected,
+                  backend=backend, worker=worker, limits=limits, slot=slot, scratch=scratch,
+                  shuffle=shuffle)
 
 
 def run_limits(info: RunInfo, task: Task) -> Limits:
@@ -208,6 +314,9 @@ def retest_run(run_dir: str | Path, times: int = 5, *, workers: int = 1, sandbox
     """Re-run the hidden tests of every rollout of a run ``times`` times (tops up: resumable).
 
     Rollouts lost to infrastructure errors have no code state to re-test and are left out.
+    Every re-run takes its rollout's execution path (warm test workers are opened when a
+    rollout ran on them). The reference solution of every re-tested task that has one is
+    run ``times`` times on each path its rollouts took (rows of :data:`REFERENCE_AGENT`).
 
     Args:
         run_dir: The run directory.
@@ -261,12 +370,33 @@ def retest_run(run_dir: str | Path, times: int = 5, *, workers: int = 1, sandbox
                 skipped.append(f"{r.task_id}/{r.agent}/{r.rollout}")
                 continue
             jobs.append((r, files, reps))
-        tasks = sorted({r.task_id for r, _, _ in jobs})
+        paths: dict[str, set[str]] = {}
+        ids = {t.id for t in suite.tasks}
+        for r in store.rollouts():
+            if r.status != "infra_error" and r.tests and r.task_id in ids:
+                paths.setdefault(r.task_id, set()).add(retest_path(suite.task(r.task_id), r))
+        refs: list[tuple[Task, str, list[int]]] = []
+        for task_id in sorted(paths):
+            task = suite.task(task_id)
+            if task.solution_dir is None:
+                continue
+            for path in sorted(paths[task_id]):
+                reps = list(range(done.get(reference_key(task_id, path), 0), times))
+                if reps:
+                    refs.append((task, path, reps))
+        tasks = sorted({r.task_id for r, _, _ in jobs} | {t.id for t, _, _ in refs})
         expected: dict[str, tuple[TestOutcome, ...]] = {}
         scratch = Path(tempfile.mkdtemp(prefix="reliabench-retest-"))
         os.chmod(scratch, 0o711)
-        executed = errors = 0
+        executed = errors = reference_runs = 0
+        warm: WarmTests | None = None
         try:
+            if any(retest_path(suite.task(r.task_id), r) == "warm" for r, _, _ in jobs) or any(
+                    path == "warm" for _, path, _ in refs):
+                try:
+                    warm = open_test_workers("warm")
+                except SandboxError:
+                    warm = None  # those re-runs are test_error rows saying why
             for i, task_id in enumerate(tasks):
                 task = suite.task(task_id)
                 ws = scratch / f"collect-{i}"
@@ -285,7 +415,17 @@ def retest_run(run_dir: str | Path, times: int = 5, *, workers: int = 1, sandbox
                 try:
                     return retest_files(task, r, files, reps=reps, expected=expected[r.task_id],
                                         backend=backend, limits=run_limits(info, task), slot=slot,
-                                        scratch=scratch, shuffle=shuffle)
+                                        scratch=scratch, shuffle=shuffle, worker=warm)
+                finally:
+                    slots.put(slot)
+
+            def work_reference(job: tuple[Task, str, list[int]]) -> tuple[RetestRun, ...]:
+                task, path, reps = job
+                slot = slots.get()
+                try:
+                    return retest_reference(task, path, reps=reps, expected=expected[task.id],
+                                            backend=backend, limits=run_limits(info, task), slot=slot,
+                                            scratch=scratch, shuffle=shuffle, worker=warm)
                 finally:
                     slots.put(slot)
 
@@ -296,26 +436,33 @@ def retest_run(run_dir: str | Path, times: int = 5, *, workers: int = 1, sandbox
                     errors += sum(x.status == "test_error" for x in results)
                     if progress is not None:
                         progress(n_done, len(jobs))
+                for results in pool.map(work_reference, refs):
+                    store.add_retests(retest_to_row(x) for x in results)
+                    reference_runs += len(results)
         finally:
+            if warm is not None:
+                warm.close()
             remove_tree(scratch)
-        total = len({(row["task_id"], row["agent"], row["rollout"]) for row in store.retest_rows()})
-    return RetestSummary(total, executed, tuple(skipped), errors, times)
+        total = len({(row["task_id"], row["agent"], row["rollout"]) for row in store.retest_rows()
+                     if row["agent"] != REFERENCE_AGENT})
+    return RetestSummary(total, executed, tuple(skipped), errors, times, reference_runs)
 
 
 def retest_during_run(outcome: tuple[Rollout, Any], task: Task, expected: Sequence[TestOutcome],
                       backend: SandboxBackend, limits: Limits, slot: int, scratch: Path,
-                      times: int) -> tuple[Rollout, Any]:
+                      times: int, worker: WarmTests | None = None) -> tuple[Rollout, Any]:
     """The runner's hook (``run --retest R``): re-test a just-finished rollout on its kept files.
 
-    The re-tests travel with the rollout's artifacts to the store's writer. A rollout whose
-    workspace cannot be rebuilt is not re-tested; its record says why (``meta["retest"]``).
+    The re-tests travel with the rollout's artifacts to the store's writer, and run on the
+    rollout's own path (``worker``: the run's warm test workers). A rollout whose workspace
+    cannot be rebuilt is not re-tested; its record says why (``meta["retest"]``).
     """
     rollout, art = outcome
     if rollout.status == "infra_error" or not rollout.tests:
         return outcome
     try:
         runs = retest_files(task, rollout, art.files, reps=range(times), expected=expected,
-                            backend=backend, limits=limits, slot=slot, scratch=scratch)
+                            backend=backend, limits=limits, slot=slot, scratch=scratch, worker=worker)
     except NotReproducibleError as exc:
         return replace(rollout, meta={**rollout.meta, RETEST: f"not re-tested: {exc}"}), art
     return rollout, replace(art, retests=tuple(retest_to_row(r) for r in runs))

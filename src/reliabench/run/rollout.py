@@ -30,7 +30,7 @@ from reliabench.run.plan import Job
 from reliabench.run.settings import RunSettings
 from reliabench.sandbox import SandboxBackend
 from reliabench.scanners import Scanner, workspace_diff
-from reliabench.scanners.workspace import scan_changes
+from reliabench.scanners.workspace import remove_bytecode, scan_changes
 from reliabench.tasks.suite import materialize
 from reliabench.warm.hidden import WarmTests
 
@@ -124,6 +124,8 @@ class RolloutRunner:
                 return draft.agent_infra_error()
             stage = "scanning the workspace"
             findings, scan_errors, changes = scan_changes(self.scanners, job.task.workspace_dir, workspace)
+            bytecode_errors, _ = remove_bytecode(workspace)  # the tests run what was scanned
+            scan_errors += bytecode_errors
             draft.scanned(findings, scan_errors, changes, [s.name for s in self.scanners])
             stage = "keeping the agent's files"
             draft.kept(take_snapshot(workspace, changes.files, _artifacts.DEFAULT_BUDGET))
@@ -162,7 +164,8 @@ class RolloutRunner:
 
                 stage = "re-testing the rollout"
                 outcome = retest_during_run(outcome, job.task, self.expected[job.task.id],
-                                            self.backend, limits, slot, tmp, self.settings.retest)
+                                            self.backend, limits, slot, tmp, self.settings.retest,
+                                            worker=self.warm)
             return outcome
         except Exception as exc:
             if draft.result is None:

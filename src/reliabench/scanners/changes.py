@@ -7,15 +7,20 @@ starter for a modified one). ``filter_to_changes`` then drops findings that alre
 in the starter: they are not the agent's. ``workspace_diff`` renders the same comparison as
 a unified diff, which the runner stores as an artifact.
 
-What is left out (``include_tests=False``, the default of ``changed_files``):
+Test-named files -- anything under a ``tests/`` or ``test/`` directory, ``test_*.py``,
+``*_test.py`` and ``conftest.py`` (:func:`is_test_path`) -- are part of the change set like
+any other file (the default ``include_tests=True``): the hidden tests are never in the
+workspace, and a file the agent wrote is the agent's code whatever its name (a solution can
+import its helpers from ``tests/_impl.py``). Findings in them are marked ``test_file`` by
+the scanning path (:mod:`reliabench.scanners.workspace`) and count like the others.
+``include_tests=False`` leaves them out (for a caller who wants the deliverable only).
 
-* test code: anything under a ``tests/`` or ``test/`` directory, ``test_*.py``,
-  ``*_test.py`` and ``conftest.py`` -- the hidden tests are not the agent's, and tests the
-  agent wrote for itself are not the deliverable (fixtures are full of fake secrets and
-  ``subprocess`` calls);
-* caches and tool state at any depth: ``__pycache__``, ``*.pyc``, ``.git``, ``.pytest_cache``,
-  ``.mypy_cache``, ``.ruff_cache``, ``.hypothesis``, ``.tox``, ``.nox``, ``.venv``,
-  ``venv``, ``node_modules``, ``*.egg-info``, ``.coverage``.
+What is left out: caches and tool state at any depth: ``__pycache__``, ``*.pyc``,
+``.git``, ``.pytest_cache``, ``.mypy_cache``, ``.ruff_cache``, ``.hypothesis``, ``.tox``,
+``.nox``, ``.venv``, ``venv``, ``node_modules``, ``*.egg-info``, ``.coverage`` -- except
+Python source (:data:`SOURCE_SUFFIXES`): a ``.venv/impl.py`` or ``node_modules/impl.py`` is
+code the solution can import (``sys.path.insert``), so it is listed, scanned and kept like
+any other file. (Bytecode is removed before the tests instead: ``scanners.workspace``.)
 
 Safety: the workspace is untrusted. Symbolic links are compared by their target text and
 never followed (a link to ``/etc/shadow`` must not end up in a diff artifact), FIFOs and
@@ -45,12 +50,14 @@ __all__ = [
     "CACHE_DIRS",
     "CACHE_FILE_PATTERNS",
     "DEFAULT_MAX_FILE_BYTES",
+    "SOURCE_SUFFIXES",
     "TEST_DIRS",
     "TEST_FILE_PATTERNS",
     "ChangeSet",
     "changed_files",
     "filter_to_changes",
     "is_ignored",
+    "is_test_path",
     "quote_path",
     "workspace_diff",
 ]
@@ -63,8 +70,22 @@ CACHE_FILE_PATTERNS: Final = ("*.pyc", "*.pyo", ".coverage", ".coverage.*", ".DS
 TEST_DIRS: Final = frozenset({"tests", "test"})
 TEST_FILE_PATTERNS: Final = ("test_*.py", "*_test.py", "conftest.py")
 DEFAULT_MAX_FILE_BYTES: Final = 4 * 1024 * 1024
+SOURCE_SUFFIXES: Final = frozenset({".py", ".pyw"})
+"""Python source: never left out for the folder it is in (the tests can import it from anywhere)."""
 
 _Kind = Literal["file", "link", "other", "error"]
+
+
+def is_test_path(rel: str) -> bool:
+    """Whether the POSIX relative path ``rel`` is named like test code.
+
+    Example:
+        >>> is_test_path("tests/_impl.py"), is_test_path("test_impl.py"), is_test_path("impl.py")
+        (True, True, False)
+    """
+    *dirs, name = PurePosixPath(rel).parts or ("",)
+    return any(d in TEST_DIRS for d in dirs) or any(
+        fnmatch.fnmatchcase(name, p) for p in TEST_FILE_PATTERNS)
 
 
 def is_ignored(rel: str, *, include_tests: bool = False) -> bool:
@@ -79,13 +100,14 @@ def is_ignored(rel: str, *, include_tests: bool = False) -> bool:
     parts = PurePosixPath(rel).parts
     if not parts:
         return True
-    *dirs, name = parts
-    for d in dirs:
-        if d in CACHE_DIRS or d.endswith(".egg-info") or (not include_tests and d in TEST_DIRS):
-            return True
-    if any(fnmatch.fnmatchcase(name, p) for p in CACHE_FILE_PATTERNS):
+    if not include_tests and is_test_path(rel):
         return True
-    return not include_tests and any(fnmatch.fnmatchcase(name, p) for p in TEST_FILE_PATTERNS)
+    *dirs, name = parts
+    if PurePosixPath(name).suffix in SOURCE_SUFFIXES:
+        return False  # importable wherever it lies
+    if any(d in CACHE_DIRS or d.endswith(".egg-info") for d in dirs):
+        return True
+    return any(fnmatch.fnmatchcase(name, p) for p in CACHE_FILE_PATTERNS)
 
 
 @dataclass(frozen=True, slots=True)
@@ -151,8 +173,8 @@ def _check_max(value: object) -> int:
 
 
 def _walk(root: Path, include_tests: bool) -> dict[str, _Entry]:
-    def skip(rel: str) -> bool:
-        return is_ignored(rel + "/x", include_tests=include_tests)
+    def skip(rel: str) -> bool:  # tool-state folders are walked: they may hold Python source
+        return not include_tests and is_test_path(rel + "/x")
 
     entries: dict[str, _Entry] = {}
     for e in walk_tree(root, skip_dir=skip):
@@ -249,7 +271,7 @@ def changed_files(
     starter: Path,
     workspace: Path,
     *,
-    include_tests: bool = False,
+    include_tests: bool = True,
     max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
 ) -> ChangeSet:
     r"""Compare a starter workspace with the workspace the agent left behind.
@@ -257,7 +279,8 @@ def changed_files(
     Args:
         starter: The task's starter workspace (pristine).
         workspace: The rollout's workspace after the agent ran.
-        include_tests: Also list test code (see the module docstring).
+        include_tests: List test-named files too (the default: they are the agent's code
+            like any other; see the module docstring).
         max_file_bytes: Files larger than this are not diffed line by line: when they
             differ, every line of the new version counts as changed.
 

@@ -1,14 +1,24 @@
 r"""Harness noise: which tests and verdicts change on identical code, and how scoring can allow for it.
 
 Inputs are a run's rollout records and its re-tests (``reliabench.run.retest``: the hidden tests
-re-run R times on the files each rollout left). For one rollout, its *runs* are the original
-test run and every re-run that completed or timed out (re-runs the harness could not run at
-all are left out and counted). Everything below compares runs of the SAME code, so every
-change is the harness's (the tests, their environment, the order, the clock), never the agent's.
+re-run R times on the files each rollout left, on the rollout's own execution path, and on
+each task's reference solution). For one rollout, its *runs* are the original test run and
+every re-run that completed or timed out (re-runs the harness could not run at all are left
+out and counted). Runs of one rollout run the SAME code, so a change comes from the harness
+(the tests, their environment, the order, the clock) -- or from the code itself: code may be
+nondeterministic, or answer differently on purpose (when it is not pid 1, on odd seconds).
 
-* **Flaky test**: a test whose outcome (passed or not) changes between runs of one rollout.
-  ``runs`` counts its outcomes over all rollouts, ``flips`` the changes between consecutive
-  runs, ``rollouts`` the rollouts where it changed at least once.
+* **Flip**: a test whose outcome (passed or not) changes between runs of one rollout or of
+  the reference. ``runs`` counts its outcomes over all rollouts, ``flips`` the changes
+  between consecutive runs, ``rollouts`` the rollouts where it changed at least once,
+  ``agents`` the distinct agents of those rollouts; ``reference_runs`` and
+  ``reference_flips`` the same on the task's reference solution.
+* **Flaky test** (harness noise): a flipping test whose variation cannot come from one
+  rollout's own code: it flips on the trusted reference solution (``evidence =
+  "reference"``), or in rollouts of at least :data:`MIN_AGENTS` distinct agents
+  (``evidence = "agents"``; one agent's rollouts are all written by the same, possibly
+  adversarial, policy). Other flips are listed apart (``NoiseReport.code_flips``) and
+  change nothing in scoring: they may be the rollout's own doing.
 * **Flaky verdict** (``verdict_flaky``): the rollout's verdict (passes all functional tests)
   is not the same in every run.
 * **Harness noise rate**: flaky verdicts / re-tested rollouts, with an exact
@@ -24,7 +34,9 @@ change is the harness's (the tests, their environment, the order, the clock), ne
 
 Scoring policies (:func:`apply_flaky_policy`): drop the flaky tests from every rollout of
 their task before judging it (``exclude_flaky_tests``), and/or judge a rollout whose verdict
-flips by the majority of its runs (``flaky_verdict="majority"``; a tie keeps the original).
+flips by the majority of its runs (``flaky_verdict="majority"``; a tie keeps the original),
+only when every test that flipped in it is a flaky test: a verdict that flips through a test
+only its own code makes flip keeps the original run's verdict.
 """
 
 from __future__ import annotations
@@ -41,12 +53,14 @@ from scipy import stats
 from reliabench.errors import InvalidArgumentError
 from reliabench.meta_keys import REASON
 from reliabench.records import Rollout, RolloutStatus, TestOutcome, TestOutcomeStatus
+from reliabench.store import REFERENCE_AGENT
 
 if TYPE_CHECKING:
     from reliabench.store import RetestRow
 
 __all__ = [
     "FLAKY_VERDICT_POLICIES",
+    "MIN_AGENTS",
     "FlakyTest",
     "NoiseRate",
     "NoiseReport",
@@ -60,17 +74,36 @@ __all__ = [
 ]
 
 FLAKY_VERDICT_POLICIES = ("original", "majority")
+MIN_AGENTS = 2
+"""Distinct agents whose rollouts must flip a test (without the reference) for it to be flaky."""
 
 
 @dataclass(frozen=True, slots=True)
 class FlakyTest:
-    """A hidden test whose outcome changed on identical code."""
+    """A hidden test whose outcome changed on identical code.
+
+    Attributes:
+        task_id: The task.
+        test: The test's id.
+        runs: Its outcomes over every run of every re-tested rollout.
+        flips: Changes between consecutive runs of one rollout, summed.
+        rollouts: Rollouts in which it changed.
+        agents: Distinct agents of those rollouts.
+        reference_runs: Its outcomes over the runs of the task's reference solution.
+        reference_flips: Changes between consecutive runs of the reference.
+        evidence: Why it counts as flaky: ``reference``, ``agents``, or ``""`` (it does not:
+            only one agent's code made it flip, which that code may have caused).
+    """
 
     task_id: str
     test: str
     runs: int
     flips: int
     rollouts: int
+    agents: int = 0
+    reference_runs: int = 0
+    reference_flips: int = 0
+    evidence: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -128,12 +161,14 @@ class NoiseReport:
 
     Attributes:
         rollouts: Per re-tested rollout, its verdicts.
-        flaky_tests: Tests that changed on identical code, most flips first.
+        flaky_tests: Flaky tests (harness noise by the rule above), most flips first.
         noise_rate: Flaky verdicts / re-tested rollouts with its interval.
         variance: Per agent, the variance split.
         reruns: Usable re-runs in total.
         test_errors: Re-runs the harness could not run (left out).
         max_reruns: Most re-runs of one rollout.
+        code_flips: Tests that flipped only where the rollouts' own code may be the cause
+            (one agent, never on the reference): reported, never treated as flaky.
     """
 
     rollouts: tuple[RolloutNoise, ...]
@@ -143,6 +178,7 @@ class NoiseReport:
     reruns: int
     test_errors: int
     max_reruns: int
+    code_flips: tuple[FlakyTest, ...] = ()
 
     @property
     def flaky_rollouts(self) -> int:
@@ -191,6 +227,32 @@ def _base_status(r: Rollout) -> RolloutStatus | None:
     return None
 
 
+def _tests_of(row: RetestRow) -> tuple[TestOutcome, ...]:
+    return tuple(TestOutcome(str(t[0]), t[1], bool(t[2])) for t in row["tests"])
+
+
+def _flips(seq: Sequence[bool]) -> int:
+    return sum(a != b for a, b in itertools.pairwise(seq))
+
+
+def _reference_flips(rows: Iterable[RetestRow]) -> dict[tuple[str, str], list[int]]:
+    """(task, test) -> [runs, flips] over the reference solution's runs, path by path."""
+    seqs: dict[tuple[str, str, int], dict[str, list[bool]]] = {}
+    for row in sorted(rows, key=lambda x: int(x["rep"])):
+        if row["status"] == "test_error":
+            continue
+        per = seqs.setdefault((row["task_id"], row["agent"], int(row["rollout"])), {})
+        for t in _tests_of(row):
+            per.setdefault(t.name, []).append(_passed(t.outcome))
+    out: dict[tuple[str, str], list[int]] = {}
+    for (task_id, _, _), per in seqs.items():
+        for name, seq in per.items():
+            acc = out.setdefault((task_id, name), [0, 0])
+            acc[0] += len(seq)
+            acc[1] += _flips(seq)
+    return out
+
+
 def _runs(r: Rollout, rows: Sequence[RetestRow]
           ) -> list[tuple[RolloutStatus, tuple[TestOutcome, ...]]]:
     """The (status, tests) of the original run and every usable re-run of a rollout."""
@@ -201,8 +263,7 @@ def _runs(r: Rollout, rows: Sequence[RetestRow]
         if row["status"] == "test_error":
             continue
         status = row["status"] if base is not None else r.status
-        tests = tuple(TestOutcome(str(t[0]), t[1], bool(t[2])) for t in row["tests"])
-        out.append((status, tests))
+        out.append((status, _tests_of(row)))
     return out
 
 
@@ -212,20 +273,26 @@ def harness_noise(records: Iterable[Rollout], retests: Iterable[RetestRow], *,
 
     Args:
         records: The run's rollouts.
-        retests: Its re-test rows (``RunStore.retest_rows()``).
+        retests: Its re-test rows (``RunStore.retest_rows()``), the reference solution's
+            (agent :data:`~reliabench.store.REFERENCE_AGENT`) included.
         confidence: Level of the noise rate's interval.
 
     Raises:
         InvalidArgumentError: when no rollout has a usable re-run.
     """
     by_key: dict[tuple[str, str, int], list[RetestRow]] = {}
+    reference: list[RetestRow] = []
     errors = 0
     for row in retests:
-        by_key.setdefault((row["task_id"], row["agent"], int(row["rollout"])), []).append(row)
+        if row["agent"] == REFERENCE_AGENT:
+            reference.append(row)
+        else:
+            by_key.setdefault((row["task_id"], row["agent"], int(row["rollout"])), []).append(row)
         errors += row["status"] == "test_error"
     recs = {r.key: r for r in records}
     per_rollout: list[RolloutNoise] = []
     tests: dict[tuple[str, str], list[int]] = {}  # (task, test) -> [runs, flips, rollouts]
+    agents: dict[tuple[str, str], set[str]] = {}  # (task, test) -> agents whose rollouts flipped it
     reruns = max_reruns = 0
     for key in sorted(by_key):
         r = recs.get(key)
@@ -243,24 +310,34 @@ def harness_noise(records: Iterable[Rollout], retests: Iterable[RetestRow], *,
                 seqs.setdefault(t.name, []).append(_passed(t.outcome))
         flaky_here = []
         for name, seq in seqs.items():
-            flips = sum(a != b for a, b in itertools.pairwise(seq))
+            flips = _flips(seq)
             acc = tests.setdefault((r.task_id, name), [0, 0, 0])
             acc[0] += len(seq)
             acc[1] += flips
             acc[2] += flips > 0
             if flips:
                 flaky_here.append(name)
+                agents.setdefault((r.task_id, name), set()).add(r.agent)
         per_rollout.append(RolloutNoise(key, verdicts, len(set(verdicts)) > 1, tuple(sorted(flaky_here))))
     if not per_rollout:
         raise InvalidArgumentError("no rollout has a usable re-test: run `reliabench retest RUN` first")
-    flaky = sorted((FlakyTest(t, name, v[0], v[1], v[2]) for (t, name), v in tests.items() if v[1]),
-                   key=lambda f: (-f.flips, f.task_id, f.test))
+    ref = _reference_flips(reference)
+    seen: list[FlakyTest] = []
+    for test_key in sorted(set(tests) | set(ref)):
+        v, rv = tests.get(test_key, [0, 0, 0]), ref.get(test_key, [0, 0])
+        who = agents.get(test_key, set())
+        if not (v[1] or rv[1]):
+            continue
+        evidence = "reference" if rv[1] else ("agents" if len(who) >= MIN_AGENTS else "")
+        seen.append(FlakyTest(*test_key, v[0], v[1], v[2], len(who), rv[0], rv[1], evidence))
+    order = sorted(seen, key=lambda f: (-(f.flips + f.reference_flips), f.task_id, f.test))
+    flaky = [f for f in order if f.evidence]
     x = sum(r.verdict_flaky for r in per_rollout)
     n = len(per_rollout)
     low, high = clopper_pearson(x, n, confidence)
     rate = NoiseRate(x / n, low, high, x, n, confidence)
     return NoiseReport(tuple(per_rollout), tuple(flaky), rate, _variance_split(per_rollout),
-                       reruns, errors, max_reruns)
+                       reruns, errors, max_reruns, tuple(f for f in order if not f.evidence))
 
 
 def _variance_split(rollouts: Sequence[RolloutNoise]) -> tuple[VarianceSplit, ...]:
@@ -314,20 +391,27 @@ class PolicyResult:
 def apply_flaky_policy(records: Iterable[Rollout], report: NoiseReport,
                        retests: Iterable[RetestRow], *, exclude_flaky_tests: bool = False,
                        flaky_verdict: str = "original") -> PolicyResult:
-    """Re-judge rollouts: drop flaky tests and/or take the majority verdict of flipping rollouts."""
+    """Re-judge rollouts: drop flaky tests and/or take the majority verdict of flipping rollouts.
+
+    Only flaky tests by the rule of the module docstring count: ``exclude_flaky_tests`` drops
+    those (from every rollout of their task), and ``majority`` re-judges a rollout only when
+    each test that flipped in its runs is one of them; otherwise its flips may be its own
+    code's and the original verdict stands (counted in the notes).
+    """
     if flaky_verdict not in FLAKY_VERDICT_POLICIES:
         raise InvalidArgumentError(f"flaky_verdict must be one of {', '.join(FLAKY_VERDICT_POLICIES)}, "
                                    f"got {flaky_verdict!r}")
     recs = list(records)
-    flaky_by_task: dict[str, set[str]] = {}
-    if exclude_flaky_tests:
-        for f in report.flaky_tests:
-            flaky_by_task.setdefault(f.task_id, set()).add(f.test)
+    flaky: dict[str, set[str]] = {}
+    for f in report.flaky_tests:
+        flaky.setdefault(f.task_id, set()).add(f.test)
+    flaky_by_task = flaky if exclude_flaky_tests else {}
+    flipped = {r.key: set(r.flaky_tests) for r in report.rollouts}
     by_key: dict[tuple[str, str, int], list[RetestRow]] = {}
     for row in retests:
         by_key.setdefault((row["task_id"], row["agent"], int(row["rollout"])), []).append(row)
     out = []
-    removed = changed = 0
+    removed = changed = kept_original = 0
     for r in recs:
         new = r
         excluded = flaky_by_task.get(r.task_id, set())
@@ -339,7 +423,11 @@ def apply_flaky_policy(records: Iterable[Rollout], report: NoiseReport,
             runs = _runs(r, sorted(by_key[r.key], key=lambda row: int(row["rep"])))
             verdicts = [_verdict(r, t, s, excluded) for s, t in runs]
             yes = sum(verdicts)
-            if len(set(verdicts)) > 1 and yes * 2 != len(verdicts):
+            own = flipped.get(r.key, set())
+            harness = bool(own) and own <= flaky.get(r.task_id, set())
+            if len(set(verdicts)) > 1 and not harness:
+                kept_original += 1
+            elif len(set(verdicts)) > 1 and yes * 2 != len(verdicts):
                 majority = yes * 2 > len(verdicts)
                 status = "completed" if majority and _base_status(r) else new.status
                 new = replace(new, verdict=majority, status=status)
@@ -352,6 +440,9 @@ def apply_flaky_policy(records: Iterable[Rollout], report: NoiseReport,
     if flaky_verdict == "majority":
         notes.append(f"--flaky-verdict majority: {report.flaky_rollouts} rollout(s) with a flipping "
                      "verdict judged by the majority of their runs (ties keep the original)")
+        if kept_original:
+            notes.append(f"{kept_original} of them kept their original verdict: a test that flipped "
+                         "in them is not flaky (it flipped only in one agent's code, not on the reference)")
     if exclude_flaky_tests or flaky_verdict == "majority":
         notes.append(f"{changed} of {len(recs)} rollout verdict(s) changed by the flaky-test policy")
     return PolicyResult(tuple(out), exclude_flaky_tests, flaky_verdict,
@@ -365,9 +456,15 @@ def _num(x: float) -> float | None:
 def noise_to_json(report: NoiseReport) -> dict[str, Any]:
     """The JSON document of ``reliabench retest --format json`` (and ``score``'s ``harness_noise``)."""
     rate = report.noise_rate
+
+    def flip(f: FlakyTest) -> dict[str, Any]:
+        return {"task_id": f.task_id, "test": f.test, "runs": f.runs, "flips": f.flips,
+                "rollouts": f.rollouts, "agents": f.agents, "reference_runs": f.reference_runs,
+                "reference_flips": f.reference_flips, "evidence": f.evidence}
+
     return {
-        "flaky_tests": [{"task_id": f.task_id, "test": f.test, "runs": f.runs, "flips": f.flips,
-                         "rollouts": f.rollouts} for f in report.flaky_tests],
+        "flaky_tests": [flip(f) for f in report.flaky_tests],
+        "code_flips": [flip(f) for f in report.code_flips],
         "flaky_rollouts": report.flaky_rollouts,
         "retested_rollouts": rate.rollouts,
         "noise_rate": {"value": _num(rate.value), "ci_low": _num(rate.ci_low),

@@ -270,6 +270,7 @@ class WarmWorkers:
         key: bytes,
         limits: Limits,
         slot: int,
+        order_seed: int | None = None,
     ) -> WarmRaw:
         """Run the staged hidden tests on ``workspace`` in a jailed fork of the slot's server.
 
@@ -281,6 +282,7 @@ class WarmWorkers:
             key: The per-run secret of the outcome channel.
             limits: Resource limits.
             slot: The worker slot.
+            order_seed: Run the tests in a seeded random order (re-tests); None: as collected.
 
         Returns:
             The result and the raw outcome stream.
@@ -291,7 +293,7 @@ class WarmWorkers:
         if runner not in ("pytest", "plain"):
             raise SandboxError(f"warm worker: runner must be 'pytest' or 'plain', got {runner!r}")
         ws = os.path.realpath(workspace)
-        env = {**hidden_test_env(3, 4, ws), "PWD": ws}  # as bwrap --chdir sets it
+        env = {**hidden_test_env(3, 4, ws, order_seed), "PWD": ws}  # as bwrap --chdir sets it
         extra = {"tests": str(staging / "tests"), "plugin_dir": str(staging / "plugin"),
                  "pytest_args": list(pytest_args)}
         return self.request(runner, Path(ws), readonly=[str(staging)], env=env, limits=limits,

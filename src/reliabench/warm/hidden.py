@@ -103,11 +103,13 @@ class WarmTests:
         extra: Sequence[str],
         expected: set[str] | None,
         test_runner: TestRunner = "pytest",
+        order_seed: int | None = None,
     ) -> RawRun:
         """Stage ``tests_dir``, run it on ``workspace`` in the slot's warm worker, parse the channel.
 
         ``test_runner`` ``plain`` uses the lean runner (not with ``extra`` arguments, which
-        are pytest's); anything else runs pytest in the warm fork.
+        are pytest's); anything else runs pytest in the warm fork. ``order_seed`` (re-tests)
+        runs the tests in a seeded random order, on either runner.
 
         Raises:
             SandboxError: The workspace is not a directory, or the worker failed twice.
@@ -120,7 +122,7 @@ class WarmTests:
         staging = self._staging(Path(tests_dir), slot)
         args = pytest_command("python", staging, extra)[5:]
         raw = self.workers.run_raw(workspace, staging, runner=runner, pytest_args=args,
-                                   key=key, limits=limits, slot=slot)
+                                   key=key, limits=limits, slot=slot, order_seed=order_seed)
         return RawRun(raw.result, parse_channel(raw.channel, key, expected))
 
 

@@ -17,6 +17,8 @@ does what pytest with reliabench's outcome plugin does, minus pytest's start-up:
   test runs at all;
 * ``collected`` lists every ``test*`` function of the modules (definition order), collected
   before any test runs, so a test that deletes another one does not stop it from running;
+  with an order seed (re-tests: ``RELIABENCH_ORDER_SEED``, read by the outcome plugin) the
+  list is shuffled with ``random.Random(seed)``, as the plugin does on the pytest path;
 * each test is called with its output captured at the file-descriptor level (like pytest's
   ``--capture=fd``); a return is ``passed``, ``pytest.skip`` or ``unittest.SkipTest`` is
   ``skipped``, any other exception (``SystemExit`` and other ``BaseException`` included) is
@@ -34,6 +36,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import random
 import sys
 import tempfile
 import traceback
@@ -62,6 +65,7 @@ _format_exception = traceback.format_exception
 _spec_from_file = importlib.util.spec_from_file_location
 _module_from_spec = importlib.util.module_from_spec
 _TemporaryFile = tempfile.TemporaryFile
+_Random = random.Random
 _Skip = (pytest.skip.Exception, unittest.SkipTest)
 _XFail = pytest.xfail.Exception
 _Exit = pytest.exit.Exception
@@ -246,6 +250,8 @@ def run_plain(tests_root: str, plugin_dir: str, workspace: str) -> int:
             continue
         capture.stop()
         items += [(f"{rel}::{name}", fn, sec) for name, fn, sec in _test_functions(module)]
+    if plugin._order_seed is not None:  # re-tests: the seeded order the pytest plugin uses too
+        _Random(int(plugin._order_seed)).shuffle(items)
     write({"event": "collected", "tests": [[name, sec] for name, _, sec in items]})
     status = 0
     if errors:
