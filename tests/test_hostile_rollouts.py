@@ -417,7 +417,10 @@ def test_a_record_the_store_cannot_take_is_kept_as_a_failure(base: Path,
     with RunStore.open_existing(base / "run", readonly=True) as store:
         (r,) = store.rollouts()
     assert r.status == "test_error"
-    assert "storing the rollout's record: RecursionError" in r.meta["reason"]
+    # the store refuses the record it could not encode (RecordError, naming the cause); the
+    # runner keeps the rollout as the agent's failure with that reason
+    assert "storing the rollout's record: RecordError" in r.meta["reason"]
+    assert "cannot be written as JSON: planted" in r.meta["reason"]
 
 
 def test_a_failure_before_the_agent_ran_is_infra(base: Path, monkeypatch: pytest.MonkeyPatch) -> None:
