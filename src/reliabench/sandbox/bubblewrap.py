@@ -13,6 +13,7 @@ from pathlib import Path
 
 from reliabench.errors import SandboxError
 from reliabench.sandbox.base import DEFAULT_PATH, Limits, SandboxResult, _is_root, _prepare
+from reliabench.sandbox.host import HostBackend
 from reliabench.sandbox.seccomp import active_filter, filter_program
 from reliabench.sandbox.slots import (
     _ancestors,
@@ -83,7 +84,7 @@ def _bwrap_has_size(bwrap: str) -> bool:
     return found
 
 
-class BubblewrapBackend:
+class BubblewrapBackend(HostBackend):
     """Namespaces via ``bwrap``: a fresh root with read-only system and interpreter binds.
 
     As root: bwrap without a user namespace, then ``prlimit`` and ``setpriv`` drop to the slot

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from reliabench.errors import SandboxError
 from reliabench.sandbox.base import Limits, SandboxResult, _is_root, _prepare
+from reliabench.sandbox.host import HostBackend
 from reliabench.sandbox.seccomp import active_filter, preexec_confinement
 from reliabench.sandbox.slots import (
     _hold_slot,
@@ -28,7 +29,7 @@ _CLONE_NEWIPC = 0x08000000
 _CLONE_NEWNET = 0x40000000
 
 
-class NamespacesBackend:
+class NamespacesBackend(HostBackend):
     """Root only: new net/ipc/uts namespaces, the seccomp filter, rlimits, drop to the slot uid.
 
     The child makes the namespaces itself (``unshare(2)`` in its ``preexec_fn``), then installs

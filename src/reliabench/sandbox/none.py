@@ -11,6 +11,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from reliabench.sandbox.base import Limits, SandboxResult, _is_root, _prepare
+from reliabench.sandbox.host import HostBackend
 from reliabench.sandbox.supervision import (
     _nproc_for_current_user,
     _rlimit_args,
@@ -20,7 +21,7 @@ from reliabench.sandbox.supervision import (
 
 __all__ = ["NoSandboxBackend"]
 
-class NoSandboxBackend:
+class NoSandboxBackend(HostBackend):
     """No isolation: rlimits, a new session and a process-group kill, as the current user.
 
     It does not hide the file system or the network, does not stop a fork bomb when run as
