@@ -40,6 +40,8 @@ from reliabench.files.untrusted import file_kind, open_regular, read_file, walk_
 from reliabench.hidden_tests.stdio_config import StdioConfig, parse_stdio_config
 from reliabench.meta_keys import TEST_RUNNERS, TestRunner
 from reliabench.sandbox import MAX_SECONDS
+from reliabench.sandbox.environment import HOST, EnvironmentSpec
+from reliabench.tasks.test_command import TestCommand
 
 __all__ = ["Suite", "Task", "Variant", "bundled_suites", "hash_suite_files", "load_suite", "materialize",
            "resolve_suite", "suite_files"]
@@ -84,7 +86,10 @@ class Task:
 
     ``allowed_skips`` are the hidden tests (node ids relative to ``tests/``) whose skip or xfail
     counts as ``skipped``; any other skip or xfail is a failure
-    (:mod:`reliabench.hidden_tests.skips`).
+    (:mod:`reliabench.hidden_tests.skips`). ``environment`` is where the task runs (its
+    ``[environment]`` table or its suite's; the host when neither has one);
+    ``test_command`` is the ``[test_command]`` table of a ``test_runner = "command"`` task
+    (:mod:`reliabench.tasks.test_command`).
     """
 
     id: str
@@ -101,6 +106,8 @@ class Task:
     test_runner: TestRunner = "pytest"
     stdio: StdioConfig | None = None
     allowed_skips: tuple[str, ...] = ()
+    environment: EnvironmentSpec = HOST
+    test_command: TestCommand | None = None
 
 
 @dataclass(frozen=True, slots=True)
