@@ -50,14 +50,14 @@ def test_catch2_junit_reporter() -> None:
 
 def test_pytest_junit_xml() -> None:
     assert _outcomes("pytest-sample.xml") == [
-        ("test_sample::test_passes", "passed"),
-        ("test_sample::test_fails", "failed"),
-        ("test_sample::test_skipped", "skipped"),
-        ("test_sample::test_xfails", "xfailed"),
-        ("test_sample::test_errors", "error"),
-        ("test_sample::test_param[1]", "passed"),
-        ("test_sample::test_param[2]", "failed"),
-        ("test_sample.TestGroup::test_in_class", "passed"),
+        ("sample::test_passes", "passed"),
+        ("sample::test_fails", "failed"),
+        ("sample::test_skipped", "skipped"),
+        ("sample::test_xfails", "xfailed"),
+        ("sample::test_errors", "error"),
+        ("sample::test_param[1]", "passed"),
+        ("sample::test_param[2]", "failed"),
+        ("sample.TestGroup::test_in_class", "passed"),
     ]
 
 
