@@ -30,7 +30,8 @@ def command(ctx: click.Context) -> None:
 
 @command.command("import")
 @click.argument("fmt", metavar="FORMAT", type=RegistryChoice(CONVERTER_REGISTRY))
-@click.argument("source", required=False, type=click.Path(dir_okay=False, path_type=Path))
+# SOURCE: a file, or a folder for some formats (aider-polyglot)
+@click.argument("source", required=False, type=click.Path(path_type=Path))
 @click.option("-o", "--output", "out", required=True, type=click.Path(path_type=Path),
               help="The new suite directory (must not exist, or be empty).")
 @click.option("--time-limit", "time_limit", type=click.FloatRange(min=0, min_open=True), default=3.0,

@@ -288,9 +288,10 @@ def _load_task(tdir: Path, problems: list[str], root: Path) -> Task | None:
     elif runner == "command":
         test_command = parse_test_command(meta or {}, tdir / "task.toml", problems)
     elif file_kind(tdir / "tests") == "dir" and not any(
-            e.kind == "file" and e.rel.rsplit("/", 1)[-1].startswith("test") and e.rel.endswith(".py")
+            e.kind == "file" and e.rel.endswith(".py")
+            and (e.rel.rsplit("/", 1)[-1].startswith("test") or e.rel.endswith("_test.py"))
             for e in walk_tree(tdir / "tests")):
-        problems.append(f"{tdir / 'tests'}: no test_*.py files (hidden tests)")
+        problems.append(f"{tdir / 'tests'}: no test_*.py files (hidden tests)")  # or *_test.py, as pytest
     if meta is None or prompt is None or len(problems) > before:
         return None
     tid = meta.get("id")

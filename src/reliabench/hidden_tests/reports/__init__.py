@@ -37,7 +37,7 @@ Formats are a plugin kind (:data:`REPORT_FORMATS`, entry-point group
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Final, Protocol, runtime_checkable
 
 from reliabench.errors import UsageError
@@ -109,12 +109,15 @@ class ParsedReport:
         coarse: The report has one outcome for the whole run, not one per test
             (``exit-code``).
         found: The report existed (False: the tool wrote none; every expected test failed).
+        inconsistent: The report contradicts itself (a name listed twice, counts that do not
+            match its lines): a sign of lines forged into it (``HiddenTestRun.forged``).
     """
 
     cases: tuple[ReportedCase, ...]
     problems: tuple[str, ...] = ()
     coarse: bool = False
     found: bool = True
+    inconsistent: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -227,7 +230,6 @@ def parse_report(fmt: ReportFormat, report: ReportInput) -> ParsedReport:
         return ParsedReport((), (f"the {fmt.name} reader failed: {type(exc).__name__}: {exc}"[:300],),
                             coarse=fmt.coarse, found=report.data is not None)
     if report.truncated:
-        parsed = ParsedReport(parsed.cases, (*parsed.problems, f"the report was cut at {MAX_REPORT_BYTES} "
-                                             "bytes (tests after the cut did not run)"),
-                              parsed.coarse, parsed.found)
+        parsed = replace(parsed, problems=(*parsed.problems, "the report was cut (tests in the cut part "
+                                           "count as not run)"))
     return parsed

@@ -51,13 +51,21 @@ def relative_to(path: str, workdir: str) -> str:
     return path
 
 
-def finish(cases: list[ReportedCase], problems: list[str]) -> ParsedReport:
-    """Merge duplicates, cap the count, and wrap the result."""
+def finish(cases: list[ReportedCase], problems: list[str], *, inconsistent: bool = False) -> ParsedReport:
+    """Merge duplicates, cap the count, and wrap the result.
+
+    Args:
+        cases: The cases read, in order.
+        problems: The problems said so far.
+        inconsistent: The reader found counts that disagree with the lines (a duplicate name
+            makes the report inconsistent too).
+    """
     if len(cases) > MAX_CASES:
         problems.append(f"more than {MAX_CASES} test cases: the rest were not read")
         del cases[MAX_CASES:]
+    said = len(problems)
     merged = merge_cases(cases, problems)
-    return ParsedReport(merged, tuple(problems))
+    return ParsedReport(merged, tuple(problems), inconsistent=inconsistent or len(problems) > said)
 
 
 def load_json(data: bytes, problems: list[str]) -> Any:

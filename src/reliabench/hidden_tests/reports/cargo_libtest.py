@@ -69,6 +69,7 @@ class CargoLibtestReport:
         problems: list[str] = []
         text = decode_text(report.data, problems)
         cases: list[ReportedCase] = []
+        counts_ok = True
         target = ""
         block: list[ReportedCase] | None = None  # the tests of the open block
         announced = 0
@@ -91,7 +92,7 @@ class CargoLibtestReport:
                 continue
             result = _RESULT.match(line)
             if result:
-                _check_block(target, block, announced, result, problems)
+                counts_ok &= _check_block(target, block, announced, result, problems)
                 cases += block
                 block = None
                 continue
@@ -107,12 +108,14 @@ class CargoLibtestReport:
             cases += block
         if not blocks:
             problems.append("no 'running N tests' line: the tests did not build or run")
-        return finish(cases, problems)
+        return finish(cases, problems, inconsistent=not counts_ok)
 
 
 def _check_block(target: str, block: list[ReportedCase], announced: int, result: re.Match[str],
-                 problems: list[str]) -> None:
+                 problems: list[str]) -> bool:
+    """Whether the block's counts agree with its lines (a problem line for each that does not)."""
     where = target or "a test target"
+    before = len(problems)
     if len(block) != announced:
         problems.append(f"{where}: 'running {announced} tests' but {len(block)} test lines")
     counts = {o: sum(1 for c in block if c.outcome == o) for o in ("passed", "failed", "skipped")}
@@ -121,3 +124,4 @@ def _check_block(target: str, block: list[ReportedCase], announced: int, result:
         problems.append(f"{where}: the test result line says {said['passed']} passed, {said['failed']} "
                         f"failed, {said['skipped']} ignored; the test lines say {counts['passed']}, "
                         f"{counts['failed']}, {counts['skipped']}")
+    return len(problems) == before

@@ -52,11 +52,13 @@ class CtrfReport:
             else:
                 cases.append(case)
         summary = results.get("summary") if isinstance(results, dict) else None
+        inconsistent = False
         if isinstance(summary, dict) and isinstance(tests, list):
             stated = summary.get("tests")
             if isinstance(stated, int) and stated != len(tests):
                 problems.append(f"the summary says {stated} tests, the list has {len(tests)}")
-        return finish(cases, problems)
+                inconsistent = True
+        return finish(cases, problems, inconsistent=inconsistent)
 
 
 def _case(test: object, workdir: str) -> ReportedCase | None:

