@@ -124,14 +124,14 @@ def test_a_malformed_config_is_one_line_with_the_file(tmp_path: Path) -> None:
     with pytest.raises(InputError, match=r"config\.json: files\.test: expected a list of relative paths"):
         find_exercises(root)
     config.write_text('{"files": {"solution": ["../../../etc/passwd"], "test": ["x"], "example": ["y"]}}')
-    with pytest.raises(InputError, match="files.solution: expected a list of relative paths"):
+    with pytest.raises(InputError, match=r"files\.solution: expected a list of relative paths"):
         find_exercises(root)
     config.write_text("{not json")
     with pytest.raises(InputError, match=r"config\.json:1: not JSON"):
         find_exercises(root)
     config.write_text(json.dumps({"files": {"solution": ["bowling.go"], "test": ["gone_test.go"],
                                             "example": [".meta/example.go"]}}))
-    with pytest.raises(InputError, match="lists 'gone_test.go', which the exercise does not have"):
+    with pytest.raises(InputError, match=r"lists 'gone_test\.go', which the exercise does not have"):
         write_polyglot_suite(root, tmp_path / "out", ConvertOptions())
 
 
