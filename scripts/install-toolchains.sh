@@ -10,7 +10,7 @@
 #   TOOLCHAIN_LANGUAGES="go rust" scripts/install-toolchains.sh   # some of them
 #
 # What goes where:
-#   Debian packages   golang-go; rustc-web cargo-web librust-{time,anyhow,rand}-dev; default-jdk-headless
+#   Debian packages   golang-go; rustc-web cargo-web librust-{time,anyhow,rand,thiserror}-dev; default-jdk-headless
 #                     junit5 libassertj-core-java; cmake g++ make ccache libboost-date-time-dev;
 #                     nodejs npm (unless a node >= 18 is there); python3-pytest
 #   $RELIABENCH_TOOLCHAINS (default /opt/reliabench/toolchains), readable by every uid:
@@ -60,7 +60,7 @@ command -v bc >/dev/null 2>&1 || { apt-get update -qq && apt-get install -y -qq 
 step "apt-get update" apt-get update -qq
 wants go && step "go (golang-go)" apt_install golang-go
 wants rust && step "rust (rustc-web, crates)" apt_install rustc-web cargo-web librust-time-dev \
-  librust-anyhow-dev librust-rand-dev
+  librust-anyhow-dev librust-rand-dev librust-thiserror-dev
 wants java && step "java (jdk, junit5, assertj)" apt_install default-jdk-headless junit5 libassertj-core-java
 wants cpp && step "cpp (cmake, g++, ccache)" apt_install cmake g++ make ccache libboost-date-time-dev
 wants python && step "python (python3-pytest)" apt_install python3-pytest

@@ -109,10 +109,12 @@ __all__ = [
     "lay_test_tree",
 ]
 
-COMMAND_LIMITS: Final = Limits(wall_s=180.0, cpu_s=600.0, memory_bytes=16 << 30, max_procs=4096,
+COMMAND_LIMITS: Final = Limits(wall_s=180.0, cpu_s=600.0, memory_bytes=32 << 30, max_procs=4096,
                                file_size_bytes=1 << 30, output_bytes=1 << 20, tmp_bytes=512 << 20)
-"""Limits the test commands of the polyglot suite need (``RLIMIT_AS`` counts every thread's
-stack: bank-account's 1000 threads reserve 8 GiB; ``RLIMIT_NPROC`` counts threads)."""
+"""Limits the test commands of the polyglot suite need. ``RLIMIT_AS`` counts address space, not
+memory: the C++ bank-account's 1000 threads reserve 8 GiB of stacks, a Node worker thread
+reserves a V8 code range (parallel-letter-frequency's workers need more than 24 GiB);
+``RLIMIT_NPROC`` counts threads."""
 HARNESS_PREFIX: Final = ".reliabench"
 """Entries of a test tree with this prefix are the harness's: an agent's is removed and flagged."""
 REPORT_DIR: Final = ".reliabench-report"

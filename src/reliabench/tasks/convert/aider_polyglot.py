@@ -105,11 +105,13 @@ COMMANDS: Final[Mapping[str, _Command]] = {
     "javascript": _Command(
         ("node", "node_modules/jest/bin/jest.js", "--ci", "--config={}", "--json",
          "--outputFile={report_dir}/jest.json", "--cacheDirectory={scratch}/jest-cache", "--watchman=false",
-         "--maxWorkers=1"),
+         "--maxWorkers=1", "--testTimeout=30000"),
         "jest-json", "jest.json",
         ("xtest( -> test( in the tests, as Aider's npm-test.sh does",
          "jest with one shared node_modules (jest + babel, the exercises' devDependencies), as Aider "
-         "links one"),
+         "links one",
+         "jest's time limit per test raised from 5 s to 30 s (parallel-letter-frequency's worker threads "
+         "take longer than 5 s on a loaded 2-core machine)"),
         ignore=("coverage",),
         tamper=("jest.config.js", "jest.config.cjs", "jest.config.mjs", "jest.config.ts", "jest.config.json",
                 ".babelrc", ".babelrc.js", ".babelrc.cjs", ".babelrc.json", "babel.config.json",
@@ -336,6 +338,71 @@ def _python_tests(files: Mapping[str, bytes]) -> int:
     return count
 
 
+_BARE_DISABLED: Final = re.compile(
+    rb"@Disabled\s*\n(?:\s*@\w+(?:\([^)]*\))?\s*\n)*\s*(?:public\s+)?void\s+(\w+)\s*\(")
+
+
+_JS_STRING: Final = r"\(\s*(?:(['\"`])((?:\\.|(?!\3).)*)\3)?"
+_JS_BLOCK: Final = re.compile(r"^(\s*)(describe|xdescribe|describe\.skip)" + _JS_STRING)
+_JS_SKIPPED: Final = re.compile(r"^(\s*)(xit|xtest|it\.skip|test\.skip)" + _JS_STRING)
+_JS_TITLE: Final = re.compile(r"^\s*(['\"`])((?:\\.|(?!\1).)*)\1")
+
+
+def _still_disabled(ex: Exercise, tests: Mapping[str, bytes]) -> list[str]:
+    """Tests that stay skipped after Aider's adjustments, as their report names.
+
+    Java: a bare ``@Disabled`` (Aider's pattern removes ``@Disabled(...)`` only); JavaScript:
+    ``xit(``, ``it.skip(``, ``test.skip(`` (Aider replaces ``xtest(`` only), named
+    ``FILE::DESCRIBE > ... > TITLE`` from the spec's indentation (Exercism's files are formatted
+    by prettier).
+    """
+    names: list[str] = []
+    for rel, data in sorted(tests.items()):
+        if ex.language == "java" and rel.endswith(".java"):
+            names += [f"{PurePosixPath(rel).stem}::{m.decode()}()" for m in _BARE_DISABLED.findall(data)]
+        elif ex.language == "javascript" and rel.endswith(".spec.js"):
+            names += [f"{rel}::{title}" for title in _js_skipped(data.decode("utf-8"))]
+    return names
+
+
+def _js_title(lines: list[str], i: int, match: re.Match[str]) -> str | None:
+    if match.group(4) is not None:
+        return _unescape(match.group(4))
+    for line in lines[i + 1:i + 3]:  # a title on the next line (a long call prettier wrapped)
+        m = _JS_TITLE.match(line)
+        if m:
+            return _unescape(m.group(2))
+    return None
+
+
+def _unescape(title: str) -> str:
+    return re.sub(r"\\(.)", r"\1", title)
+
+
+def _js_skipped(text: str) -> list[str]:
+    lines = text.splitlines()
+    blocks: list[tuple[int, str]] = []  # open describe blocks: (indent, title)
+    out: list[str] = []
+    for i, line in enumerate(lines):
+        indent = len(line) - len(line.lstrip())
+        if line.strip().startswith("});") or line.strip() == "})":
+            while blocks and blocks[-1][0] >= indent:
+                blocks.pop()
+            continue
+        block = _JS_BLOCK.match(line)
+        if block:
+            title = _js_title(lines, i, block)
+            if title is not None:
+                blocks.append((indent, title))
+            continue
+        skipped = _JS_SKIPPED.match(line)
+        if skipped:
+            title = _js_title(lines, i, skipped)
+            if title is not None:
+                out.append(" > ".join([*(t for ind, t in blocks if ind < indent), title]))
+    return out
+
+
 def _top_level_names(data: bytes) -> set[str]:
     names: set[str] = set()
     for node in ast.parse(data).body:
@@ -385,11 +452,22 @@ def build_task(ex: Exercise, root: Path) -> PolyglotTask:
     harness = _HARNESS[ex.language]
     tests = {rel: _adjust(ex, rel, data) for rel, data in files.items()
              if _is_test_file(ex, rel) or rel in harness}
+    extra: list[str] = []
+    example_manifest = ex.dir / ".meta" / "Cargo-example.toml"
+    if ex.language == "rust" and file_kind(example_manifest) == "file":
+        tests["Cargo.toml"] = read_file(example_manifest, _FILE_BYTES, under=root)
+        extra.append("the tests build with the reference's Cargo.toml (.meta/Cargo-example.toml), whose "
+                     "crates the reference needs; an agent's own Cargo.toml is not used, as in Aider's runs")
     workspace = {rel: _adjust(ex, rel, data) for rel, data in files.items() if not _is_test_file(ex, rel)}
     meta = [f"id = {toml_value(ex.task_id)}", f"language = {toml_value(ex.language)}",
             f"timeout_s = {toml_value(_TIMEOUT_S)}", f"tags = {toml_value([ex.language, 'aider-polyglot'])}"]
     adjustments: tuple[str, ...] = ()
     count: int | None = None
+    still_disabled = _still_disabled(ex, tests)
+    if still_disabled:
+        extra.append("tests that Aider's adjustment leaves disabled (a bare @Disabled, xit(, test.skip() "
+                     "stay skipped, as in Aider's runs: declared in allowed_skips")
+        meta.append(f"allowed_skips = {toml_value(still_disabled)}")
     if ex.language == "python" and _starter_imports_what_tests_need(tests, workspace):
         meta.append('test_runner = "pytest"')
         count = _python_tests({r: d for r, d in tests.items() if r.endswith(".py")})
@@ -404,6 +482,7 @@ def build_task(ex: Exercise, root: Path) -> PolyglotTask:
             meta.append(f"ignore = {toml_value(list(cmd.ignore))}")
         if cmd.tamper:
             meta.append(f"tamper = {toml_value(list(cmd.tamper))}")
+        adjustments = (*adjustments, *extra)
         meta.append(f"adjustments = {toml_value(list(adjustments))}")
     meta += ["", "[source]", 'benchmark = "aider-polyglot"', f"exercise = {toml_value(ex.name)}",
              f"path = {toml_value(f'{ex.language}/exercises/practice/{ex.name}')}"]
