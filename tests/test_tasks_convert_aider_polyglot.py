@@ -145,3 +145,36 @@ def test_links_in_a_download_are_never_followed(tmp_path: Path) -> None:
     task = load_suite(tmp_path / "out").tasks[0]
     assert not (task.workspace_dir / "notes.txt").exists()
     assert "host secret" not in "".join(p.read_text() for p in task.root.rglob("*") if p.is_file())
+
+
+def test_tests_aider_leaves_skipped_are_declared_skips(tmp_path: Path) -> None:
+    root = _copy_exercise(tmp_path, "javascript", "phone-number")
+    spec = root / "javascript/exercises/practice/phone-number/phone-number.spec.js"
+    text = spec.read_text()
+    assert "    test('cleans the number', () => {" in text
+    spec.write_text(text.replace("    test('cleans the number', () => {",
+                                 "    test.skip(\n      'cleans the number',\n      () => {", 1)
+                    .replace("xtest('cleans numbers with dots'", "xit('cleans \\'numbers\\' with dots'", 1))
+    shutil.copytree(EXTRACT / "java/exercises/practice/series", root / "java/exercises/practice/series")
+    java = root / "java/exercises/practice/series/src/test/java/SeriesTest.java"
+    java.write_text(java.read_text().replace("    @Test\n    public void slicesOfOneFromOne()",
+                                             "    @Disabled\n    @Test\n    public void slicesOfOneFromOne()", 1))
+    write_polyglot_suite(root, tmp_path / "out", ConvertOptions())
+    suite = load_suite(tmp_path / "out")
+    js = suite.task("javascript-phone-number")
+    assert js.allowed_skips == (
+        "phone-number.spec.js::Phone Number > Cleanup user-entered phone numbers > cleans the number",
+        "phone-number.spec.js::Phone Number > Cleanup user-entered phone numbers > cleans 'numbers' with dots")
+    assert js.test_command is not None and "declared in allowed_skips" in js.test_command.adjustments[-1]
+    assert suite.task("java-series").allowed_skips == ("SeriesTest::slicesOfOneFromOne()",)
+
+
+def test_rust_tests_build_with_the_references_manifest(tmp_path: Path) -> None:
+    root = _copy_exercise(tmp_path, "rust", "luhn-from")
+    manifest = '[package]\nedition = "2021"\nname = "luhn-from"\nversion = "0.0.0"\n\n[dependencies]\ntime = "0.3"\n'
+    (root / "rust/exercises/practice/luhn-from/.meta/Cargo-example.toml").write_text(manifest)
+    write_polyglot_suite(root, tmp_path / "out", ConvertOptions())
+    task = load_suite(tmp_path / "out").tasks[0]
+    assert (task.tests_dir / "Cargo.toml").read_text() == manifest
+    assert (task.workspace_dir / "Cargo.toml").read_text() != manifest
+    assert task.test_command is not None and "Cargo-example.toml" in task.test_command.adjustments[-1]
