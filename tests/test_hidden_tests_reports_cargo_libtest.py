@@ -56,3 +56,12 @@ def test_a_build_failure_and_a_cut_block() -> None:
     parsed = _parse(b"running 3 tests\ntest a ... ok\n")
     assert [(c.name, c.outcome) for c in parsed.cases] == [("a", "passed")]
     assert "ends before its test result line (1 of 3 tests listed)" in parsed.problems[0]
+
+
+def test_a_test_binary_that_exits_early_does_not_swallow_the_next_target() -> None:
+    data = (b"     Running unittests src/lib.rs (target/debug/deps/m-1)\n\nrunning 2 tests\ntest a ... ok\n"
+            b"     Running tests/t.rs (target/debug/deps/t-2)\n\nrunning 1 test\ntest b ... ok\n\n"
+            b"test result: ok. 1 passed; 0 failed; 0 ignored; 0 measured\n")
+    parsed = _parse(data)
+    assert [(c.name, c.outcome) for c in parsed.cases] == [("src/lib.rs::a", "passed"), ("tests/t.rs::b", "passed")]
+    assert "src/lib.rs: the output ends before its test result line (1 of 2 tests listed)" in parsed.problems

@@ -77,6 +77,14 @@ class CargoLibtestReport:
         blocks = 0
         for line in text.splitlines():
             line = line.rstrip("\r")
+            starts = _RUNNING_TARGET.match(line) or _DOC_TESTS.match(line) or _RUNNING_N.match(line)
+            if block is not None and starts:
+                # a test binary that stopped before its result line (it exited or crashed):
+                # what it listed stays, and the next target's block begins
+                problems.append(f"{target or 'a test target'}: the output ends before its test result "
+                                f"line ({len(block)} of {announced} tests listed)")
+                cases += block
+                block = None
             if block is None:
                 m = _RUNNING_TARGET.match(line) or _DOC_TESTS.match(line)
                 if m:
