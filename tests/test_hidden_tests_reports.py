@@ -15,7 +15,6 @@ from pathlib import Path
 import pytest
 
 from reliabench.errors import UsageError
-from reliabench.hidden_tests import reports
 from reliabench.hidden_tests.reports import (
     EXIT_CODE,
     REPORT_FORMAT_REGISTRY,
@@ -201,7 +200,7 @@ def test_more_cases_than_the_cap_are_a_problem(monkeypatch: pytest.MonkeyPatch) 
 def test_a_cut_report_flag_adds_a_problem() -> None:
     data = (FIXTURES / SAMPLES["go-test-json"]).read_bytes()
     parsed = parse_report(get_report_format("go-test-json"), ReportInput(data, 0, truncated=True))
-    assert any(f"cut at {reports.MAX_REPORT_BYTES} bytes" in p for p in parsed.problems)
+    assert any("the report was cut" in p for p in parsed.problems)
 
 
 def test_common_helpers() -> None:
