@@ -96,7 +96,9 @@ def ours(runner: CommandTestRunner, backend: SandboxBackend, task: Task, ws: Pat
     request = TestRequest(task, ws, expected, COMMAND_LIMITS, SLOT, _opener(backend, ws), starter=starter,
                           allowed_skips=task.allowed_skips)
     run = runner.run(request)
-    return run.status == "completed" and all(o.outcome == "passed" for o in run.outcomes), run
+    passed = (run.status == "completed" and any(o.outcome == "passed" for o in run.outcomes)
+              and all(o.outcome in ("passed", "skipped") for o in run.outcomes))  # a declared skip: neither
+    return passed, run
 
 
 def aiders(runner: CommandTestRunner, backend: SandboxBackend, task: Task, ws: Path) -> bool:
@@ -210,7 +212,7 @@ def main() -> int:
             variants.append(("reference", "", _variant(base, task, "ref", lambda ws: True) or starter))
             for label, ws in mutants(base, task):
                 ok, run = ours(runner, backend, task, ws, expected, starter)
-                failing = sum(o.outcome != "passed" for o in run.outcomes)
+                failing = sum(o.outcome not in ("passed", "skipped") for o in run.outcomes)
                 if not ok and run.status == "completed" and failing < len(run.outcomes) and run.outcomes:
                     variants.append(("broken", label, ws))
                     break
@@ -224,7 +226,7 @@ def main() -> int:
                 theirs = aiders(runner, backend, task, ws)
                 total[(task.language, kind)] += 1
                 agree[(task.language, kind)] += mine == theirs
-                failing = sum(o.outcome != "passed" for o in run.outcomes)
+                failing = sum(o.outcome not in ("passed", "skipped") for o in run.outcomes)
                 note = (f"{task.id:34} {kind:9} ours {'pass' if mine else 'fail'} "
                         f"({failing}/{len(run.outcomes)} failing)  "
                         f"aider {'pass' if theirs else 'fail'}  {label}")

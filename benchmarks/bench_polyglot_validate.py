@@ -91,12 +91,13 @@ class Verdict:
 
 
 def _passed(run: HiddenTestRun) -> bool:
-    return (run.status == "completed" and bool(run.outcomes)
-            and all(o.outcome == "passed" for o in run.outcomes))
+    """A rollout's pass: it completed and no test failed (a declared skip counts neither way)."""
+    return (run.status == "completed" and any(o.outcome == "passed" for o in run.outcomes)
+            and all(o.outcome in ("passed", "skipped") for o in run.outcomes))
 
 
 def _note(run: HiddenTestRun) -> str:
-    failing = [o.name for o in run.outcomes if o.outcome != "passed"]
+    failing = [o.name for o in run.outcomes if o.outcome not in ("passed", "skipped")]
     return f"{run.status}; failing {len(failing)}: {', '.join(failing[:2])}; {(run.reason or '')[:160]}"
 
 
