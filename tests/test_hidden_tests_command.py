@@ -402,3 +402,19 @@ def test_copy_files_keeps_modes_and_mtimes_and_follows_no_link(tmp_path: Path) -
     assert not os.path.lexists(tmp_path / "dst" / "link")
     with pytest.raises(SandboxError, match="more than 3 bytes"):
         copy_files(src, tmp_path / "small", max_bytes=3)
+
+
+@pytest.mark.sandbox
+def test_a_workspace_too_large_to_copy_fails_its_tests_not_the_run(base: Path, runner: CommandTestRunner,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    from reliabench.hidden_tests import command
+
+    task = _command_suite(base / "s", 'argv = ["sh", "-c", "cat tap.txt"]\nreport = "tap"\n',
+                          {"tap.txt": "1..1\nok 1 - a\n"})
+    expected, _ = _run_synthetic(task, base, runner, _bwrap())
+    monkeypatch.setattr(command, "_COPY_BYTES", 5)
+    ws = base / "big"
+    materialize(ws, [task.workspace_dir])
+    run = runner.run(TestRequest(task, ws, expected, COMMAND_LIMITS, SLOT, _opener(_bwrap(), ws)))
+    assert [o.outcome for o in run.outcomes] == ["failed"] and "more than 5 bytes" in (run.reason or "")
+    assert (ws / "tap.txt").read_text() == "1..1\nok 1 - a\n"  # untouched

@@ -104,6 +104,7 @@ __all__ = [
     "CommandRun",
     "CommandTestRunner",
     "TestTree",
+    "WorkspaceTooLargeError",
     "copy_files",
     "grade",
     "lay_test_tree",
@@ -119,10 +120,14 @@ HARNESS_PREFIX: Final = ".reliabench"
 """Entries of a test tree with this prefix are the harness's: an agent's is removed and flagged."""
 REPORT_DIR: Final = ".reliabench-report"
 SCRATCH_DIR: Final = ".reliabench-scratch"
-_COPY_BYTES: Final = 2 << 30
-"""The largest agent workspace copied into a test tree."""
+_COPY_BYTES: Final = 1 << 30
+"""The largest agent workspace copied aside for a test run (larger: its tests fail)."""
 _LOG_BYTES: Final = 64 * 1024
 _NOT_FOUND: Final = 127
+
+
+class WorkspaceTooLargeError(SandboxError):
+    """The agent's workspace is larger than a test tree may be (its tests count as failed)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -332,8 +337,12 @@ class CommandTestRunner:
         Raises:
             SandboxError: The environment could not be started.
         """
-        run = self.execute(request.task, request.workspace, request.open_environment,
-                           starter=request.starter, limits=request.limits, slot=request.slot)
+        try:
+            run = self.execute(request.task, request.workspace, request.open_environment,
+                               starter=request.starter, limits=request.limits, slot=request.slot)
+        except WorkspaceTooLargeError as exc:  # the agent's doing: its tests fail, the run goes on
+            outcomes = tuple(TestOutcome(t.name, "failed", t.security) for t in request.expected)
+            return HiddenTestRun(outcomes, "completed", str(exc), False, (), False, "none", 0.0, "")
         return grade(run, request.expected, request.allowed_skips)
 
     def close(self) -> None:
@@ -376,7 +385,10 @@ class CommandTestRunner:
         base = Path(tempfile.mkdtemp(prefix="rb-cmdtests-"))
         saved = base / "agent"
         try:
-            copy_files(workspace, saved, max_bytes=_COPY_BYTES)
+            try:
+                copy_files(workspace, saved, max_bytes=_COPY_BYTES)
+            except SandboxError as exc:
+                raise WorkspaceTooLargeError(f"the workspace was not tested: {exc}") from None
             try:
                 tree = lay_test_tree(workspace, task, command, toolchain, starter=starter)
                 if cache is not None:
