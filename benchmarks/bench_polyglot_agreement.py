@@ -10,9 +10,10 @@ same bubblewrap sandbox with the same host toolchains:
 * a BROKEN variant: the reference with one operator or literal mutated (the first mutation,
   in a fixed order, whose tests still build and of which at least one fails on our runner);
 * an EXIT(0) variant: the reference plus code that ends the test process with status 0 before
-  the tests report (``os.Exit(0)`` in a Go ``init``, ``process.exit(0)`` at module load,
-  ``System.exit(0)`` in a static initialiser, ``std::exit(0)`` from a static object, Python's
-  ``os._exit(0)`` at import, Rust's ``std::process::exit(0)`` in the first test).
+  the tests report (``os.Exit(0)`` in a Go ``init``, ``process.exit(0)`` when the solution
+  module loads, ``System.exit(0)`` in the solution class's static initialiser, ``std::exit(0)``
+  from a static object, Python's ``os._exit(0)`` at import, Rust's ``std::process::exit(0)`` at
+  the start of the first public function).
 
 Aider's way is its ``run_unit_tests`` command on the same files (the test files copied over
 the workspace, its adjustments applied): ``go test ./...``, ``cargo test -- --include-ignored``,
@@ -76,14 +77,10 @@ MUTATIONS: list[tuple[str, str]] = [
 ]
 
 EXIT_GO = 'package {package}\n\nimport "os"\n\nfunc init() {{ os.Exit(0) }}\n'
-EXIT_JAVA = "public class ZzExit {{ static {{ System.exit(0); }} }}\n"
-EXIT_APPENDED = {  # appended to the solution's source file
-    "javascript": ("\nprocess.exit(0);\n", (".js",)),
-    "python": ("\nimport os\nos._exit(0)\n", (".py",)),
-    "cpp": ("\n#include <cstdlib>\nnamespace {{ struct ZzExit {{ ZzExit() {{ std::exit(0); }} }} zz; }}\n",
-            (".cpp",)),
-    "rust": ("\n#[cfg(test)]\nmod zz_exit {{\n    #[test]\n    fn exits() {{ std::process::exit(0); }}\n}}\n",
-             (".rs",)),
+EXIT_APPENDED = {  # appended to the solution file
+    "javascript": "\nprocess.exit(0);\n",
+    "python": "\nimport os\nos._exit(0)\n",
+    "cpp": "\n#include <cstdlib>\nnamespace { struct ZzExit { ZzExit() { std::exit(0); } } zz_exit; }\n",
 }
 
 
@@ -145,29 +142,32 @@ def mutants(base: Path, task: Task) -> list[tuple[str, Path]]:
 
 
 def exit0(base: Path, task: Task) -> Path | None:
-    """The reference plus code that exits 0 before the tests report."""
+    """The reference plus code that ends the test process with status 0 before the tests report."""
+    assert task.solution_dir is not None
+    # the files the agent edits: in the starter and in the reference
+    targets = [f.relative_to(task.solution_dir) for f in _solution_files(task)
+               if (task.workspace_dir / f.relative_to(task.solution_dir)).is_file()]
 
     def edit(ws: Path) -> bool:
-        sources = [p for p in sorted(ws.rglob("*"))
-                   if p.is_file() and "test" not in p.relative_to(ws).as_posix()
-                   and not p.name.startswith(".")]
-        if task.language == "go":
-            first = next(p for p in sources if p.suffix == ".go")
-            package = re.search(r"^package (\w+)", first.read_text(), re.M)
+        if task.language == "go":  # an init of the package: runs before any test
+            package = re.search(r"^package (\w+)", (ws / targets[0]).read_text(), re.M)
             (ws / "zz_exit.go").write_text(EXIT_GO.format(package=package.group(1) if package else "main"))
             return True
-        if task.language == "java":
-            (ws / "src/main/java/ZzExit.java").write_text(EXIT_JAVA.format())
-            main = next(p for p in sources if p.suffix == ".java" and p.name != "ZzExit.java")
-            # loaded with the solution's class, so it runs when the tests start
-            text = re.sub(r"(class \w+[^{]*\{)", r"\1 static { new ZzExit(); }", main.read_text(), count=1)
+        if task.language == "java":  # a static initialiser of the solution's class: runs when a test loads it
+            main = ws / next(t for t in targets if t.suffix == ".java")
+            text = re.sub(r"(class \w+[^{]*\{)", r"\1 static { System.exit(0); }", main.read_text(), count=1)
             main.write_text(text)
             return True
-        code, suffixes = EXIT_APPENDED[task.language]
-        target = next((p for p in sources if p.suffix in suffixes), None)
+        if task.language == "rust":  # the first public function exits: the first test that calls it
+            lib = ws / "src" / "lib.rs"
+            text, n = re.subn(r"(pub fn [^{;]*\{)", r"\1 std::process::exit(0);", lib.read_text(), count=1)
+            lib.write_text(text)
+            return n == 1
+        suffixes = {"javascript": (".js",), "python": (".py",), "cpp": (".cpp", ".h")}[task.language]
+        target = next((t for t in targets if t.suffix in suffixes), None)
         if target is None:
             return False
-        target.write_text(target.read_text() + code.format())
+        (ws / target).write_text((ws / target).read_text() + EXIT_APPENDED[task.language])
         return True
 
     return _variant(base, task, "exit0", edit)
