@@ -102,7 +102,7 @@ def execute_adaptive(suite_spec: str, agents_file: Path, out: Path, settings: Ru
     from reliabench.agents.preflight import check_agents, preflight_error
 
     suite = resolve_suite(suite_spec)
-    agents = load_agents(agents_file)
+    agents = load_agents(agents_file, suite=suite)
     problems = check_agents(agents, network=preflight)
     if problems:
         raise preflight_error(problems)

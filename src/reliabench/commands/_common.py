@@ -5,13 +5,16 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
-from rich.console import Console
 
 from reliabench.errors import InvalidArgumentError
-from reliabench.metrics.security import FindingFilter, SecurityThreshold, parse_threshold
+
+if TYPE_CHECKING:  # imported where used: `reliabench --help` imports this module and nothing heavy
+    from rich.console import Console
+
+    from reliabench.metrics.security import FindingFilter, SecurityThreshold
 
 __all__ = [
     "console",
@@ -75,6 +78,8 @@ def bootstrap_options(resamples: int = 10_000) -> Callable[[F], F]:
 
 
 def _parse_threshold_cb(ctx: click.Context, param: click.Parameter, value: str) -> SecurityThreshold:
+    from reliabench.metrics.security import parse_threshold
+
     try:
         return parse_threshold(value)
     except InvalidArgumentError as exc:
@@ -163,6 +168,8 @@ def resolve_security(
 
 def console(*, stderr: bool = False) -> Console:
     """A rich console: the terminal's width on a terminal, 150 columns in a pipe or file."""
+    from rich.console import Console
+
     probe = Console(stderr=stderr)
     return Console(stderr=stderr, highlight=False, width=None if probe.is_terminal else 150)
 

@@ -50,7 +50,7 @@ def execute_run(suite_spec: str, agents_file: Path, n: int, out: Path, *, worker
             (``preflight=False`` checks only the variables).
     """
     suite = resolve_suite(suite_spec)
-    agents = load_agents(agents_file)
+    agents = load_agents(agents_file, suite=suite)
     problems = check_agents(agents, network=preflight)
     if problems:
         raise preflight_error(problems)

@@ -10,8 +10,8 @@ from reliabench.commands._common import emit, format_option, k_option
 from reliabench.errors import InvalidArgumentError
 from reliabench.metrics.analysis import parse_ks
 from reliabench.records import write_jsonl
-from reliabench.report.simulation import HTML_TITLE, render_simulation
-from reliabench.studies.synthetic import load_config, run_simulation, sweep, to_records
+from reliabench.sim.simulation_tables import HTML_TITLE, render_simulation
+from reliabench.sim.synthetic import load_config, run_simulation, sweep, to_records
 
 __all__ = ["command", "parse_sweep"]
 

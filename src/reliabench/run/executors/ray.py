@@ -167,7 +167,7 @@ class RayRolloutWorker:
             raise SandboxError(f"the suite unpacked here has content hash {suite.content_hash[:12]}, "
                                f"the driver's {spec.manifest.suite_hash[:12]}")
         try:
-            agents = load_agents(unpacked.agents_file)
+            agents = load_agents(unpacked.agents_file, suite=suite)
         except UsageError as exc:
             missing = ", ".join(spec.manifest.not_shipped)
             raise UsageError(f"{exc} (not shipped, needed on every node: {missing or 'nothing'})"
