@@ -298,7 +298,7 @@ def test_a_hostile_workspace_is_one_recorded_rollout(base: Path, monkeypatch: py
     assert summary.executed == 1 and summary.infra_errors == 0
     with RunStore.open_existing(out, readonly=True) as store:
         (r,) = store.rollouts()
-        adir = store.existing_artifact_dir(r.task_id, r.agent, r.rollout)
+        adir = store.artifact_dir(r.task_id, r.agent, r.rollout)
     assert r.status == "completed", r.meta.get("reason")
     assert r.passes  # the code is right: hostile files do not change the verdict
     # the deep file was not examined: said, not silently clean

@@ -33,13 +33,10 @@ COVERED_ELSEWHERE: dict[str, tuple[str, str, str]] = {
                            "the simulated agent's behaviour profiles"),
     # ---- the CLI's sub-commands: exercised through main([...]) in the test of what they run
     "commands/_adaptive.py": ("test_studies_adaptive.py", "--adaptive", "`run --adaptive` and `plan --settle`"),
-    "commands/_adaptive_score.py": ("test_studies_adaptive.py", 'main(["score", str(out), "-k", "1"',
-                                    "score's reported estimates of an adaptive run"),
     "commands/_common.py": ("test_sandbox.py", "reliabench.commands._common", "shared options, in each command's test"),
     "commands/_continuation.py": ("test_studies_adaptive.py", 'main(["plan", "--pilot"', "`plan --pilot RUN --max-n`"),
     "commands/_registry_choice.py": ("test_plugin_examples.py", '_choices(run_command, "executor")',
                                      "the CLI's choices follow the registries, plugins included"),
-    "commands/_noise_score.py": ("test_studies_noise.py", "--exclude-flaky-tests", "`score` after `retest`"),
     "commands/audit.py": ("test_studies_audit.py", "reliabench.commands.audit", "the audit study's CLI"),
     "commands/compare.py": ("test_studies_compare.py", "reliabench.commands.compare", "the compare study's CLI"),
     "commands/export.py": ("test_exporters_inspect_eval.py", 'main(["export"', "JSONL and Inspect exports"),
@@ -96,7 +93,7 @@ COVERED_ELSEWHERE: dict[str, tuple[str, str, str]] = {
     "report/score_render.py": ("test_exporters_inspect_eval.py", "reliabench.report.score_render",
                                "score's renderers, compared across an export round trip"),
     # ---- run: the runner's parts, through run_suite
-    "run/adaptive.py": ("test_studies_adaptive.py", "reliabench.run.adaptive", "adaptive runs with their design"),
+    "run/adaptive.py": ("test_studies_adaptive.py", '"--adaptive"', "adaptive runs with their design"),
     "run/executors/base.py": ("test_plugin_examples.py", "EXECUTORS.names()", "the executor registry, with a plugin"),
     "run/executors/context.py": ("test_run_e2e.py", "run_suite", "what run_suite hands every executor"),
     "run/executors/local.py": ("test_run_e2e.py", "run_suite", "the default executor of every run"),

@@ -20,7 +20,6 @@ from reliabench.cli import main
 from reliabench.errors import InvalidArgumentError
 from reliabench.metrics.estimators import pass_at_k
 from reliabench.records import Rollout, TestOutcome
-from reliabench.run.adaptive import counts_at
 from reliabench.store import RunStore
 from reliabench.studies.adaptive import (
     AdaptiveDesign,
@@ -32,6 +31,7 @@ from reliabench.studies.adaptive import (
     look_schedule,
 )
 from reliabench.studies.adaptive_estimate import stop_estimates
+from reliabench.studies.adaptive_score import counts_at
 
 
 def test_schedule_and_design_validation() -> None:

@@ -5,21 +5,21 @@ from __future__ import annotations
 import hashlib
 import itertools
 import sys
-from collections.abc import Collection
 from dataclasses import replace
 from pathlib import Path
 
 from reliabench.agents.config import load_agents
 from reliabench.commands._common import console, run_provenance
 from reliabench.errors import InvalidArgumentError
+from reliabench.report.adaptive_tables import render_estimates, render_step
 from reliabench.report.marks import simulated_agents_note
-from reliabench.run.adaptive import ADAPTIVE_FILE, AdaptiveRunResult, run_adaptive
+from reliabench.run.adaptive import AdaptiveRunResult, run_adaptive
 from reliabench.run.runner import ProgressEvent, RunSettings
+from reliabench.runs.adaptive_file import ADAPTIVE_FILE
 from reliabench.studies.adaptive import AdaptiveDesign, Step
-from reliabench.studies.adaptive_estimate import StopEstimates
 from reliabench.tasks.suite import resolve_suite
 
-__all__ = ["execute_adaptive", "parse_settle", "render_estimates", "render_step"]
+__all__ = ["execute_adaptive", "parse_settle"]
 
 
 def parse_settle(values: tuple[str, ...], agents: list[str]) -> tuple[tuple[str, str], ...]:
@@ -45,54 +45,6 @@ def parse_settle(values: tuple[str, ...], agents: list[str]) -> tuple[tuple[str,
                                            f"{', '.join(agents)}")
         pairs.append((parts[0], parts[1]))
     return tuple(dict.fromkeys(pairs))
-
-
-def render_step(step: Step, k: int) -> list[str]:
-    """Lines describing one look."""
-    lines = []
-    for a in step.agents:
-        iv = a.interval
-        lines.append(f"  {a.agent:<20} n={a.n:<3} reliability@{k} {iv.value:.3f} "
-                     f"[{iv.low:.3f}, {iv.high:.3f}] (+-{iv.half_width:.3f}); first-look {a.first_value:.3f}"
-                     + (" target met" if a.met else ""))
-    for p in step.pairs:
-        iv = p.interval
-        lines.append(f"  {p.a} - {p.b}: {iv.value:+.3f} [{iv.low:+.3f}, {iv.high:+.3f}] -> {p.decision}; "
-                     f"first-look {p.first_value:+.3f}")
-    if step.advance:
-        lines.append("  next: " + ", ".join(f"{a} to n={n}" for a, n in sorted(step.advance.items())))
-    return lines
-
-
-def render_estimates(est: StopEstimates, design: AdaptiveDesign,
-                     simulated: Collection[str] = ()) -> list[str]:
-    """Lines with the reported estimates at the stop (Rao-Blackwellised, unbiased).
-
-    Agents named in ``simulated`` are marked ``[SIMULATED]``.
-    """
-    from reliabench.report.marks import mark_agent
-
-    k = design.k
-    if est.draws:
-        accepted = ", ".join(f"{a} {n}" for a, n in est.accepted.items())
-        lines = [f"estimates at the stop (Rao-Blackwellised first-look estimate, unbiased under the "
-                 f"stopping rule; {est.draws} orderings drawn, consistent: {accepted}; seed {est.seed}):"]
-    else:
-        lines = ["estimates at the stop (one look: the plain estimate, unbiased; t-interval over tasks):"]
-    level = round(100 * design.confidence)
-    for e in est.agents:
-        iv = e.interval
-        name = mark_agent(e.target, simulated)
-        lines.append(f"  {name:<20} reliability@{k} {iv.value:.3f} [{iv.low:.3f}, {iv.high:.3f}] "
-                     f"({level}% t-interval over {iv.tasks} tasks); plain at stop {e.plain_value:.3f}, "
-                     f"first-look {e.first_value:.3f}")
-    pair_level = 100 * (1 - design.pair_alpha)
-    for e in est.pairs:
-        iv = e.interval
-        lines.append(f"  {e.target}: {iv.value:+.3f} [{iv.low:+.3f}, {iv.high:+.3f}] "
-                     f"({pair_level:.4g}% interval); "
-                     f"plain at stop {e.plain_value:+.3f}, first-look {e.first_value:+.3f}")
-    return lines
 
 
 def execute_adaptive(suite_spec: str, agents_file: Path, out: Path, settings: RunSettings, *,

@@ -15,6 +15,8 @@ if TYPE_CHECKING:  # imported where used: `reliabench --help` imports this modul
     from rich.console import Console
 
     from reliabench.metrics.security import FindingFilter, SecurityThreshold
+    from reliabench.runs import RunDirectory, Source
+    from reliabench.studies.scoring import ScoreResult
 
 __all__ = [
     "console",
@@ -30,6 +32,7 @@ __all__ = [
     "source_options",
     "test_workers_option",
     "threshold_option",
+    "write_page",
 ]
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -141,9 +144,9 @@ def test_workers_option() -> Callable[[F], F]:
 
 
 def resolve_security(
-    ctx: click.Context, threshold: SecurityThreshold, config: Path | None, source: str | None = None
+    ctx: click.Context, threshold: SecurityThreshold, config: Path | None, run: RunDirectory | None = None
 ) -> tuple[SecurityThreshold, FindingFilter | None]:
-    """Combine ``--security-threshold`` and ``--security-config`` (or a run's stored policy).
+    """Combine ``--security-threshold`` and ``--security-config`` (or ``run``'s stored policy).
 
     An explicit ``--security-threshold`` wins over the policy's threshold.
     """
@@ -152,13 +155,10 @@ def resolve_security(
     policy = None
     if config is not None:
         policy = load_security_config(config)
-    elif source is not None and source != "-" and Path(source).is_dir():
-        from reliabench.store import RunStore
-
-        with RunStore.open_existing(source, readonly=True) as store:
-            stored = store.run_info().security_policy
+    elif run is not None:
+        stored = run.info().security_policy
         if stored:
-            policy = security_config_from_dict(dict(stored), f"{source} (stored security policy)")
+            policy = security_config_from_dict(dict(stored), f"{run.path} (stored security policy)")
     if policy is None:
         return threshold, None
     explicit = ctx.get_parameter_source("threshold") is click.core.ParameterSource.COMMANDLINE
@@ -181,3 +181,23 @@ def run_provenance(agents_file: Path) -> dict[str, object]:
 
     return {"command_line": mask_argv(invocation()),
             "agents_config": mask_secrets(dict(read_toml(agents_file, "an agents file")))}
+
+
+def write_page(src: Source, result: ScoreResult, path: Path, *, title: str | None = None,
+               max_bytes: int | None = None) -> int:
+    """Write the report page of ``result`` (read from ``src``) to ``path``; return its size in bytes.
+
+    The page of ``reliabench report``, ``score --html`` and ``demo``: its figures are computed
+    here (``studies.scoring.page_figures``), a run's artifacts and provenance come from
+    ``src.run``.
+    """
+    from reliabench.report.explorer import DEFAULT_MAX_BYTES, render_report_page, write_report_page
+    from reliabench.studies.scoring import page_figures
+
+    page = render_report_page(result.records, result.report,
+                              figures=page_figures(result.report, result.records), source=src.name,
+                              source_format=src.format, run=src.run,
+                              noise=None if result.noise is None else result.noise.report, title=title,
+                              max_bytes=max_bytes or DEFAULT_MAX_BYTES, notes=src.notes)
+    write_report_page(path, page)
+    return len(page.encode())
