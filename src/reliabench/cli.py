@@ -67,6 +67,8 @@ COMMANDS: dict[str, CommandSpec] = {
                         "security-adjusted figures."),
     "score": CommandSpec(_C + "score", "Score SOURCE: rollout JSONL (- for stdin), a run directory, "
                          "or any importable format."),
+    "show": CommandSpec(_C + "show", "Show what RUN is: its effective run configuration, suite, agents "
+                        "and what it holds."),
     "simulate": CommandSpec("reliabench.sim.command", "Generate a seeded synthetic benchmark, score it, "
                             "and run the proxy study."),
     "suites": CommandSpec(_C + "suites", "List the bundled task suites (use the name wherever a SUITE "

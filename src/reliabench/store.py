@@ -114,7 +114,7 @@ CREATE TABLE IF NOT EXISTS retests (
 
 
 # kept in the run's configuration for reports, never part of its identity
-_PROVENANCE_KEYS = frozenset({"command_line", "agents_config"})
+_PROVENANCE_KEYS = frozenset({"command_line", "agents_config", "settings"})
 
 
 REFERENCE_AGENT: Final = ""
@@ -188,6 +188,9 @@ class RunInfo:
         security_policy: The security policy given to the run (``--security-config``).
         command_line: The command line of the run, secrets masked.
         agents_config: The agents file's content, secrets masked.
+        settings: The effective run configuration (``reliabench.run.settings.settings_to_dict``
+            of the settings the run was created with), secrets masked; None for runs made before
+            reliabench kept it.
     """
 
     created_at: float
@@ -209,6 +212,7 @@ class RunInfo:
     security_policy: Mapping[str, Any] | None = None
     command_line: tuple[str, ...] | None = None
     agents_config: Mapping[str, Any] | None = None
+    settings: Mapping[str, Any] | None = None
 
     @classmethod
     def from_stored(cls, row: Mapping[str, Any], *, where: str = "run store") -> RunInfo:
@@ -288,6 +292,8 @@ class RunInfo:
             command_line=strings(config.get("command_line"), "config.command_line"),
             agents_config=(obj(config["agents_config"], "config.agents_config")
                            if config.get("agents_config") is not None else None),
+            settings=(obj(config["settings"], "config.settings")
+                      if config.get("settings") is not None else None),
         )
 
 

@@ -2,14 +2,10 @@
 
 from __future__ import annotations
 
-import hashlib
 import itertools
 import sys
-from dataclasses import replace
-from pathlib import Path
 
-from reliabench.agents.config import load_agents
-from reliabench.commands._common import console, run_provenance
+from reliabench.commands._common import console, prepare_run
 from reliabench.errors import InvalidArgumentError
 from reliabench.report.adaptive_tables import render_estimates, render_step
 from reliabench.report.marks import simulated_agents_note
@@ -17,7 +13,6 @@ from reliabench.run.adaptive import AdaptiveRunResult, run_adaptive
 from reliabench.run.runner import ProgressEvent, RunSettings
 from reliabench.runs.adaptive_file import ADAPTIVE_FILE
 from reliabench.studies.adaptive import AdaptiveDesign, Step
-from reliabench.tasks.suite import resolve_suite
 
 __all__ = ["execute_adaptive", "parse_settle"]
 
@@ -47,24 +42,24 @@ def parse_settle(values: tuple[str, ...], agents: list[str]) -> tuple[tuple[str,
     return tuple(dict.fromkeys(pairs))
 
 
-def execute_adaptive(suite_spec: str, agents_file: Path, out: Path, settings: RunSettings, *,
-                     first: int, max_n: int, k: int, half_width: float | None, settle: tuple[str, ...],
-                     margin: float, tasks: tuple[str, ...] = (), preflight: bool = True) -> AdaptiveRunResult:
-    """Load suite and agents, check them (as ``run`` does), run adaptively, print each round."""
-    from reliabench.agents.preflight import check_agents, preflight_error
+def execute_adaptive(settings: RunSettings) -> AdaptiveRunResult:
+    """Load suite and agents, check them (as ``run`` does), run adaptively, print each round.
 
-    suite = resolve_suite(suite_spec)
-    agents = load_agents(agents_file, suite=suite)
-    problems = check_agents(agents, network=preflight)
-    if problems:
-        raise preflight_error(problems)
+    ``settings.adaptive`` is the target; ``settings.n`` the first round's n.
+    """
+    target = settings.adaptive
+    if target is None:
+        raise InvalidArgumentError("execute_adaptive needs settings.adaptive (the target)")
+    inputs = prepare_run(settings)
+    suite, agents, settings = inputs.suite, inputs.agents, inputs.settings
+    assert settings.out is not None
+    out, tasks, first, k = settings.out, settings.tasks, settings.n, target.k
+    max_n, half_width, settle = target.max_n, target.target_half_width, target.settle
     names = [a.name for a in agents]
     if (half_width is None) == (not settle):
         raise InvalidArgumentError("--adaptive needs one target: --target-half-width H or --settle A,B")
     design = AdaptiveDesign(first=first, max_n=max_n, k=k, target_half_width=half_width,
-                            settle=parse_settle(settle, names) if settle else (), margin=margin)
-    settings = replace(settings, n=first,
-                       agents_config_hash=hashlib.sha256(agents_file.read_bytes()).hexdigest())
+                            settle=parse_settle(settle, names) if settle else (), margin=target.margin)
     err = console(stderr=True)
     n_tasks = len(tasks) or len(suite.tasks)
     err.print(f"suite [bold]{suite.name}[/] {suite.version}: {n_tasks} task(s) x {len(agents)} agent(s), "
@@ -85,7 +80,7 @@ def execute_adaptive(suite_spec: str, agents_file: Path, out: Path, settings: Ru
                   file=sys.stderr, flush=True)
 
     result = run_adaptive(suite, agents, out, settings, design, tasks=tasks or None, on_round=on_round,
-                          agents_file=agents_file, progress=progress, provenance=run_provenance(agents_file))
+                          agents_file=settings.agents, progress=progress, provenance=inputs.provenance)
     if result.estimates is not None:
         for line in render_estimates(result.estimates, design, simulated):
             err.print(line, highlight=False, markup=False)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -14,16 +15,21 @@ from reliabench.errors import InvalidArgumentError
 if TYPE_CHECKING:  # imported where used: `reliabench --help` imports this module and nothing heavy
     from rich.console import Console
 
+    from reliabench.agents.base import Agent
     from reliabench.metrics.security import FindingFilter, SecurityThreshold
+    from reliabench.run.settings import RunSettings
     from reliabench.runs import RunDirectory, Source
     from reliabench.studies.scoring import ScoreResult
+    from reliabench.tasks.suite import Suite
 
 __all__ = [
+    "RunInputs",
     "console",
     "emit",
     "format_option",
     "invocation",
     "k_option",
+    "prepare_run",
     "resolve_security",
     "run_provenance",
     "sandbox_option",
@@ -174,13 +180,73 @@ def console(*, stderr: bool = False) -> Console:
     return Console(stderr=stderr, highlight=False, width=None if probe.is_terminal else 150)
 
 
-def run_provenance(agents_file: Path) -> dict[str, object]:
-    """The command line and the agents' configuration, secrets masked, to keep with the run."""
+def run_provenance(agents_file: Path, settings: RunSettings | None = None) -> dict[str, object]:
+    """What to keep with the run besides its identity, secrets masked.
+
+    The command line, the agents' configuration and the effective run configuration (what
+    ``reliabench show RUN`` prints).
+    """
     from reliabench.files.toml import read_toml
     from reliabench.report.provenance import mask_argv, mask_secrets
+    from reliabench.run.settings import settings_to_dict
 
-    return {"command_line": mask_argv(invocation()),
-            "agents_config": mask_secrets(dict(read_toml(agents_file, "an agents file")))}
+    out: dict[str, object] = {"command_line": mask_argv(invocation()),
+                              "agents_config": mask_secrets(dict(read_toml(agents_file, "an agents file")))}
+    if settings is not None:
+        out["settings"] = mask_secrets(settings_to_dict(settings))
+    return out
+
+
+@dataclass(frozen=True)
+class RunInputs:
+    """What ``reliabench run`` loaded before running: the suite, the agents, the settings to run.
+
+    Attributes:
+        suite: The suite.
+        agents: The agents, checked (:mod:`reliabench.agents.preflight`).
+        settings: The settings to run, with the agents file's hash.
+        provenance: What the run keeps besides its identity (:func:`run_provenance`), the
+            settings among it with absolute paths (``--config`` can take them from anywhere).
+    """
+
+    suite: Suite
+    agents: list[Agent]
+    settings: RunSettings
+    provenance: dict[str, object]
+
+
+def prepare_run(settings: RunSettings) -> RunInputs:
+    """Load and check the suite and the agents ``settings`` names, as every run does.
+
+    Raises:
+        UsageError: no suite, agents file or run directory is given.
+        PreflightError: an agent's key variable is unset or its endpoint is not usable
+            (``settings.preflight`` False checks only the variables).
+    """
+    import hashlib
+    from dataclasses import replace
+
+    from reliabench.agents.config import load_agents
+    from reliabench.agents.preflight import check_agents, preflight_error
+    from reliabench.errors import UsageError
+    from reliabench.tasks.suite import resolve_suite
+
+    spec, agents_file, out = settings.suite, settings.agents, settings.out
+    for value, flag in ((spec, "SUITE"), (agents_file, "--agents"), (out, "--out")):
+        if value is None:
+            raise UsageError(f"reliabench run needs {flag} (on the command line or in --config FILE)")
+    assert spec is not None
+    assert agents_file is not None
+    assert out is not None
+    suite = resolve_suite(spec)
+    agents = load_agents(agents_file, suite=suite)
+    problems = check_agents(agents, network=settings.preflight)
+    if problems:
+        raise preflight_error(problems)
+    settings = replace(settings, agents_config_hash=hashlib.sha256(agents_file.read_bytes()).hexdigest())
+    kept = replace(settings, agents=agents_file.resolve(), out=out.absolute(),
+                   suite=str(suite.root.resolve()) if Path(spec).exists() else spec)
+    return RunInputs(suite, agents, settings, run_provenance(agents_file, kept))
 
 
 def write_page(src: Source, result: ScoreResult, path: Path, *, title: str | None = None,

@@ -19,6 +19,7 @@ from reliabench.commands._common import sandbox_option, test_workers_option, wri
 from reliabench.commands.run import execute_run
 from reliabench.report import render_score
 from reliabench.report.marks import SIMULATED
+from reliabench.run.settings import RunSettings
 from reliabench.runs import open_source
 from reliabench.studies.scoring import score_result
 
@@ -46,8 +47,9 @@ def command(out: Path, n: int, workers: int, seed: int, tasks: tuple[str, ...], 
     console.print(f"Three [yellow]{SIMULATED}[/] agents (known behaviour, real code, really executed and "
                   f"scanned) x the bundled py30 suite x n={n} rollouts.\n"
                   f"Agents file: {DEMO_AGENTS}\n")
-    execute_run("py30", DEMO_AGENTS, n, out, workers=workers, seed=seed, sandbox=sandbox,
-                scanners=("bandit",), tasks=tasks, test_timeout=test_timeout, test_workers=test_workers)
+    execute_run(RunSettings(n=n, workers=workers, seed=seed, sandbox=sandbox, scanners=("bandit",),
+                            test_timeout_s=test_timeout, test_workers=test_workers, suite="py30",
+                            agents=DEMO_AGENTS, out=out, tasks=tasks))
     ks = tuple(k for k in (1, 5, 10) if k <= n) or (1,)
     html_path = out / "report.html"
     with open_source(str(out)) as src:

@@ -8,8 +8,9 @@ A run directory (``reliabench run --out RUN``) holds three things::
 
 :class:`RunDirectory` is how everything that reads a run gets at them: commands, renderers,
 exporters and studies ask it for :meth:`~RunDirectory.records`, :meth:`~RunDirectory.info`,
-:meth:`~RunDirectory.retests`, :meth:`~RunDirectory.artifacts` and
-:meth:`~RunDirectory.adaptive`, and none of them opens the store or a file of the run itself.
+:meth:`~RunDirectory.retests`, :meth:`~RunDirectory.artifacts`, :meth:`~RunDirectory.adaptive`
+and :meth:`~RunDirectory.settings` (the run's configuration), and none of them opens the store
+or a file of the run itself.
 The store is opened once, when the object is (read-only unless a writer such as
 ``reliabench scan`` asks for more), and each part is read at most once and kept.
 :func:`reliabench.runs.open_source` gives a command one of these for a run directory, and the
@@ -24,10 +25,11 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from reliabench.errors import InputError, UsageError
+from reliabench.errors import InputError, ReliabenchError, StoreError, UsageError
 from reliabench.files.untrusted import file_kind, read_file
 from reliabench.records import Finding, Rollout, ScanError
 from reliabench.run.artifacts import StoredArtifacts
+from reliabench.run.settings import RunSettings, settings_from_dict
 from reliabench.runs.adaptive_file import ADAPTIVE_FILE, state_from_document
 from reliabench.store import RetestRow, RunInfo, RunStore, artifact_dir, is_run_directory
 from reliabench.studies.adaptive_score import AdaptiveState
@@ -118,6 +120,21 @@ class RunDirectory:
         if self._records is not None:
             self._records = tuple(new if x.key == r.key else x for x in self._records)
         return new
+
+    def settings(self) -> RunSettings | None:
+        """The effective configuration the run was created with; None for runs made before it was kept.
+
+        Raises:
+            StoreError: the stored configuration is not one this reliabench can read.
+        """
+        stored = self.info().settings
+        if stored is None:
+            return None
+        try:
+            return settings_from_dict(stored)
+        except (ReliabenchError, KeyError, TypeError, ValueError) as exc:
+            raise StoreError(f"{self.path / RunStore.FILENAME}: run config.settings: not a run "
+                             f"configuration this reliabench reads ({exc})") from None
 
     # ------------------------------------------------------------------ the files beside it
 
