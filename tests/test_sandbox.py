@@ -16,7 +16,7 @@ import pytest
 from entry_point_helpers import fake_entry_points
 from sandbox_helpers import backend_or_skip, python_for
 
-from reliabench.errors import InvalidArgumentError, SandboxError, UsageError
+from reliabench.errors import InvalidArgumentError, SandboxError, UnknownNameError, UsageError
 from reliabench.sandbox import (
     BACKENDS,
     ENTRY_POINT_GROUP,
@@ -128,7 +128,7 @@ def test_broken_entry_point_backends_are_usage_errors(monkeypatch: pytest.Monkey
 
 def test_unknown_backend_lists_plugins(monkeypatch: pytest.MonkeyPatch) -> None:
     _fake_sandbox_entry_points(monkeypatch, **{"plugin-test": "reliabench_fake_sandbox:PluginBackend"})
-    with pytest.raises(SandboxError, match=r"choose one of: auto, bubblewrap, namespaces, none, plugin-test$"):
+    with pytest.raises(UnknownNameError, match=r"choose one of: auto, bubblewrap, namespaces, none, plugin-test$"):
         get_backend("docker")
 
 
@@ -149,7 +149,7 @@ def test_cli_sandbox_choices_come_from_the_registry(monkeypatch: pytest.MonkeyPa
 
 
 def test_unknown_backend_raises() -> None:
-    with pytest.raises(SandboxError, match="unknown sandbox backend 'docker'"):
+    with pytest.raises(UnknownNameError, match="unknown sandbox backend 'docker'"):  # a usage error (exit 2)
         get_backend("docker")
 
 

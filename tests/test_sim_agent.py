@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from reliabench.agents.base import AGENT_KINDS, Agent, AgentContext, AgentRequest, AgentResult
+from reliabench.agents.base import AGENT_KIND_REGISTRY, Agent, AgentContext, AgentRequest, AgentResult
 from reliabench.agents.config import load_agents
 from reliabench.errors import ConfigError, InvalidArgumentError, SuiteError
 from reliabench.sim.agent import (
@@ -154,7 +154,7 @@ def compiles(text: str) -> bool:
 
 
 def test_registered_and_satisfies_protocol() -> None:
-    assert AGENT_KINDS["simulated"] is simulated_agent_factory
+    assert AGENT_KIND_REGISTRY.get("simulated") is simulated_agent_factory
     agent = SimulatedAgent(get_profile("sim-careful"))
     assert isinstance(agent, Agent)
     assert agent.kind == "simulated"

@@ -21,7 +21,6 @@ if TYPE_CHECKING:
     from reliabench.tasks.suite import Suite
 
 __all__ = [
-    "AGENT_KINDS",
     "AGENT_KIND_REGISTRY",
     "AGENT_STATUSES",
     "Agent",
@@ -163,8 +162,6 @@ AGENT_KIND_REGISTRY: Registry[AgentFactory] = Registry(
 )
 """The agent kind registry (entry-point group ``reliabench.agents``: kind -> factory)."""
 
-AGENT_KINDS: Mapping[str, AgentFactory] = AGENT_KIND_REGISTRY.view()
-"""Kind -> factory, read-only (a view of :data:`AGENT_KIND_REGISTRY`; loads on access)."""
 
 
 def register_agent_kind(kind: str) -> Callable[[AgentFactory], AgentFactory]:

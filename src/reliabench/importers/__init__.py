@@ -25,8 +25,6 @@ JSON is recognized by its keys; JSONL by its first line. See ``docs/importers.md
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-
 from reliabench.importers._common import (
     ImportResult,
     ReportedFigure,
@@ -48,7 +46,6 @@ from reliabench.importers.base import (
 from reliabench.importers.loading import detect_format, load_foreign, load_source
 
 __all__ = [
-    "FORMATS",
     "IMPORTERS",
     "DeclaredOption",
     "FormatImporter",
@@ -68,5 +65,3 @@ __all__ = [
     "read_json",
 ]
 
-FORMATS: Mapping[str, Importer] = IMPORTERS.view()
-"""Format name -> importer, read-only (a view of :data:`IMPORTERS`, in detection order)."""
