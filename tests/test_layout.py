@@ -60,7 +60,6 @@ COVERED_ELSEWHERE: dict[str, tuple[str, str, str]] = {
     "importers/loading.py": ("test_importers_base.py", "detect_format", "detection order per shape, then loading"),
     "importers/evalplus.py": ("test_importers.py", "evalplus", "tested with the other importers"),
     "importers/humaneval.py": ("test_importers.py", "humaneval", "tested with the other importers"),
-    "importers/inspect_log.py": ("test_importers.py", "inspect", "tested with the other importers"),
     "importers/swebench.py": ("test_importers.py", "swebench", "tested with the other importers"),
     "importers/tau_bench.py": ("test_importers.py", "tau", "tested with the other importers"),
     "importers/terminal_bench.py": ("test_importers.py", "terminal", "tested with the other importers"),
