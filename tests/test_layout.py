@@ -72,8 +72,6 @@ COVERED_ELSEWHERE: dict[str, tuple[str, str, str]] = {
     "report/audit_tables.py": ("test_report_render_golden.py", '"audit_table"', "audit's table and JSON, golden"),
     "report/compare_tables.py": ("test_report_render_golden.py", '"compare_pair_table"',
                                  "compare's tables and JSON, golden"),
-    "report/marks.py": ("test_simulated_marking.py", "reliabench.report.marks",
-                        "the [SIMULATED] mark in every command's output"),
     "report/plan_tables.py": ("test_report_render_golden.py", '"plan_rate_table"', "plan's tables and JSON, golden"),
     "report/proxy_tables.py": ("test_report_render_golden.py", '"proxy_table"', "proxy's tables in four formats, golden"),
     "report/rank_tables.py": ("test_report_render_golden.py", '"rank_table"', "rank's table and JSON, golden"),
@@ -89,8 +87,6 @@ COVERED_ELSEWHERE: dict[str, tuple[str, str, str]] = {
                               "markdown and CSV of the study tables, golden"),
     "report/rank_figure.py": ("test_studies_rank.py", "reliabench.report.rank_figure", "the rank study's figure"),
     "report/rollout_detail.py": ("test_report_page.py", "reliabench.report.rollout_detail", "one rollout's page"),
-    "report/score_render.py": ("test_exporters_inspect_eval.py", "reliabench.report.score_render",
-                               "score's renderers, compared across an export round trip"),
     # ---- run: the runner's parts, through run_suite
     "run/adaptive.py": ("test_studies_adaptive.py", '"--adaptive"', "adaptive runs with their design"),
     "run/executors/base.py": ("test_plugin_examples.py", "EXECUTORS.names()", "the executor registry, with a plugin"),
