@@ -55,7 +55,7 @@ import tempfile
 import threading
 import time
 import weakref
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import IO, Any, ClassVar, Final
@@ -550,10 +550,12 @@ class ContainerBackend:
 
         Holds the slot's host-wide lock until :meth:`ContainerEnvironment.close` (the
         container's commands run as the slot uid), lends the workspace to that uid (unless
-        the spec's user is root) and makes the channel folder.
+        the spec's user is root) and makes the channel folder. A second environment of the
+        same slot in this process is refused (the lock would wait for itself).
 
         Raises:
-            SandboxError: It could not be started (the harness's failure).
+            SandboxError: It could not be started (the harness's failure), or the slot is
+                held by another open environment of this process.
         """
         if prepared.backend != self.name:
             raise SandboxError(f"a spec prepared by {prepared.backend!r} given to {self.name!r}")
@@ -573,6 +575,7 @@ class ContainerBackend:
         workdir = spec.workdir or (str(ws) if spec.kind == "host" else CONTAINER_WORKDIR)
         stack = contextlib.ExitStack()
         try:
+            stack.enter_context(_slot_of_this_process(slot))
             stack.enter_context(_hold_slot(uid))
             if spec.user is None:
                 stack.enter_context(_lend_workdir(ws, uid))
@@ -780,6 +783,29 @@ class ContainerBackend:
             return environment.exec(argv, env=env, stdin=data, limits=limits)
         finally:
             environment.close()
+
+
+_HELD_SLOTS: set[int] = set()
+_HELD_LOCK = threading.Lock()
+
+
+@contextlib.contextmanager
+def _slot_of_this_process(slot: int) -> Iterator[None]:
+    """Mark ``slot`` taken by an environment of this process (its host-wide lock would deadlock).
+
+    Raises:
+        SandboxError: Another environment of this process holds the slot.
+    """
+    with _HELD_LOCK:
+        if slot in _HELD_SLOTS:
+            raise SandboxError(f"slot {slot} is held by another open environment of this process: "
+                               "environments of one slot never overlap (close the first)")
+        _HELD_SLOTS.add(slot)
+    try:
+        yield
+    finally:
+        with _HELD_LOCK:
+            _HELD_SLOTS.discard(slot)
 
 
 def _catatonit() -> str | None:
@@ -1062,6 +1088,7 @@ class ContainerEnvironment:
         norm = posixpath.normpath(target)
         if norm == "/":
             raise SandboxError("cannot copy onto / of a container")
+        self._no_link_on_the_way(norm)
         fd, tar_name = tempfile.mkstemp(prefix="in-", suffix=".tar", dir=self._backend._private_dir())
         try:
             with os.fdopen(fd, "wb") as fh:
@@ -1099,6 +1126,7 @@ class ContainerEnvironment:
         parent, name = posixpath.split(norm)
         if not name:
             raise SandboxError(f"copying {source} out: not a file or folder")
+        self._no_link_on_the_way(norm)
         fd, tar_name = tempfile.mkstemp(prefix="out-", suffix=".tar", dir=self._backend._private_dir())
         os.close(fd)
         try:
@@ -1115,6 +1143,25 @@ class ContainerEnvironment:
             _extract_bounded(Path(tar_name), name, target, max_bytes=max_bytes, what=source)
         finally:
             Path(tar_name).unlink(missing_ok=True)
+
+    def _no_link_on_the_way(self, path: str) -> None:
+        """Raise when a folder on the way to ``path`` in the container is a link.
+
+        ``realpath -m`` in the container, as the environment's user, must give ``path`` back
+        (a link as the last component is not followed by the copies themselves).
+
+        Raises:
+            SandboxError: A link is on the way, or the check could not run.
+        """
+        parent = posixpath.dirname(path)
+        result = self._backend._call(["exec", "--user", self._user, self.container_id, self._tools.env, "-i",
+                                      f"PATH={DEFAULT_PATH}", "realpath", "-m", "--", parent], timeout=60)
+        if result.returncode != 0:
+            raise SandboxError(f"{path}: could not check it for links in the container (realpath, from "
+                               f"coreutils or busybox): {output_tail(result.stderr, 2)}")
+        if result.stdout.rstrip("\n") != parent:
+            raise SandboxError(f"{path}: {parent} is a link or lies below one in the container "
+                               "(never followed)")
 
     def _tar_exec(self, inner: list[str], *, stdin: Path | None, stdout: Path | None,
                   cap: int) -> SandboxResult:
