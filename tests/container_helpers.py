@@ -79,3 +79,17 @@ def started(backend: ContainerBackend, ws: Path, spec: EnvironmentSpec | None = 
 def container_exists(backend: ContainerBackend, ref: str) -> bool:
     """Whether the runtime still knows the container ``ref``."""
     return backend._call(["inspect", "--format", "{{.Id}}", ref]).returncode == 0
+
+
+def documented_selfcheck(backend: str) -> dict[str, str]:
+    """The containment self-check table of docs/threat-model.md for ``podman`` or ``docker``: check -> status."""
+    doc = (REPO / "docs" / "threat-model.md").read_text(encoding="utf-8").splitlines()
+    header = doc.index("| check | podman | docker | by |")
+    column = {"podman": 1, "docker": 2}[backend]
+    table: dict[str, str] = {}
+    for line in doc[header + 2:]:
+        if not line.startswith("| `"):
+            break
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        table[cells[0].strip("`")] = {"pass": "passed", "fail": "failed"}[cells[column]]
+    return table

@@ -630,3 +630,38 @@ def test_one_slot_one_environment_per_process(backend: ContainerBackend) -> None
             backend.start(backend.prepare(EnvironmentSpec(image=DEFAULT_TEST_IMAGE)), workspace=ws2,
                           slot=SLOTS[backend.name])
         assert (os.stat(ws2).st_uid, os.stat(ws2).st_mode & 0o777) == (0, 0o755)  # untouched
+
+
+_HANDOVER_TEST = '''
+import os
+import solution
+
+def test_the_solution():
+    assert solution.answer() == 42
+
+def test_the_machine_the_agent_set_up():
+    assert open("/tmp/setup.txt").read() == "configured\\n"
+'''
+
+
+def test_tests_same_and_tests_fresh(backend: ContainerBackend, tmp_path: Path) -> None:
+    """``tests = "same"``: stop the agent, copy the tests in, run them there; ``fresh``: a new container."""
+    tests = tmp_path / "hidden"
+    tests.mkdir()
+    (tests / "test_handover.py").write_text(_HANDOVER_TEST)
+    env_vars = {"PATH": "/usr/bin:/bin", "PYTHONPATH": "/workspace", "PYTHONDONTWRITEBYTECODE": "1", "HOME": "/tmp"}
+    pytest_argv = ["python3", "-m", "pytest", "-q", "-p", "no:cacheprovider"]
+    with workspace_dir() as ws:
+        (ws / "solution.py").write_text("def answer():\n    return 42\n")
+        with started(backend, ws) as agent:
+            agent.exec(["sh", "-c", "echo configured > /tmp/setup.txt; sleep 1000 >/dev/null 2>&1 &"])
+            assert agent.processes()
+            agent.stop_processes()
+            assert agent.processes() == set()
+            agent.copy_in(tests, "/tmp/rb-tests-1f2e")
+            same = agent.exec([*pytest_argv, "/tmp/rb-tests-1f2e"], env=env_vars)
+            assert "2 passed" in same.stdout, same
+        with started(backend, ws) as fresh:
+            fresh.copy_in(tests, "/tmp/rb-tests-9a8b")
+            run = fresh.exec([*pytest_argv, "/tmp/rb-tests-9a8b"], env=env_vars)
+            assert "1 failed, 1 passed" in run.stdout, run  # nothing the agent left outside the workspace

@@ -58,7 +58,7 @@ import weakref
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import IO, Any, ClassVar, Final
+from typing import IO, Any, Final
 
 from reliabench.errors import SandboxError
 from reliabench.files.untrusted import chown_tree, open_regular, remove_tree, walk_tree
@@ -378,10 +378,10 @@ class ContainerBackend:
         build_timeout_s: Seconds a Dockerfile build may take.
     """
 
-    name: ClassVar[str]
-    runtime: ClassVar[str]
+    name: str
+    runtime: str
     """The runtime's command (``podman`` or ``docker``)."""
-    install_fix: ClassVar[str]
+    install_fix: str
     """How to install the runtime (one line)."""
 
     def __init__(self, *, default_image: str | None = None, cpus: float = 1.0,

@@ -16,7 +16,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from pathlib import Path
-from typing import ClassVar, Final
+from typing import Final
 
 from reliabench.sandbox.containers import ContainerBackend
 from reliabench.sandbox.images import output_tail
@@ -39,9 +39,9 @@ class DockerBackend(ContainerBackend):
         **kwargs: As :class:`~reliabench.sandbox.containers.ContainerBackend`.
     """
 
-    name: ClassVar[str] = "docker"
-    runtime: ClassVar[str] = "docker"
-    install_fix: ClassVar[str] = ("apt-get install docker.io catatonit (or scripts/containers/setup.sh), "
+    name: str = "docker"
+    runtime: str = "docker"
+    install_fix: str = ("apt-get install docker.io catatonit (or scripts/containers/setup.sh), "
                                   "then scripts/containers/dockerd.sh start")
 
     def __init__(self, *, host: str | None = None, **kwargs: object) -> None:

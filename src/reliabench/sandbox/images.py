@@ -34,6 +34,7 @@ __all__ = [
     "CliResult",
     "ImageInfo",
     "RuntimeCli",
+    "base_image_ids",
     "build_image",
     "build_tag",
     "context_hash",
@@ -47,6 +48,8 @@ BUILD_TAG_PREFIX: Final = "reliabench-build"
 
 _HASH_FORMAT: Final = "reliabench-build v1"  # bump when what the hash covers changes
 _TAIL_LINES: Final = 12
+_BUILD_NOISE: Final = ("legacy builder is deprecated", "BuildKit is currently disabled",
+                       "environment-variable.", "Sending build context")
 
 
 @dataclass(frozen=True, slots=True)
@@ -169,6 +172,23 @@ def _base_images(dockerfile_text: str) -> list[str]:
     return bases
 
 
+def base_image_ids(cli: RuntimeCli, dockerfile_text: str) -> dict[str, str | None]:
+    """The local id of each base image the ``FROM`` lines name (None: not in local storage)."""
+    ids: dict[str, str | None] = {}
+    for base in _base_images(dockerfile_text):
+        found = cli(["image", "inspect", "--format", "{{.Id}}", base], timeout=120)
+        ids[base] = found.stdout.strip() if found.returncode == 0 and found.stdout.strip() else None
+    return ids
+
+
+def _read_dockerfile(dockerfile: Path) -> str:
+    try:
+        with open_regular(dockerfile) as fh:
+            return fh.read().decode("utf-8", "replace")
+    except OSError as exc:
+        raise SandboxError(f"cannot read the Dockerfile {dockerfile}: {exc.strerror or exc}") from None
+
+
 def context_hash(cli: RuntimeCli, dockerfile: Path) -> str:
     """A hash of everything a build of ``dockerfile`` reads: its context, its name, its bases.
 
@@ -183,15 +203,9 @@ def context_hash(cli: RuntimeCli, dockerfile: Path) -> str:
     context = dockerfile.parent
     digest = hashlib.sha256()
     digest.update(f"{_HASH_FORMAT}\n{cli.name}\n{dockerfile.name}\n".encode())
-    try:
-        with open_regular(dockerfile) as fh:
-            text = fh.read().decode("utf-8", "replace")
-    except OSError as exc:
-        raise SandboxError(f"cannot read the Dockerfile {dockerfile}: {exc.strerror or exc}") from None
-    for base in _base_images(text):
-        found = cli(["image", "inspect", "--format", "{{.Id}}", base], timeout=120)
-        base_id = found.stdout.strip() if found.returncode == 0 else "missing"
-        digest.update(f"base {base} {base_id}\n".encode())
+    text = _read_dockerfile(dockerfile)
+    for base, base_id in base_image_ids(cli, text).items():
+        digest.update(f"base {base} {base_id or 'missing'}\n".encode())
     for entry in walk_tree(context):
         mode = stat.S_IMODE(entry.mode)
         digest.update(f"{entry.kind} {entry.rel!r} {mode:o}\n".encode("utf-8", "surrogateescape"))
@@ -234,6 +248,12 @@ def build_image(cli: RuntimeCli, dockerfile: Path, *, source: str = "",
     where = f"{source}: " if source else ""
     if not dockerfile.is_file():
         raise SandboxError(f"{where}the Dockerfile {dockerfile} does not exist")
+    missing = [base for base, found in base_image_ids(cli, _read_dockerfile(dockerfile)).items()
+               if found is None and "$" not in base]
+    if missing:
+        raise SandboxError(f"{where}{dockerfile}: the base image {missing[0]!r} is not in {cli.name}'s local "
+                           f"storage (reliabench never pulls: runs are offline): load it first, e.g. "
+                           f"`{cli.name} load -i IMAGE.tar`")
     digest = context_hash(cli, dockerfile)
     tag = build_tag(dockerfile, digest)
     found = cli(["image", "inspect", "--format", "{{.Id}}", tag], timeout=120)
@@ -242,9 +262,10 @@ def build_image(cli: RuntimeCli, dockerfile: Path, *, source: str = "",
                                          labels={"org.reliabench.context": digest})
         result = cli(args, timeout=timeout, env=extra_env)
         if result.returncode != 0:
+            output = "\n".join(line for line in (result.stdout + "\n" + result.stderr).splitlines()
+                               if not any(noise in line for noise in _BUILD_NOISE))
             raise SandboxError(f"{where}building {dockerfile} with {cli.name} failed (exit status "
-                               f"{result.returncode}; network off, nothing pulled): "
-                               f"{output_tail(result.stdout + chr(10) + result.stderr)}")
+                               f"{result.returncode}; network off, nothing pulled): {output_tail(output)}")
     info = inspect_image(cli, tag, source=source)
     return ImageInfo(ImageRef(tag, info.ref.digest), info.env, info.labels)
 

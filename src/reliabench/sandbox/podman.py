@@ -19,7 +19,7 @@ import os
 import resource
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import ClassVar, Final
+from typing import Final
 
 from reliabench.sandbox.containers import _NOFILE, _NPROC, ContainerBackend, _host_hard_limit
 from reliabench.sandbox.images import output_tail
@@ -40,9 +40,9 @@ class PodmanBackend(ContainerBackend):
         **kwargs: As :class:`~reliabench.sandbox.containers.ContainerBackend`.
     """
 
-    name: ClassVar[str] = "podman"
-    runtime: ClassVar[str] = "podman"
-    install_fix: ClassVar[str] = "apt-get install podman runc catatonit (or scripts/containers/setup.sh)"
+    name: str = "podman"
+    runtime: str = "podman"
+    install_fix: str = "apt-get install podman runc catatonit (or scripts/containers/setup.sh)"
 
     def __init__(self, *, containers_conf: Path | None = None, **kwargs: object) -> None:
         super().__init__(**kwargs)  # type: ignore[arg-type]
