@@ -307,6 +307,27 @@ def test_the_user_the_capabilities_and_the_filter(shared: tuple[ContainerBackend
     assert made.returncode == 0 and (ws / "made.txt").stat().st_uid == uid  # the lent workspace
 
 
+_FOREIGN_ABI = """
+import ctypes, sys
+libc = ctypes.CDLL(None, use_errno=True)
+libc.syscall.restype = ctypes.c_long
+print("before", flush=True)
+libc.syscall(ctypes.c_long({number}))
+print("survived", flush=True)
+"""
+
+
+def test_a_call_of_another_abi_kills_the_process(shared: tuple[ContainerBackend, ContainerEnvironment,
+                                                               Path]) -> None:
+    _, env, _ = shared
+    import platform
+
+    if platform.machine() != "x86_64":
+        pytest.skip("the x32 ABI exists on x86_64 only")
+    result = env.exec(["python3", "-c", _FOREIGN_ABI.format(number=0x40000000 | 39)])  # x32 getpid
+    assert result.stdout == "before\n" and result.returncode == 128 + signal.SIGSYS
+
+
 def test_read_only_root_sized_tmp_and_no_network(shared: tuple[ContainerBackend, ContainerEnvironment,
                                                                Path]) -> None:
     _, env, _ = shared
