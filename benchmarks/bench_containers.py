@@ -19,6 +19,8 @@ reliabench's test image (``reliabench/python3-pytest:bookworm``, built by
 Usage::
 
     PYTHONPATH=src python3 benchmarks/bench_containers.py [--reps N] [--quick] [--runtime podman|docker]
+    PYTHONPATH=src python3 benchmarks/bench_containers.py --one-rollout podman   # one rollout, for a
+                                                             # whole-process timer (fresh interpreter)
 
 Prints a Markdown table: median and mean seconds per run, and the ratio of medians to the
 yardstick of the row's group. Run as root with the images set up (scripts/containers/setup.sh);
@@ -37,6 +39,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from reliabench.files.untrusted import remove_tree
 from reliabench.sandbox.base import Limits
 from reliabench.sandbox.containers import DEFAULT_TEST_IMAGE, ContainerBackend
 from reliabench.sandbox.docker import DockerBackend
@@ -74,9 +77,13 @@ def _check(proc: subprocess.CompletedProcess[bytes], what: str) -> None:
         raise SystemExit(f"{what} failed ({proc.returncode}): {proc.stdout[-300:]!r} {proc.stderr[-300:]!r}")
 
 
-def variants(backend: ContainerBackend, ws: Path) -> tuple[dict[str, Callable[[], None]], Callable[[], None]]:
-    """The timed variants of one runtime, and a clean-up (its running containers get their own workspace)."""
-    ws_running = _workspace()
+def variants(backend: ContainerBackend, ws: Path,
+             with_running: bool = True) -> tuple[dict[str, Callable[[], None]], Callable[[], None]]:
+    """The timed variants of one runtime, and a clean-up.
+
+    ``with_running=False``: only the variants that need no running container (the running
+    containers get a workspace of their own).
+    """
     binary = backend._binary()
     assert binary is not None
     client_env = backend._client_env()
@@ -84,17 +91,7 @@ def variants(backend: ContainerBackend, ws: Path) -> tuple[dict[str, Callable[[]
     env_flags = [f"--env={k}={v}" for k, v in ENV.items()]
     plain_run = [binary, "run", "--rm", "--network", "none", "-v", f"{ws}:/workspace", "-w",
                  "/workspace", *env_flags, DEFAULT_TEST_IMAGE, *PYTEST]
-    name = f"rb-bench-{backend.name}-{os.getpid()}"
-    subprocess.run([binary, "run", "-d", "--name", name, "--network", "none", "-v",
-                    f"{ws_running}:/workspace", "-w", "/workspace", *env_flags, "--entrypoint", "sleep",
-                    DEFAULT_TEST_IMAGE, "infinity"], env=client_env, check=True, stdout=subprocess.DEVNULL)
     slot = SLOTS[backend.name]
-    try:
-        running = backend.start(prepared, workspace=ws_running, slot=slot + 1)
-    except BaseException:
-        subprocess.run([binary, *backend._remove_args([name])], env=client_env, capture_output=True,
-                       check=False)
-        raise
     limits = Limits(wall_s=120)
 
     def run_rm() -> None:
@@ -111,6 +108,29 @@ def variants(backend: ContainerBackend, ws: Path) -> tuple[dict[str, Callable[[]
 
     def environment_only() -> None:
         backend.start(prepared, workspace=ws, slot=slot).close()
+
+    timed: dict[str, Callable[[], None]] = {
+        "run --rm (yardstick)": run_rm,
+        "environment: start+exec+close": environment_rollout,
+        "environment: start+close": environment_only,
+    }
+    if not with_running:
+        return timed, lambda: None
+    ws_running = _workspace()
+    name = f"rb-bench-{backend.name}-{os.getpid()}"
+    subprocess.run([binary, "run", "-d", "--name", name, "--network", "none", "-v",
+                    f"{ws_running}:/workspace", "-w", "/workspace", *env_flags, "--entrypoint", "sleep",
+                    DEFAULT_TEST_IMAGE, "infinity"], env=client_env, check=True, stdout=subprocess.DEVNULL)
+
+    def remove_plain() -> None:
+        subprocess.run([binary, *backend._remove_args([name])], env=client_env, capture_output=True,
+                       check=False)
+
+    try:
+        running = backend.start(prepared, workspace=ws_running, slot=slot + 1)
+    except BaseException:
+        remove_plain()
+        raise
 
     def exec_pytest() -> None:
         result = running.exec(PYTEST, env=ENV, limits=limits)
@@ -130,18 +150,15 @@ def variants(backend: ContainerBackend, ws: Path) -> tuple[dict[str, Callable[[]
 
     def cleanup() -> None:
         running.close()
-        subprocess.run([binary, *backend._remove_args([name])], env=client_env, capture_output=True,
-                       check=False)
+        remove_plain()
+        remove_tree(ws_running.parent)
 
-    timed = {
-        "run --rm (yardstick)": run_rm,
-        "environment: start+exec+close": environment_rollout,
-        "environment: start+close": environment_only,
+    timed.update({
         "plain exec of pytest (yardstick)": plain_exec_pytest,
         "exec of pytest in a running environment": exec_pytest,
         "plain exec of true (yardstick)": plain_exec_true,
         "exec of true in a running environment": exec_true,
-    }
+    })
     return timed, cleanup
 
 
@@ -150,7 +167,18 @@ def main() -> None:
     parser.add_argument("--reps", type=int, default=10)
     parser.add_argument("--quick", action="store_true", help="3 repetitions")
     parser.add_argument("--runtime", choices=["podman", "docker"], action="append")
+    parser.add_argument("--one-rollout", choices=["podman", "docker"],
+                        help="run one start+exec+close and exit (to time the whole process from outside)")
     args = parser.parse_args()
+    if args.one_rollout:
+        one: ContainerBackend = PodmanBackend() if args.one_rollout == "podman" else DockerBackend()
+        ws = _workspace()
+        try:
+            timed, _ = variants(one, ws, with_running=False)
+            timed["environment: start+exec+close"]()
+        finally:
+            remove_tree(ws.parent)
+        return
     reps = 3 if args.quick else args.reps
     chosen = args.runtime or ["podman", "docker"]
     backends: list[ContainerBackend] = []
@@ -183,6 +211,7 @@ def main() -> None:
     finally:
         for cleanup in cleanups:
             cleanup()
+        remove_tree(ws.parent)
     print(f"{platform.node()}: {os.cpu_count()} CPUs, load {os.getloadavg()[0]:.1f}, {reps} repetitions, "
           f"interleaved")
     print()

@@ -395,7 +395,7 @@ class ContainerBackend:
         self._cli = _Cli(self)
         self._lock = threading.Lock()
         self._images: dict[str, ImageInfo] = {}
-        self._tools: dict[tuple[str, str], _Tools] = {}
+        self._tools: dict[str, _Tools] = {}
         self._ready_at = 0.0
         self._private: Path | None = None
         self._host_prepared: PreparedSpec | None = None
@@ -467,8 +467,12 @@ class ContainerBackend:
 
     # ---------------------------------------------------------------- refuse / prepare
 
-    def _why_not_here(self) -> str | None:
-        """Why this host cannot run the backend at all (cached for a few seconds when it can)."""
+    def _why_not_here(self, *, ask_runtime: bool = True) -> str | None:
+        """Why this host cannot run the backend at all, or None.
+
+        ``ask_runtime``: also ask the runtime whether it works (a call of its CLI, cached for a
+        few seconds when it does); ``start`` does not, and asks only when its container fails.
+        """
         if self._binary() is None:
             return f"{self.runtime} is not installed: {self.install_fix}"
         if os.geteuid() != 0:
@@ -476,7 +480,7 @@ class ContainerBackend:
                     "slot uid): run reliabench as root, or use --sandbox bubblewrap")
         if _catatonit() is None:
             return "catatonit (the containers' init process) is not installed: apt-get install catatonit"
-        if time.monotonic() - self._ready_at < _READY_TTL_S:
+        if not ask_runtime or time.monotonic() - self._ready_at < _READY_TTL_S:
             return None
         why = self._not_ready()
         if why is None:
@@ -563,7 +567,7 @@ class ContainerBackend:
             raise SandboxError(f"the {self.name} backend needs a prepared image")
         if network not in ("none", "endpoint", "host"):
             raise SandboxError(f"network must be none, endpoint or host, got {network!r}")
-        why = self._why_not_here()
+        why = self._why_not_here(ask_runtime=False)
         if why is not None:
             raise SandboxError(why)
         spec = prepared.spec
@@ -593,7 +597,7 @@ class ContainerBackend:
                                   read_only=not spec.writable_root, slot=slot)
             result = self._call(args)
             if result.returncode != 0:
-                raise SandboxError(self._explain(result.stderr) or
+                raise SandboxError(self._explain(result.stderr) or self._not_ready() or
                                    f"{self.runtime} could not start a container of "
                                    f"{prepared.image.reference}: {output_tail(result.stderr, 3)}")
             init_pid, container_id = self._started(name)
@@ -666,8 +670,8 @@ class ContainerBackend:
         return pid, container_id
 
     def _image_tools(self, image: ImageRef, container_id: str, user: str) -> _Tools:
-        """``env`` and ``prlimit`` of the image, and the variables every exec gets (probed once)."""
-        key = (image.digest, user)
+        """``env`` and ``prlimit`` of the image, and the variables every exec gets (probed once per image)."""
+        key = image.digest
         with self._lock:
             known = self._tools.get(key)
         if known is not None:
