@@ -434,6 +434,11 @@ def test_copies_in_and_out_of_workspace_and_container(shared: tuple[ContainerBac
         env.copy_out("/tmp/no-such", tmp_path / "x", max_bytes=1000)
     with pytest.raises(FileNotFoundError):
         env.copy_out("/workspace/no-such", tmp_path / "x", max_bytes=1000)
+    with pytest.raises(SandboxError, match="the workspace or channel folder itself"):
+        env.copy_in(src, "/workspace")
+    with pytest.raises(SandboxError, match="absolute"):
+        env.exec(["true"], cwd="tmp")
+    assert (ws / "hello.txt").exists()
 
 
 @pytest.mark.parametrize("where", ["/tmp/planted", "/workspace/planted"])

@@ -603,14 +603,13 @@ class ContainerBackend:
             init_pid, container_id = self._started(name)
             tools = self._image_tools(prepared.image, container_id, user)
             info = self._images.get(prepared.image.digest)
-            environment = ContainerEnvironment(
-                self, stack.pop_all(), container_id=container_id, init_pid=init_pid, image=prepared.image,
+            return ContainerEnvironment(
+                self, stack, container_id=container_id, init_pid=init_pid, image=prepared.image,
                 workspace=ws, workdir=workdir, channel=channel, user=user, tools=tools,
                 image_env=dict(info.env) if info is not None else {})
         except BaseException:
-            stack.close()
+            stack.close()  # the environment owns the stack only once it exists
             raise
-        return environment
 
     def _run_args(self, *, name: str, image: ImageRef, workspace: Path, workdir: str, channel: Path,
                   mounts: Sequence[Mount], network: NetworkMode, limits: Limits, read_only: bool,
@@ -879,7 +878,8 @@ class ContainerEnvironment:
         self._tools = tools
         self._init_pid = init_pid
         ns = _pid_ns(init_pid)
-        assert ns is not None  # checked by ContainerBackend._started
+        if ns is None:
+            raise SandboxError(f"the container {container_id[:12]} stopped right after its start")
         self._ns = ns
         self._memory = _cgroup_dir(init_pid, "memory")
         self._closed = False
@@ -963,6 +963,8 @@ class ContainerEnvironment:
         self._check_open()
         if not argv:
             raise SandboxError("argv must not be empty")
+        if cwd is not None and not cwd.startswith("/"):
+            raise SandboxError(f"cwd must be an absolute path inside the environment, got {cwd!r}")
         full_env = self._command_env(env)
         private = self._backend._private_dir()
         fd, env_name = tempfile.mkstemp(prefix="env-", dir=private)
@@ -1079,6 +1081,9 @@ class ContainerEnvironment:
         """
         self._check_open()
         dest = self._host_path(target)
+        if dest is not None and dest in (self._workspace, self.channel_host):
+            raise SandboxError(f"copying {source} in: {target} is the workspace or channel folder itself "
+                               "(copy into it, not onto it)")
         try:
             if dest is not None:
                 if os.path.lexists(dest):
