@@ -1300,8 +1300,5 @@ def _extract_bounded(archive: Path, name: str, target: Path, *, max_bytes: int, 
         if first:
             raise FileNotFoundError(what)
     except BaseException:
-        if target.is_dir() and not target.is_symlink():
-            shutil.rmtree(target, ignore_errors=True)
-        elif os.path.lexists(target):
-            os.unlink(target)
+        remove_tree(target)  # what was written (never raises; a missing target is fine)
         raise
