@@ -149,9 +149,11 @@ def variants(backend: ContainerBackend, ws: Path,
         subprocess.run([binary, "exec", name, "true"], env=client_env, capture_output=True, check=True)
 
     def cleanup() -> None:
-        running.close()
-        remove_plain()
-        remove_tree(ws_running.parent)
+        try:
+            running.close()
+        finally:
+            remove_plain()
+            remove_tree(ws_running.parent)
 
     timed.update({
         "plain exec of pytest (yardstick)": plain_exec_pytest,
