@@ -178,3 +178,21 @@ def test_a_missing_base_is_never_pulled(backend: ContainerBackend, tmp_path: Pat
     with pytest.raises(SandboxError, match=r"the base image 'reliabench/no-such-base:1' is not in .* local storage "
                                            r"\(reliabench never pulls"):
         backend.prepare(EnvironmentSpec(dockerfile=ctx / "Dockerfile"))
+
+
+def test_close_removes_the_anonymous_volumes_of_an_image(backend: ContainerBackend, tmp_path: Path) -> None:
+    ctx = tmp_path / "volume"
+    ctx.mkdir()
+    (ctx / "Dockerfile").write_text(f"FROM {DEFAULT_TEST_IMAGE}\nVOLUME /data\n")
+    spec = EnvironmentSpec(dockerfile=ctx / "Dockerfile")
+    prepared = backend.prepare(spec)
+    assert prepared.image is not None
+    try:
+        with workspace_dir() as ws, started(backend, ws, spec) as env:
+            mounts = backend._call(["inspect", "--format", "{{range .Mounts}}{{.Name}} {{end}}", env.container_id])
+            volumes = mounts.stdout.split()
+            assert len(volumes) == 1, mounts
+            assert backend._call(["volume", "inspect", volumes[0]]).returncode == 0
+        assert backend._call(["volume", "inspect", volumes[0]]).returncode != 0  # removed with the container
+    finally:
+        backend._call(["rmi", "-f", prepared.image.reference])
