@@ -152,7 +152,7 @@ class RepositoryTests:
             slot: The worker slot of builds and control runs.
             max_patch_bytes: The agent's patch is cut at about this many characters.
         """
-        self._open_at = open_at
+        self.open_at = open_at
         self._cache = cache
         self._slot = slot
         self._max_patch = max_patch_bytes
@@ -181,7 +181,7 @@ class RepositoryTests:
             co = Path(tmp) / "checkout"
             checkout(cfg.source, cfg.base_commit, co, where=f"{where}: {cfg.source}")
             env = build_task(cfg.environment, base, checkout=co, tree_id=cfg.base_commit, workdir=cfg.workdir,
-                             open_environment=self._open_at, slot=self._slot, cache=self._cache, where=where)
+                             open_environment=self.open_at, slot=self._slot, cache=self._cache, where=where)
         try:
             files = test_patch_result(env.tree, read_patch(cfg.test_patch))
         except PatchApplyError as exc:
@@ -225,7 +225,7 @@ class RepositoryTests:
                 ws = base / "workspace"
                 shutil.copytree(prepared.starter, ws, symlinks=True)
                 lay_files(ws, prepared.test_files)
-                env = self._open_at(ws, prepared.env.mounts)
+                env = self.open_at(ws, prepared.env.mounts)
                 try:
                     res = self._exec_tests(task, env, limits)
                 finally:
