@@ -25,6 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from repository_helpers import opener  # noqa: E402  (temporary: see the module docstring)
 
 from reliabench.hidden_tests.repository import RepositoryTests  # noqa: E402
+from reliabench.repository.logs import swebench_log_text  # noqa: E402
 from reliabench.repository.validation import validate_repository_task  # noqa: E402
 from reliabench.tasks.convert import ConvertOptions, import_suite  # noqa: E402
 from reliabench.tasks.suite import load_suite  # noqa: E402
@@ -37,6 +38,8 @@ def main() -> int:
     ap.add_argument("--only", nargs="*", default=None)
     ap.add_argument("--min-flips", type=int, default=15)
     ap.add_argument("--slot", type=int, default=7)
+    ap.add_argument("--save-logs", type=Path, default=None,
+                    help="write each run's test log (SWE-bench's shape) as DIR/<id>.<empty|gold>.log")
     args = ap.parse_args()
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="rb-bench-swe-") as tmp:
@@ -53,6 +56,12 @@ def main() -> int:
         for task in tasks:
             v = validate_repository_task(tests, task, slot=args.slot)
             flips += v.flips
+            if args.save_logs is not None:
+                args.save_logs.mkdir(parents=True, exist_ok=True)
+                for label, run in (("empty", v.empty), ("gold", v.gold)):
+                    if run is not None:
+                        (args.save_logs / f"{task.id}.{label}.log").write_text(swebench_log_text(run.output),
+                                                                               encoding="utf-8")
             what = "flips" if v.flips else f"DOES NOT FLIP: {v.reason}"
             e, g = v.empty, v.gold
             counts = "" if e is None or g is None else (

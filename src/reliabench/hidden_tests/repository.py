@@ -4,7 +4,7 @@
 for ``test_runner = "repository"`` tasks (:mod:`reliabench.tasks.repository`). Per task,
 once (:meth:`RepositoryTests.prepare`): the checkout at the base commit, its environment
 (:mod:`reliabench.repository.venv`, cached by spec hash) and the result of the test patch on
-the untouched base tree (:func:`~reliabench.repository.patches.test_patch_result`). A
+the untouched base tree (:func:`~reliabench.repository.patches.patched_test_files`). A
 repository not at its base commit, an environment that fails to build or a test patch that
 does not apply is found here, before any rollout: the harness's failure, never an agent's.
 
@@ -53,7 +53,7 @@ from reliabench.meta_keys import TestPath
 from reliabench.records import TestOutcome
 from reliabench.repository.grading import RepositoryGrade, grade
 from reliabench.repository.logs import parse_log
-from reliabench.repository.patches import PatchApplyError, lay_files, repository_diff, test_patch_result
+from reliabench.repository.patches import PatchApplyError, lay_files, repository_diff, patched_test_files
 from reliabench.repository.source import RepositorySourceError, checkout
 from reliabench.repository.venv import TaskEnv, build_base, build_task, venv_env
 from reliabench.sandbox.base import Limits, SandboxResult
@@ -183,7 +183,7 @@ class RepositoryTests:
             env = build_task(cfg.environment, base, checkout=co, tree_id=cfg.base_commit, workdir=cfg.workdir,
                              open_environment=self.open_at, slot=self._slot, cache=self._cache, where=where)
         try:
-            files = test_patch_result(env.tree, read_patch(cfg.test_patch))
+            files = patched_test_files(env.tree, read_patch(cfg.test_patch))
         except PatchApplyError as exc:
             raise SuiteError([f"{cfg.test_patch}: {exc}"]) from None
         prepared = PreparedRepository(env, files)

@@ -7,7 +7,7 @@
 * :func:`apply_patch` applies a patch to a checkout with ``git apply`` (then, as the
   SWE-bench harness does, ``patch --fuzz=5``), with a bounded size, a time limit and none
   of the user's or the system's git configuration.
-* :func:`test_patch_result` is the trusted half of SWE-bench's "revert the test files, apply
+* :func:`patched_test_files` is the trusted half of SWE-bench's "revert the test files, apply
   the test patch": it is computed ONCE per task on the untouched base tree, and
   :func:`lay_files` writes its result over a rollout's workspace, so the files the test patch
   touches hold exactly base + test patch whatever the agent did to them (or to ``.git``),
@@ -40,8 +40,8 @@ __all__ = [
     "lay_files",
     "patch_paths",
     "repository_diff",
-    "test_directives",
-    "test_patch_result",
+    "directives_of",
+    "patched_test_files",
 ]
 
 MAX_PATCH_BYTES: Final = 16 * 1024 * 1024
@@ -124,7 +124,7 @@ def patch_paths(patch: str, *, what: str = "patch") -> PatchPaths:
     return PatchPaths(tuple(old), tuple(new))
 
 
-def test_directives(test_patch: str) -> tuple[str, ...]:
+def directives_of(test_patch: str) -> tuple[str, ...]:
     """The test files a test patch names (``diff --git`` targets that are not data files).
 
     What SWE-bench appends to the test command of a pytest repository.
@@ -133,7 +133,6 @@ def test_directives(test_patch: str) -> tuple[str, ...]:
     return tuple(dict.fromkeys(d for d in found if not d.endswith(NON_TEST_SUFFIXES)))
 
 
-test_directives.__test__ = False  # type: ignore[attr-defined]  # a helper, not a pytest test
 
 
 def git_env() -> dict[str, str]:
@@ -186,7 +185,7 @@ def apply_patch(tree: Path, patch: str, *, what: str = "patch", timeout_s: float
     raise PatchApplyError(f"{what} does not apply: {tail}")
 
 
-def test_patch_result(base: Path, test_patch: str, *, max_bytes: int = 256 * 1024 * 1024) -> dict[str, bytes | None]:
+def patched_test_files(base: Path, test_patch: str, *, max_bytes: int = 256 * 1024 * 1024) -> dict[str, bytes | None]:
     """What the files a test patch touches hold after it is applied to the base tree.
 
     Path -> content (None: the patch deletes it), for every path the patch names. Computed on

@@ -45,7 +45,7 @@ from reliabench.errors import InputError
 from reliabench.files.toml import tomllib
 from reliabench.files.untrusted import file_kind, read_file
 from reliabench.repository.logs import LOG_PARSERS
-from reliabench.repository.patches import PatchApplyError, patch_paths, test_directives
+from reliabench.repository.patches import PatchApplyError, patch_paths, directives_of
 from reliabench.repository.source import _git, source_kind
 from reliabench.tasks.convert import ConversionResult, ConvertOptions
 from reliabench.tasks.convert._common import (
@@ -59,7 +59,7 @@ from reliabench.tasks.convert._common import (
 )
 from reliabench.tasks.convert.swebench_specs import SPECS, SwebenchSpec
 
-__all__ = ["SwebenchConverter", "find_repository", "load_user_specs", "test_command_for"]
+__all__ = ["SwebenchConverter", "find_repository", "load_user_specs", "command_with_directives"]
 
 _FIELDS: Final = ("instance_id", "repo", "base_commit", "patch", "test_patch", "problem_statement", "version")
 _MAX_REPO_BYTES: Final = 512 * 1024 * 1024
@@ -140,9 +140,9 @@ def find_repository(repos: Path | None, instance_id: str, repo: str) -> Path | N
     return None
 
 
-def test_command_for(spec: SwebenchSpec, test_patch: str) -> list[str]:
+def command_with_directives(spec: SwebenchSpec, test_patch: str) -> list[str]:
     """The spec's test command followed by the test patch's test files (SWE-bench's directives)."""
-    directives = list(test_directives(test_patch))
+    directives = list(directives_of(test_patch))
     if spec.directives == "django":
         out = []
         for d in directives:
@@ -153,7 +153,6 @@ def test_command_for(spec: SwebenchSpec, test_patch: str) -> list[str]:
     return [*spec.test_cmd, *directives]
 
 
-test_command_for.__test__ = False  # type: ignore[attr-defined]  # not a pytest test
 
 
 def _repo_tarball(source: Path, base_commit: str, where: str) -> tuple[bytes, str]:
@@ -252,7 +251,7 @@ class SwebenchConverter:
         (tdir / "gold.patch").write_text(str(d["patch"]), encoding="utf-8", newline="")
         (tdir / "prompt.md").write_text(str(d["problem_statement"]), encoding="utf-8", newline="")
         repository.update(base_commit=commit, workdir="/testbed", test_patch="test.patch", gold_patch="gold.patch",
-                          test_command=test_command_for(spec, str(d["test_patch"])), log_parser=spec.log_parser,
+                          test_command=command_with_directives(spec, str(d["test_patch"])), log_parser=spec.log_parser,
                           fail_to_pass=f2p, pass_to_pass=p2p)
         env: dict[str, object] = {"python": spec.python, "requested_python": spec.requested_python,
                                   "packages": list(spec.packages), "install": list(spec.install),
