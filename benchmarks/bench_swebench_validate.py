@@ -27,6 +27,7 @@ from repository_helpers import opener  # noqa: E402  (temporary: see the module 
 from reliabench.hidden_tests.repository import RepositoryTests  # noqa: E402
 from reliabench.repository.logs import swebench_log_text  # noqa: E402
 from reliabench.repository.validation import validate_repository_task  # noqa: E402
+from reliabench.sandbox.base import Limits  # noqa: E402
 from reliabench.tasks.convert import ConvertOptions, import_suite  # noqa: E402
 from reliabench.tasks.suite import load_suite  # noqa: E402
 
@@ -38,6 +39,9 @@ def main() -> int:
     ap.add_argument("--only", nargs="*", default=None)
     ap.add_argument("--min-flips", type=int, default=15)
     ap.add_argument("--slot", type=int, default=7)
+    ap.add_argument("--test-timeout", type=float, default=300.0,
+                    help="wall seconds of one test run (SWE-bench allows 1800; a network-bound test that "
+                         "sleeps between download retries would hold the benchmark that long)")
     ap.add_argument("--save-logs", type=Path, default=None,
                     help="write each run's test log (SWE-bench's shape) as DIR/<id>.<empty|gold>.log")
     args = ap.parse_args()
@@ -54,7 +58,9 @@ def main() -> int:
                  and (not args.only or t.id in args.only)]
         flips, lines = 0, []
         for task in tasks:
-            v = validate_repository_task(tests, task, slot=args.slot)
+            v = validate_repository_task(tests, task, slot=args.slot, limits=Limits(
+                wall_s=args.test_timeout, cpu_s=args.test_timeout, memory_bytes=4 * 1024**3, max_procs=256,
+                output_bytes=16 * 1024**2))
             flips += v.flips
             if args.save_logs is not None:
                 args.save_logs.mkdir(parents=True, exist_ok=True)

@@ -117,3 +117,23 @@ def opener(inside: str = "/testbed", slot: int = 0, network: NetworkMode = "none
         return WorkdirBubblewrap(workspace, inside=inside, slot=slot, mounts=mounts, network=network)
 
     return open_env
+
+
+FIXTURE = Path(__file__).parent / "fixtures" / "repository" / "marshmallow-1359"
+"""The vendored extract: SWE-bench's marshmallow-code__marshmallow-1359, its repository trimmed."""
+
+
+def vendored_suite(tmp: Path):  # type: ignore[no-untyped-def]
+    """Convert the vendored instance with ``suites import swebench`` into ``tmp/suite``; return the suite."""
+    import json
+
+    from reliabench.tasks.convert import ConvertOptions, import_suite
+    from reliabench.tasks.suite import load_suite
+
+    row = json.loads((FIXTURE / "instance.json").read_text(encoding="utf-8"))
+    repos = tmp / "repos"
+    repos.mkdir(parents=True)
+    shutil.copyfile(FIXTURE / "repo.tar.gz", repos / f"{row['instance_id']}.tar.gz")
+    (tmp / "instances.jsonl").write_text(json.dumps(row) + "\n", encoding="utf-8")
+    import_suite("swebench", tmp / "instances.jsonl", tmp / "suite", ConvertOptions(repos=repos))
+    return load_suite(tmp / "suite")

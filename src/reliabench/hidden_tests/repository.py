@@ -54,7 +54,7 @@ from reliabench.records import TestOutcome
 from reliabench.repository.grading import RepositoryGrade, grade
 from reliabench.repository.logs import parse_log
 from reliabench.repository.patches import PatchApplyError, lay_files, repository_diff, patched_test_files
-from reliabench.repository.source import RepositorySourceError, checkout
+from reliabench.repository.source import RepositorySourceError, checkout, tree_id
 from reliabench.repository.venv import TaskEnv, build_base, build_task, venv_env
 from reliabench.sandbox.base import Limits, SandboxResult
 from reliabench.sandbox.environment import Environment, Mount
@@ -180,7 +180,7 @@ class RepositoryTests:
         with tempfile.TemporaryDirectory(prefix="rb-checkout-") as tmp:
             co = Path(tmp) / "checkout"
             checkout(cfg.source, cfg.base_commit, co, where=f"{where}: {cfg.source}")
-            env = build_task(cfg.environment, base, checkout=co, tree_id=cfg.base_commit, workdir=cfg.workdir,
+            env = build_task(cfg.environment, base, checkout=co, tree_id=tree_id(co), workdir=cfg.workdir,
                              open_environment=self.open_at, slot=self._slot, cache=self._cache, where=where)
         try:
             files = patched_test_files(env.tree, read_patch(cfg.test_patch))

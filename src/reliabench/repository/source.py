@@ -29,7 +29,7 @@ from reliabench.errors import SandboxError
 from reliabench.files.untrusted import remove_tree
 from reliabench.repository.patches import git_env
 
-__all__ = ["RepositorySourceError", "SourceKind", "checkout", "source_kind"]
+__all__ = ["RepositorySourceError", "SourceKind", "checkout", "source_kind", "tree_id"]
 
 SourceKind = Literal["tarball", "git", "folder"]
 _TAR_SUFFIXES: Final = (".tar", ".tar.gz", ".tgz", ".tar.bz2", ".tar.xz")
@@ -183,3 +183,18 @@ def _commit(tree: Path, where: str) -> None:
     for hook in (tree / ".git" / "hooks").glob("*"):
         hook.unlink()
     os.chmod(tree, 0o755)
+
+
+def tree_id(tree: Path) -> str:
+    """The git tree hash of a checkout made by :func:`checkout`: what its files hold, exactly.
+
+    The cache key of a task's environment uses it (a trimmed tree at the same base commit is
+    another tree).
+
+    Raises:
+        RepositorySourceError: ``tree`` is not such a checkout.
+    """
+    rc, out = _git(tree, "rev-parse", "HEAD^{tree}")
+    if rc != 0:
+        raise RepositorySourceError(f"{tree}: not a checkout ({out.decode('utf-8', 'replace').strip()[-120:]})")
+    return out.decode("ascii").strip()

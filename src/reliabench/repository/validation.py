@@ -97,7 +97,10 @@ def validate_repository_task(tests: RepositoryTests, task: Task, *, limits: Limi
         return RepositoryValidation(task.id, False, f"gold patch: {exc}", None, None, time.monotonic() - started, built)
     f2p_empty = empty.swebench["fail_to_pass"]
     reason: str | None = None
-    if not gold.swebench["resolved"]:
+    if gold.status == "timeout":
+        reason = (f"the gold run did not finish in {lim.wall_s:g} s ({diagnose(gold.output)}; a test that "
+                  "needs the network may wait between retries)")
+    elif not gold.swebench["resolved"]:
         p2p = gold.swebench["pass_to_pass"]
         f2p = gold.swebench["fail_to_pass"]
         failing = [n for n in (*cfg.fail_to_pass, *cfg.pass_to_pass)

@@ -34,7 +34,7 @@ import json
 import os
 import shutil
 import subprocess
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
@@ -236,9 +236,12 @@ def _run_host(argv: Sequence[str], cwd: Path) -> tuple[int, str]:
     return done.returncode, (done.stdout + done.stderr).decode("utf-8", "replace")
 
 
-def task_key(base: BaseEnv, tree_id: str, install: Sequence[str], workdir: str) -> str:
-    """The cache key of a task layer: the base venv, the checkout, the install command, the workdir."""
-    text = json.dumps([base.key, tree_id, list(install), workdir], separators=(",", ":"))
+def task_key(base: BaseEnv, tree_id: str, install: Sequence[str], workdir: str,
+             env: Mapping[str, str] | None = None) -> str:
+    """The cache key of a task layer: the base venv, the checkout, the install command and its
+    variables, the workdir."""
+    text = json.dumps([base.key, tree_id, list(install), workdir, sorted((env or {}).items())],
+                      separators=(",", ":"))
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
@@ -247,7 +250,7 @@ def venv_env(task: TaskEnv, extra: dict[str, str] | None = None) -> dict[str, st
     env = {"PATH": f"{task.venv}/bin:{task.base.venv}/bin:/usr/local/bin:/usr/bin:/bin",
            "VIRTUAL_ENV": str(task.venv), "HOME": "/tmp", "TMPDIR": "/tmp", "LANG": "C.UTF-8",
            "USER": "rollout", "PIP_NO_INDEX": "1", "PIP_DISABLE_PIP_VERSION_CHECK": "1",
-           "PYTHONDONTWRITEBYTECODE": "1"}
+           "PYTHONDONTWRITEBYTECODE": "1", "PYTHONUNBUFFERED": "1"}
     env.update(extra or {})
     return env
 
@@ -281,7 +284,7 @@ def build_task(spec: RepoEnvSpec, base: BaseEnv, *, checkout: Path, tree_id: str
         spec: The environment spec (its ``install`` and ``env``).
         base: The base venv (:func:`build_base`).
         checkout: The repository at its base commit (copied; not changed).
-        tree_id: What identifies the checkout (the base commit).
+        tree_id: What identifies the checkout's content (its git tree hash).
         workdir: Where the sandbox shows the checkout (the task's ``workdir``, ``/testbed``).
         open_environment: Starts an environment on a workspace (a host folder shown at
             ``workdir``) with mounts, network off, on worker slot ``slot``.
@@ -294,7 +297,7 @@ def build_task(spec: RepoEnvSpec, base: BaseEnv, *, checkout: Path, tree_id: str
         EnvironmentBuildError: The install command failed (with its last lines).
         SandboxError: The sandbox could not start.
     """
-    key = task_key(base, tree_id, spec.install, workdir)
+    key = task_key(base, tree_id, spec.install, workdir, spec.env)
     root = (cache or cache_root()) / "task" / key
     venv, tree = root / "venv", root / "tree"
     with _locked(root.with_suffix(".lock")):
