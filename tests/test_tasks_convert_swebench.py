@@ -46,7 +46,7 @@ def test_all_31_shared_instances_convert(tmp_path: Path) -> None:
     with_repo = [t for t in suite.tasks if t.repository is not None and t.repository.source is not None]
     assert len(with_repo) == 21 and len(result.notes) == 10
     sq = suite.task("sqlfluff__sqlfluff-1625").repository
-    assert sq is not None and sq.test_command == ("pytest", "-rA", "test/rules/std_L031_test.py")
+    assert sq is not None and sq.test_command == ("pytest", "-rA", "test/cli/commands_test.py")
     assert sq.environment.requested_python == "3.9" and sq.environment.python == "3.11"
     dj = suite.task("django__django-15781").repository
     assert dj is not None and dj.log_parser == "django" and dj.test_command[0] == "./tests/runtests.py"
