@@ -43,12 +43,12 @@ class _Rewriting(BubblewrapBackend):
         out: list[str] = []
         i = 0
         while i < len(cmd):
-            if cmd[i:i + 3] == ["--bind", workdir, workdir]:
+            if cmd[i : i + 3] == ["--bind", workdir, workdir]:
                 out += ["--bind", workdir, self._inside]
                 for w in self._writable:
                     out += ["--bind", w, w]
                 i += 3
-            elif cmd[i:i + 2] == ["--chdir", workdir]:
+            elif cmd[i : i + 2] == ["--chdir", workdir]:
                 out += ["--chdir", self._cwd]
                 i += 2
             else:
@@ -64,8 +64,15 @@ class WorkdirBubblewrap:
     image: ImageRef | None = None
     backend = "bubblewrap"
 
-    def __init__(self, workspace: Path, *, inside: str = "/testbed", slot: int = 0,
-                 mounts: Sequence[Mount] = (), network: NetworkMode = "none") -> None:
+    def __init__(
+        self,
+        workspace: Path,
+        *,
+        inside: str = "/testbed",
+        slot: int = 0,
+        mounts: Sequence[Mount] = (),
+        network: NetworkMode = "none",
+    ) -> None:
         self._workspace = Path(os.path.realpath(workspace))
         self.workdir = inside
         self._slot = slot
@@ -79,15 +86,29 @@ class WorkdirBubblewrap:
         self.channel_dir = str(self.channel_host)
         self._closed = False
 
-    def exec(self, argv: Sequence[str], *, cwd: str | None = None, env: Mapping[str, str] | None = None,
-             stdin: bytes | None = None, limits: Limits = Limits()) -> SandboxResult:
+    def exec(
+        self,
+        argv: Sequence[str],
+        *,
+        cwd: str | None = None,
+        env: Mapping[str, str] | None = None,
+        stdin: bytes | None = None,
+        limits: Limits = Limits(),
+    ) -> SandboxResult:
         if self._closed:
             raise SandboxError("the environment is closed")
         ro = [m.source for m in self._mounts if not m.writable]
         rw = [os.path.realpath(m.source) for m in self._mounts if m.writable]
         backend = _Rewriting(self.workdir, cwd or self.workdir, rw)
-        return backend.run(argv, workdir=self._workspace, readonly=ro, env=env, limits=limits,
-                           network=self._network == "host", slot=self._slot)
+        return backend.run(
+            argv,
+            workdir=self._workspace,
+            readonly=ro,
+            env=env,
+            limits=limits,
+            network=self._network == "host",
+            slot=self._slot,
+        )
 
     def _host(self, inside: str) -> Path:
         rel = os.path.relpath(os.path.normpath(inside), self.workdir)

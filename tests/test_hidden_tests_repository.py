@@ -16,6 +16,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from repository_helpers import bwrap_available, opener, vendored_suite
+from sandbox_helpers import skip_or_fail_in_ci
 
 from reliabench.errors import SuiteError
 from reliabench.hidden_tests.layer import HiddenTestRunner, TestRequest
@@ -25,9 +27,6 @@ from reliabench.repository.source import RepositorySourceError
 from reliabench.sandbox.base import Limits
 from reliabench.tasks.repository import read_patch
 from reliabench.tasks.suite import Task, load_suite
-
-from repository_helpers import bwrap_available, opener, vendored_suite
-from sandbox_helpers import skip_or_fail_in_ci
 
 SLOT = 5
 LIMITS = Limits(wall_s=300, cpu_s=300, memory_bytes=4 * 1024**3, max_procs=256, output_bytes=16 * 1024**2)
@@ -43,7 +42,7 @@ def setup(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Repository
     task = suite.tasks[0]
     try:
         tests.prepare(task)  # builds the venv from PyPI the first time
-    except Exception as exc:  # noqa: BLE001 - a machine without the registry
+    except Exception as exc:
         skip_or_fail_in_ci(f"the vendored extract's environment did not build: {exc}")
     yield tests, task
     tests.close()
@@ -56,14 +55,23 @@ def _run(setup: tuple[RepositoryTests, Task], tmp_path: Path, change: object = N
     if callable(change):
         change(ws)
     expected = tests.collect(task, lambda m: tests.open_at(ws, m), starter=ws, limits=LIMITS, slot=SLOT)
-    return tests.run(TestRequest(task=task, workspace=ws, expected=expected, limits=LIMITS, slot=SLOT,
-                                 open_environment=lambda mounts: tests.open_at(ws, mounts)))
+    return tests.run(
+        TestRequest(
+            task=task,
+            workspace=ws,
+            expected=expected,
+            limits=LIMITS,
+            slot=SLOT,
+            open_environment=lambda mounts: tests.open_at(ws, mounts),
+        )
+    )
 
 
 def _gold(setup: tuple[RepositoryTests, Task]):  # type: ignore[no-untyped-def]
     def apply(ws: Path) -> None:
         assert setup[1].repository is not None and setup[1].repository.gold_patch is not None
         apply_patch(ws, read_patch(setup[1].repository.gold_patch))
+
     return apply
 
 
@@ -76,8 +84,12 @@ def test_empty_patch_does_not_resolve(setup: tuple[RepositoryTests, Task], tmp_p
     cfg = setup[1].repository
     assert cfg is not None
     assert run.status == "completed" and run.isolation == "bubblewrap"
-    assert run.swebench == {"resolution": "RESOLVED_NO", "resolved": False, "fail_to_pass": [0, 1],
-                            "pass_to_pass": [76, 76]}
+    assert run.swebench == {
+        "resolution": "RESOLVED_NO",
+        "resolved": False,
+        "fail_to_pass": [0, 1],
+        "pass_to_pass": [76, 76],
+    }
     # one outcome per listed test: the counts equal the dataset's lists
     assert len(run.outcomes) == len(cfg.fail_to_pass) + len(cfg.pass_to_pass) == 77
     assert [o.outcome for o in run.outcomes if o.name == F2P] == ["failed"]
@@ -96,7 +108,14 @@ def test_a_partial_patch_is_partial(setup: tuple[RepositoryTests, Task], tmp_pat
     def change(ws: Path) -> None:
         _gold(setup)(ws)
         f = ws / "src" / "marshmallow" / "fields.py"
-        f.write_text(f.read_text().replace("    def __repr__(self):", "    def __repr__(self):\n        return 'x'\n\n    def _repr(self):", 1))
+        f.write_text(
+            f.read_text().replace(
+                "    def __repr__(self):",
+                "    def __repr__(self):\n        return 'x'\n\n    def _repr(self):",
+                1,
+            )
+        )
+
     run = _run(setup, tmp_path, change)
     assert run.swebench["fail_to_pass"] == [1, 1] and run.swebench["resolution"] == "RESOLVED_NO"
     assert run.swebench["pass_to_pass"][0] < 76
@@ -105,12 +124,15 @@ def test_a_partial_patch_is_partial(setup: tuple[RepositoryTests, Task], tmp_pat
 def test_edits_to_the_test_files_are_reverted(setup: tuple[RepositoryTests, Task], tmp_path: Path) -> None:
     def cheat(ws: Path) -> None:
         (ws / "tests" / "test_fields.py").write_text("def test_nothing():\n    pass\n")
+
     run = _run(setup, tmp_path, cheat)
     assert run.swebench["resolution"] == "RESOLVED_NO" and run.swebench["pass_to_pass"] == [76, 76]
     assert "tests/test_fields.py" in run.patch  # the agent's edit stays in its patch
 
 
-def test_a_link_in_place_of_a_test_file_is_replaced(setup: tuple[RepositoryTests, Task], tmp_path: Path) -> None:
+def test_a_link_in_place_of_a_test_file_is_replaced(
+    setup: tuple[RepositoryTests, Task], tmp_path: Path
+) -> None:
     victim = tmp_path / "host-file"
     victim.write_text("host data\n")
 
@@ -118,22 +140,27 @@ def test_a_link_in_place_of_a_test_file_is_replaced(setup: tuple[RepositoryTests
         (ws / "tests" / "test_fields.py").unlink()
         os.symlink(victim, ws / "tests" / "test_fields.py")
         _gold(setup)(ws)
+
     run = _run(setup, tmp_path, link)
     assert victim.read_text() == "host data\n"
     assert run.swebench["resolution"] == "RESOLVED_FULL"
 
 
-def test_a_deleted_checkout_is_the_rollouts_failure(setup: tuple[RepositoryTests, Task], tmp_path: Path) -> None:
+def test_a_deleted_checkout_is_the_rollouts_failure(
+    setup: tuple[RepositoryTests, Task], tmp_path: Path
+) -> None:
     def wipe(ws: Path) -> None:
         for p in ws.iterdir():
             shutil.rmtree(p) if p.is_dir() and not p.is_symlink() else p.unlink()
+
     run = _run(setup, tmp_path, wipe)
     assert run.status == "completed"  # not test_error: the harness works on the base checkout
     assert run.swebench["resolution"] == "RESOLVED_NO" and all(o.failing for o in run.outcomes)
 
 
-def test_a_rewritten_git_runs_nothing_and_changes_nothing(setup: tuple[RepositoryTests, Task],
-                                                          tmp_path: Path) -> None:
+def test_a_rewritten_git_runs_nothing_and_changes_nothing(
+    setup: tuple[RepositoryTests, Task], tmp_path: Path
+) -> None:
     marker = tmp_path / "fsmonitor-ran"
 
     def rewrite(ws: Path) -> None:
@@ -142,14 +169,16 @@ def test_a_rewritten_git_runs_nothing_and_changes_nothing(setup: tuple[Repositor
         (ws / ".git").mkdir()
         (ws / ".git" / "HEAD").write_text("ref: refs/heads/nowhere\n")
         (ws / ".git" / "config").write_text(f"[core]\n\tfsmonitor = touch {marker}\n\thooksPath = /tmp\n")
+
     run = _run(setup, tmp_path, rewrite)
     assert run.swebench["resolution"] == "RESOLVED_FULL"
     assert not marker.exists()
     assert run.patch.startswith("diff --git a/src/marshmallow/fields.py")
 
 
-def test_a_test_patch_that_does_not_apply_is_refused_before_the_run(setup: tuple[RepositoryTests, Task],
-                                                                   tmp_path: Path) -> None:
+def test_a_test_patch_that_does_not_apply_is_refused_before_the_run(
+    setup: tuple[RepositoryTests, Task], tmp_path: Path
+) -> None:
     src = setup[1].root.parent.parent
     shutil.copytree(src, tmp_path / "suite")
     patch = tmp_path / "suite" / "tasks" / setup[1].id / "test.patch"
@@ -159,7 +188,9 @@ def test_a_test_patch_that_does_not_apply_is_refused_before_the_run(setup: tuple
         RepositoryTests(setup[0].open_at, slot=SLOT).prepare(task)
 
 
-def test_a_task_without_its_repository_is_refused(setup: tuple[RepositoryTests, Task], tmp_path: Path) -> None:
+def test_a_task_without_its_repository_is_refused(
+    setup: tuple[RepositoryTests, Task], tmp_path: Path
+) -> None:
     src = setup[1].root.parent.parent
     shutil.copytree(src, tmp_path / "suite")
     toml = tmp_path / "suite" / "tasks" / setup[1].id / "task.toml"

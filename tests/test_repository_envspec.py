@@ -21,8 +21,13 @@ def test_missing_python_is_refused_with_the_fix() -> None:
 
 
 def test_parse_round_trip_and_problems() -> None:
-    spec = RepoEnvSpec(python="3.11", packages=("a==1",), install=("python", "-m", "pip"), requested_python="3.9",
-                       notes=("x",))
+    spec = RepoEnvSpec(
+        python="3.11",
+        packages=("a==1",),
+        install=("python", "-m", "pip"),
+        requested_python="3.9",
+        notes=("x",),
+    )
     problems: list[str] = []
     assert parse_env_spec(spec.as_toml(), "W", problems) == spec and problems == []
     bad = {"python": 3, "packages": ["https://evil/x.whl"], "env": {"A": 1}, "surprise": True}

@@ -8,7 +8,10 @@ from reliabench.repository.grading import grade
 
 def test_full_partial_no() -> None:
     assert grade({"a": "PASSED", "b": "PASSED"}, ["a"], ["b"]).resolution == "RESOLVED_FULL"
-    assert grade({"a": "PASSED", "c": "FAILED", "b": "PASSED"}, ["a", "c"], ["b"]).resolution == "RESOLVED_PARTIAL"
+    assert (
+        grade({"a": "PASSED", "c": "FAILED", "b": "PASSED"}, ["a", "c"], ["b"]).resolution
+        == "RESOLVED_PARTIAL"
+    )
     assert grade({"a": "PASSED", "b": "FAILED"}, ["a"], ["b"]).resolution == "RESOLVED_NO"
     assert grade({}, ["a"], []).resolution == "RESOLVED_NO"
 
@@ -29,8 +32,12 @@ def test_skipped_counts_neither_way_as_in_swebench() -> None:
 
 def test_error_is_failure_and_meta_counts() -> None:
     g = grade({"a": "ERROR", "b": "PASSED", "c": "PASSED"}, ["a"], ["b", "c"])
-    assert g.meta() == {"resolution": "RESOLVED_NO", "resolved": False, "fail_to_pass": [0, 1],
-                        "pass_to_pass": [2, 2]}
+    assert g.meta() == {
+        "resolution": "RESOLVED_NO",
+        "resolved": False,
+        "fail_to_pass": [0, 1],
+        "pass_to_pass": [2, 2],
+    }
     assert g.tests_status()["FAIL_TO_PASS"] == {"success": [], "failure": ["a"]}
 
 

@@ -18,16 +18,26 @@ DATA = FIXTURES / "logs" / "instances.jsonl"
 
 
 def test_pytest_summary_lines() -> None:
-    log = ("PASSED a.py::t1\nFAILED a.py::t2 - AssertionError: x - y\nERROR a.py::t3\n"
-           "SKIPPED [1] a.py:4: why\nXFAIL a.py::t5 - reason\nrandom PASSED line\nPASSED\n")
-    assert parse_log("pytest", log) == {"a.py::t1": "PASSED", "a.py::t2": "FAILED", "a.py::t3": "ERROR",
-                                        "[1]": "SKIPPED", "a.py::t5": "XFAIL"}
+    log = (
+        "PASSED a.py::t1\nFAILED a.py::t2 - AssertionError: x - y\nERROR a.py::t3\n"
+        "SKIPPED [1] a.py:4: why\nXFAIL a.py::t5 - reason\nrandom PASSED line\nPASSED\n"
+    )
+    assert parse_log("pytest", log) == {
+        "a.py::t1": "PASSED",
+        "a.py::t2": "FAILED",
+        "a.py::t3": "ERROR",
+        "[1]": "SKIPPED",
+        "a.py::t5": "XFAIL",
+    }
 
 
 def test_pytest_options_keeps_only_the_last_part_of_a_path_parameter() -> None:
     log = "PASSED t.py::test_x[/tmp/abc/file.dcm]\nPASSED t.py::test_y[//net]\nPASSED t.py::test_z[a]\n"
-    assert parse_log("pytest-options", log) == {"t.py::test_x[/file.dcm]": "PASSED",
-                                                "t.py::test_y[//net]": "PASSED", "t.py::test_z[a]": "PASSED"}
+    assert parse_log("pytest-options", log) == {
+        "t.py::test_x[/file.dcm]": "PASSED",
+        "t.py::test_y[//net]": "PASSED",
+        "t.py::test_z[a]": "PASSED",
+    }
 
 
 def test_pytest_v2_reads_colour_and_trailing_status() -> None:
@@ -37,8 +47,12 @@ def test_pytest_v2_reads_colour_and_trailing_status() -> None:
 
 def test_django_and_sympy() -> None:
     dj = "test_a (m.T) ... ok\ntest_b (m.T) ... FAIL\ntest_c (m.T) ... skipped 'x'\nERROR: test_d (m.T)\n"
-    assert parse_log("django", dj) == {"test_a (m.T)": "PASSED", "test_b (m.T)": "FAILED",
-                                       "test_c (m.T)": "SKIPPED", "test_d": "ERROR"}
+    assert parse_log("django", dj) == {
+        "test_a (m.T)": "PASSED",
+        "test_b (m.T)": "FAILED",
+        "test_c (m.T)": "SKIPPED",
+        "test_d": "ERROR",
+    }
     sy = "test_one ok\ntest_two F\ntest_three E\n"
     assert parse_log("sympy", sy) == {"test_one": "PASSED", "test_two": "FAILED", "test_three": "ERROR"}
 
@@ -55,6 +69,7 @@ def test_log_text_has_swebench_markers() -> None:
 
 
 # ---- the cross-check with the swebench package on logs of real runs --------------------------
+
 
 def _instances() -> dict[str, dict[str, object]]:
     rows = [json.loads(line) for line in DATA.read_text(encoding="utf-8").splitlines()]
@@ -84,12 +99,21 @@ def test_grading_agrees_with_swebench(packed: Path, tmp_path: Path) -> None:
     row = _instances()[iid]
     # what the package's grading reads of a TestSpec (make_test_spec would fetch requirement
     # files from the network for some repositories)
-    spec = SimpleNamespace(instance_id=iid, repo=row["repo"], version=row["version"],
-                           FAIL_TO_PASS=_tests(row["FAIL_TO_PASS"]), PASS_TO_PASS=_tests(row["PASS_TO_PASS"]))
+    spec = SimpleNamespace(
+        instance_id=iid,
+        repo=row["repo"],
+        version=row["version"],
+        FAIL_TO_PASS=_tests(row["FAIL_TO_PASS"]),
+        PASS_TO_PASS=_tests(row["PASS_TO_PASS"]),
+    )
     status, found = grading.get_logs_eval(spec, str(log))
     assert found
-    report = grading.get_eval_report(spec, {"instance_id": iid, "model_name_or_path": "x", "model_patch": "p"},
-                                     str(log), include_tests_status=True)[iid]
+    report = grading.get_eval_report(
+        spec,
+        {"instance_id": iid, "model_name_or_path": "x", "model_patch": "p"},
+        str(log),
+        include_tests_status=True,
+    )[iid]
     text = log.read_text(encoding="utf-8")
     inner = text.split(START_MARKER)[1].split(END_MARKER)[0]
     parser = "pytest-options" if row["repo"] == "pydicom/pydicom" else "pytest"

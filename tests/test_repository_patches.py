@@ -11,11 +11,11 @@ import pytest
 from reliabench.repository.patches import (
     PatchApplyError,
     apply_patch,
+    directives_of,
     lay_files,
     patch_paths,
-    repository_diff,
-    directives_of,
     patched_test_files,
+    repository_diff,
 )
 
 PATCH = """diff --git a/pkg/m.py b/pkg/m.py
@@ -96,15 +96,17 @@ def test_lay_files_replaces_links_and_folders_never_writes_through(tmp_path: Pat
     ws.mkdir()
     secret = tmp_path / "secret"
     secret.write_text("keep")
-    os.symlink(secret, ws / "a.py")                      # the agent made the file a link
-    (ws / "b.py").mkdir()                                # ... a folder
-    os.symlink(tmp_path, ws / "pkg")                     # ... a parent folder a link
-    os.mkfifo(ws / "c.py")                               # ... a FIFO
+    os.symlink(secret, ws / "a.py")  # the agent made the file a link
+    (ws / "b.py").mkdir()  # ... a folder
+    os.symlink(tmp_path, ws / "pkg")  # ... a parent folder a link
+    os.mkfifo(ws / "c.py")  # ... a FIFO
     lay_files(ws, {"a.py": b"A", "b.py": b"B", "pkg/m.py": b"M", "c.py": None})
     assert secret.read_text() == "keep" and not (tmp_path / "m.py").exists()
     assert (ws / "a.py").read_bytes() == b"A" and not (ws / "a.py").is_symlink()
     assert (ws / "b.py").read_bytes() == b"B"
-    assert (ws / "pkg").is_dir() and not (ws / "pkg").is_symlink() and (ws / "pkg" / "m.py").read_bytes() == b"M"
+    assert (
+        (ws / "pkg").is_dir() and not (ws / "pkg").is_symlink() and (ws / "pkg" / "m.py").read_bytes() == b"M"
+    )
     assert not os.path.lexists(ws / "c.py")
 
 
@@ -121,7 +123,9 @@ def test_repository_diff_is_git_shaped_and_applies_back(tmp_path: Path) -> None:
     assert "deleted file mode 100644" in diff and "__pycache__" not in diff
     again = _tree(tmp_path / "again")
     subprocess.run(["git", "apply", "-"], cwd=again, input=diff.encode(), check=True)
-    assert (again / "pkg" / "m.py").read_text() == "a = 1\nb = 3\n" and not (again / "data" / "x.json").exists()
+    assert (again / "pkg" / "m.py").read_text() == "a = 1\nb = 3\n" and not (
+        again / "data" / "x.json"
+    ).exists()
 
 
 def test_repository_diff_is_bounded(tmp_path: Path) -> None:

@@ -14,8 +14,9 @@ from reliabench.repository.source import RepositorySourceError, checkout, source
 
 
 def _git(cwd: Path, *args: str) -> str:
-    return subprocess.run(["git", *args], cwd=cwd, env=git_env(), capture_output=True, text=True,
-                          check=True).stdout.strip()
+    return subprocess.run(
+        ["git", *args], cwd=cwd, env=git_env(), capture_output=True, text=True, check=True
+    ).stdout.strip()
 
 
 @pytest.fixture
@@ -51,8 +52,12 @@ def test_git_repository_without_the_commit_is_refused(repo: tuple[Path, str, str
 def test_tarball_commit_id_must_match(repo: tuple[Path, str, str], tmp_path: Path) -> None:
     r, first, second = repo
     tar = tmp_path / "r.tar.gz"
-    subprocess.run(["git", "archive", "--format=tar.gz", f"--prefix=proj/", "-o", str(tar), second], cwd=r,
-                   env=git_env(), check=True)
+    subprocess.run(
+        ["git", "archive", "--format=tar.gz", "--prefix=proj/", "-o", str(tar), second],
+        cwd=r,
+        env=git_env(),
+        check=True,
+    )
     assert checkout(tar, second, tmp_path / "ok") == "tarball"
     assert (tmp_path / "ok" / "m.py").read_text() == "v = 2\n"  # the one top folder stripped
     with pytest.raises(RepositorySourceError, match=f"holds commit {second}"):

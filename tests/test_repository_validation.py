@@ -5,12 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from repository_helpers import bwrap_available, opener, vendored_suite
+from sandbox_helpers import skip_or_fail_in_ci
 
 from reliabench.hidden_tests.repository import RepositoryTests
 from reliabench.repository.validation import validate_repository_task
-
-from repository_helpers import bwrap_available, opener, vendored_suite
-from sandbox_helpers import skip_or_fail_in_ci
 
 
 def test_vendored_instance_flips_and_a_broken_gold_does_not(tmp_path: Path) -> None:

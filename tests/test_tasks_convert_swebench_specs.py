@@ -26,5 +26,8 @@ def test_every_spec_runs_on_this_python_and_says_so() -> None:
 
 
 def test_the_31_shared_instances_are_covered() -> None:
-    wanted = {("sqlfluff/sqlfluff", v) for v in ("0.6", "0.8")} | {("django/django", "4.2"), ("sympy/sympy", "1.1")}
+    wanted = {("sqlfluff/sqlfluff", v) for v in ("0.6", "0.8")} | {
+        ("django/django", "4.2"),
+        ("sympy/sympy", "1.1"),
+    }
     assert wanted <= set(SPECS)

@@ -148,9 +148,10 @@ class ForeignGenerations:
         elif len(models) == 1 and wanted is None:
             chosen = models[0]
         else:
-            raise ConfigError(path, f"model_name_or_path: {'no' if wanted is None else repr(wanted)} model "
-                                    f"chosen; the file has {', '.join(map(repr, models[:8]))} (set agent_filter "
-                                    "to one: one replay agent per model)")
+            which = "no" if wanted is None else repr(wanted)
+            listed = ", ".join(map(repr, models[:8]))
+            raise ConfigError(path, f"model_name_or_path: {which} model chosen; the file has {listed} "
+                                    "(set agent_filter to one: one replay agent per model)")
         self.by_task = self.by_model[chosen]
         return chosen
 
@@ -197,7 +198,8 @@ def _prediction(path: Path, lineno: int, obj: dict[str, Any], out: ForeignGenera
     """One line of a SWE-bench predictions file into ``out.by_model``."""
     iid, model, patch = obj.get("instance_id"), obj.get("model_name_or_path"), obj.get("model_patch")
     if not isinstance(iid, str) or not iid:
-        raise ConfigError(path, f"expected a non-empty string, got {iid!r:.40}", line=lineno, field="instance_id")
+        raise ConfigError(path, f"expected a non-empty string, got {iid!r:.40}", line=lineno,
+                          field="instance_id")
     if not isinstance(model, str) or not model:
         raise ConfigError(path, f"expected a non-empty string, got {model!r:.40}", line=lineno,
                           field="model_name_or_path")

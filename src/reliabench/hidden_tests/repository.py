@@ -53,7 +53,7 @@ from reliabench.meta_keys import TestPath
 from reliabench.records import TestOutcome
 from reliabench.repository.grading import RepositoryGrade, grade
 from reliabench.repository.logs import parse_log
-from reliabench.repository.patches import PatchApplyError, lay_files, repository_diff, patched_test_files
+from reliabench.repository.patches import PatchApplyError, lay_files, patched_test_files, repository_diff
 from reliabench.repository.source import RepositorySourceError, checkout, tree_id
 from reliabench.repository.venv import TaskEnv, build_base, build_task, venv_env
 from reliabench.sandbox.base import Limits, SandboxResult
@@ -70,14 +70,29 @@ open_at_type = Callable[[Path, Sequence[Mount]], Environment]
 _LOG_BYTES: Final = 256 * 1024
 _MIN_OUTPUT: Final = 16 * 1024 * 1024
 _DIAGNOSES: Final = (
-    ("network-bound", re.compile(r"Temporary failure in name resolution|Name or service not known|"
-                                 r"Network is unreachable|ConnectionError|urlopen error|"
-                                 r"Failed to establish a new connection|No address associated")),
-    ("python-version", re.compile(r"module 'collections' has no attribute|cannot import name '\w+' from "
-                                  r"'collections'|SyntaxError: invalid syntax|removed in Python 3\.1")),
+    (
+        "network-bound",
+        re.compile(
+            r"Temporary failure in name resolution|Name or service not known|"
+            r"Network is unreachable|ConnectionError|urlopen error|"
+            r"Failed to establish a new connection|No address associated"
+        ),
+    ),
+    (
+        "python-version",
+        re.compile(
+            r"module 'collections' has no attribute|cannot import name '\w+' from "
+            r"'collections'|SyntaxError: invalid syntax|removed in Python 3\.1"
+        ),
+    ),
     ("missing-file", re.compile(r"FileNotFoundError|No such file or directory")),
-    ("dependency-drift", re.compile(r"ImportError|ModuleNotFoundError|AttributeError|DeprecationWarning|"
-                                    r"TypeError: .*unexpected keyword")),
+    (
+        "dependency-drift",
+        re.compile(
+            r"ImportError|ModuleNotFoundError|AttributeError|DeprecationWarning|"
+            r"TypeError: .*unexpected keyword"
+        ),
+    ),
 )
 
 
@@ -132,7 +147,7 @@ class PreparedRepository:
 
 def _cfg(task: Task) -> Any:
     if task.repository is None:
-        raise SuiteError([f"{task.root}: not a repository task (test_runner = \"repository\")"])
+        raise SuiteError([f'{task.root}: not a repository task (test_runner = "repository")'])
     return task.repository
 
 
@@ -141,9 +156,17 @@ class RepositoryTests:
 
     path: TestPath = "repository"
 
-    def __init__(self, open_at: open_at_type, *, cache: Path | None = None, slot: int = 0,
-                 max_patch_bytes: int = 8 * 1024 * 1024) -> None:
-        """Args:
+    def __init__(
+        self,
+        open_at: open_at_type,
+        *,
+        cache: Path | None = None,
+        slot: int = 0,
+        max_patch_bytes: int = 8 * 1024 * 1024,
+    ) -> None:
+        """A runner over ``open_at``.
+
+        Args:
             open_at: Starts an environment on a host folder shown at the task's ``workdir``
                 (the run's backend for the task's spec); used for the install command and
                 control runs. The tests of a rollout run in ``request.open_environment``.
@@ -174,14 +197,25 @@ class RepositoryTests:
         cfg = _cfg(task)
         where = f"task {task.id}"
         if cfg.source is None:
-            raise RepositorySourceError(f"{where}: no repository (convert it again with --repos DIR holding "
-                                        f"the repository at {cfg.base_commit})")
+            raise RepositorySourceError(
+                f"{where}: no repository (convert it again with --repos DIR holding "
+                f"the repository at {cfg.base_commit})"
+            )
         base = build_base(cfg.environment, cache=self._cache, where=where)
         with tempfile.TemporaryDirectory(prefix="rb-checkout-") as tmp:
             co = Path(tmp) / "checkout"
             checkout(cfg.source, cfg.base_commit, co, where=f"{where}: {cfg.source}")
-            env = build_task(cfg.environment, base, checkout=co, tree_id=tree_id(co), workdir=cfg.workdir,
-                             open_environment=self.open_at, slot=self._slot, cache=self._cache, where=where)
+            env = build_task(
+                cfg.environment,
+                base,
+                checkout=co,
+                tree_id=tree_id(co),
+                workdir=cfg.workdir,
+                open_environment=self.open_at,
+                slot=self._slot,
+                cache=self._cache,
+                where=where,
+            )
         try:
             files = patched_test_files(env.tree, read_patch(cfg.test_patch))
         except PatchApplyError as exc:
@@ -194,8 +228,9 @@ class RepositoryTests:
         """Make ``dest`` (new) a rollout's starting workspace: a copy of the prepared checkout."""
         shutil.copytree(self.prepare(task).starter, dest, symlinks=True)
 
-    def collect(self, task: Task, open_environment: EnvironmentOpener, *, starter: Path,
-                limits: Limits, slot: int) -> tuple[TestOutcome, ...]:
+    def collect(
+        self, task: Task, open_environment: EnvironmentOpener, *, starter: Path, limits: Limits, slot: int
+    ) -> tuple[TestOutcome, ...]:
         """The FAIL_TO_PASS then PASS_TO_PASS tests (each once), after :meth:`prepare`."""
         cfg = _cfg(task)
         self.prepare(task)
@@ -211,9 +246,15 @@ class RepositoryTests:
         prepared = self.prepare(task)
         argv = [str(prepared.env.venv / "bin" / "python") if a == "python" else a for a in cfg.test_command]
         wall = cfg.test_timeout_s or limits.wall_s
-        lim = Limits(wall_s=wall, cpu_s=max(limits.cpu_s, wall), memory_bytes=limits.memory_bytes,
-                     max_procs=limits.max_procs, file_size_bytes=limits.file_size_bytes,
-                     output_bytes=max(limits.output_bytes, _MIN_OUTPUT), tmp_bytes=limits.tmp_bytes)
+        lim = Limits(
+            wall_s=wall,
+            cpu_s=max(limits.cpu_s, wall),
+            memory_bytes=limits.memory_bytes,
+            max_procs=limits.max_procs,
+            file_size_bytes=limits.file_size_bytes,
+            output_bytes=max(limits.output_bytes, _MIN_OUTPUT),
+            tmp_bytes=limits.tmp_bytes,
+        )
         return env.exec(argv, env=venv_env(prepared.env, dict(cfg.environment.env)), limits=lim)
 
     def _control_reports(self, task: Task, limits: Limits) -> bool:
@@ -230,7 +271,9 @@ class RepositoryTests:
                     res = self._exec_tests(task, env, limits)
                 finally:
                     env.close()
-                self._control[task.id] = bool(parse_log(_cfg(task).log_parser, res.stdout + "\n" + res.stderr))
+                self._control[task.id] = bool(
+                    parse_log(_cfg(task).log_parser, res.stdout + "\n" + res.stderr)
+                )
             except (OSError, SandboxError):
                 self._control[task.id] = False
             finally:
@@ -266,12 +309,16 @@ class RepositoryTests:
             reasons.append(f"wall time limit of {cfg.test_timeout_s or request.limits.wall_s:g} s reached")
         elif not status_map:
             if self._control_reports(task, request.limits):
-                reasons.append(f"the test command reported no test on this workspace (exit {res.returncode}), "
-                               "but it does on the base checkout: the rollout's changes broke it")
+                reasons.append(
+                    f"the test command reported no test on this workspace (exit {res.returncode}), "
+                    "but it does on the base checkout: the rollout's changes broke it"
+                )
             else:
                 status = "test_error"
-                reasons.append(f"the test command reported no test, on the base checkout either "
-                               f"({diagnose(output)}; exit {res.returncode}): {_tail(output)}")
+                reasons.append(
+                    f"the test command reported no test, on the base checkout either "
+                    f"({diagnose(output)}; exit {res.returncode}): {_tail(output)}"
+                )
         if res.killed_reason and not res.timed_out:
             reasons.append(f"killed: {res.killed_reason}")
         failing = [o.name for o in graded.outcomes if o.failing]
@@ -280,10 +327,20 @@ class RepositoryTests:
         if tamper:
             reasons.append("files that may change how tests run: " + ", ".join(tamper[:5]))
         return RepositoryTestRun(
-            outcomes=graded.outcomes, status=status, reason="; ".join(reasons) or None,
-            tamper_suspected=bool(tamper), tamper_files=tamper, forged=False, isolation=isolation,
-            seconds=time.monotonic() - started, log=_cut(output), swebench=graded.meta(), patch=patch,
-            status_map=status_map, output=output)
+            outcomes=graded.outcomes,
+            status=status,
+            reason="; ".join(reasons) or None,
+            tamper_suspected=bool(tamper),
+            tamper_files=tamper,
+            forged=False,
+            isolation=isolation,
+            seconds=time.monotonic() - started,
+            log=_cut(output),
+            swebench=graded.meta(),
+            patch=patch,
+            status_map=status_map,
+            output=output,
+        )
 
     def close(self) -> None:
         """Forget prepared tasks (the built environments stay in the cache)."""
@@ -298,4 +355,4 @@ def _tail(text: str, lines: int = 3) -> str:
 def _cut(text: str) -> str:
     if len(text) <= _LOG_BYTES:
         return text
-    return text[: _LOG_BYTES // 2] + "\n[... log cut ...]\n" + text[-_LOG_BYTES // 2:]
+    return text[: _LOG_BYTES // 2] + "\n[... log cut ...]\n" + text[-_LOG_BYTES // 2 :]

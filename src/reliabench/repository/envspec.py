@@ -80,7 +80,8 @@ def spec_hash(spec: RepoEnvSpec) -> str:
     """The cache key of a spec's base environment: sha256 of its identity, as canonical JSON.
 
     Example:
-        >>> spec_hash(RepoEnvSpec(packages=("a==1",))) == spec_hash(RepoEnvSpec(packages=("a==1",), notes=("x",)))
+        >>> a = RepoEnvSpec(packages=("a==1",))
+        >>> spec_hash(a) == spec_hash(RepoEnvSpec(packages=("a==1",), notes=("x",)))
         True
     """
     text = json.dumps(spec.identity(), sort_keys=True, separators=(",", ":"))
@@ -102,12 +103,22 @@ def python_refusal(spec: RepoEnvSpec, where: str) -> str | None:
         return None
     if find_python(spec.python) is not None:
         return None
-    have = sorted({p.name for d in PYTHON_DIRS if os.path.isdir(d)
-                   for p in Path(d).glob("python3.*") if _VERSION.match(p.name[6:])})
-    return (f"{where}: python = {spec.python!r}: this machine has no python{spec.python} "
-            f"(it has {', '.join(have) or 'none'}); install it, or give python = "
-            f"{have[-1][6:]!r} if the code runs there" if have else
-            f"{where}: python = {spec.python!r}: no python3.X in {', '.join(PYTHON_DIRS)}")
+    have = sorted(
+        {
+            p.name
+            for d in PYTHON_DIRS
+            if os.path.isdir(d)
+            for p in Path(d).glob("python3.*")
+            if _VERSION.match(p.name[6:])
+        }
+    )
+    return (
+        f"{where}: python = {spec.python!r}: this machine has no python{spec.python} "
+        f"(it has {', '.join(have) or 'none'}); install it, or give python = "
+        f"{have[-1][6:]!r} if the code runs there"
+        if have
+        else f"{where}: python = {spec.python!r}: no python3.X in {', '.join(PYTHON_DIRS)}"
+    )
 
 
 def _strings(raw: object, key: str, where: str, problems: list[str]) -> tuple[str, ...]:
@@ -127,18 +138,22 @@ def parse_env_spec(table: Mapping[str, Any], where: str, problems: list[str]) ->
         problems.append(f"{where}: {key}: unknown key (expected {', '.join(sorted(known))})")
     python = table.get("python", "3.11")
     if not isinstance(python, str) or not _VERSION.match(python):
-        problems.append(f"{where}: python: expected a version like \"3.11\", got {python!r:.40}")
+        problems.append(f'{where}: python: expected a version like "3.11", got {python!r:.40}')
     requested = table.get("requested_python")
     if requested is not None and (not isinstance(requested, str) or not _VERSION.match(requested)):
-        problems.append(f"{where}: requested_python: expected a version like \"3.9\", got {requested!r:.40}")
+        problems.append(f'{where}: requested_python: expected a version like "3.9", got {requested!r:.40}')
     packages = _strings(table.get("packages"), "packages", where, problems)
     for p in packages:
         if not _REQ.match(p.strip()) or p.strip().startswith(("-", "/")) or "://" in p:
-            problems.append(f"{where}: packages: {p!r:.60} is not a requirement (name==version); files, "
-                            "URLs and pip options are not allowed")
+            problems.append(
+                f"{where}: packages: {p!r:.60} is not a requirement (name==version); files, "
+                "URLs and pip options are not allowed"
+            )
     install = _strings(table.get("install"), "install", where, problems)
     env = table.get("env", {})
-    if not isinstance(env, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in env.items()):
+    if not isinstance(env, dict) or not all(
+        isinstance(k, str) and isinstance(v, str) for k, v in env.items()
+    ):
         problems.append(f"{where}: env: expected a table of strings")
         env = {}
     image = table.get("image")
@@ -147,5 +162,12 @@ def parse_env_spec(table: Mapping[str, Any], where: str, problems: list[str]) ->
     notes = _strings(table.get("notes"), "notes", where, problems)
     if len(problems) > before:
         return None
-    return RepoEnvSpec(python=str(python), packages=packages, install=install, env=dict(env),
-                       requested_python=requested, image=image, notes=notes)
+    return RepoEnvSpec(
+        python=str(python),
+        packages=packages,
+        install=install,
+        env=dict(env),
+        requested_python=requested,
+        image=image,
+        notes=notes,
+    )

@@ -36,7 +36,12 @@ RESOLUTIONS: Final[tuple[Resolution, ...]] = ("RESOLVED_FULL", "RESOLVED_PARTIAL
 _SUCCESS: Final = frozenset({"PASSED", "XFAIL"})
 _FAILURE: Final = frozenset({"FAILED", "ERROR"})
 _OUTCOME: Final[Mapping[str, TestOutcomeStatus]] = {
-    "PASSED": "passed", "XFAIL": "passed", "FAILED": "failed", "ERROR": "error", "SKIPPED": "skipped"}
+    "PASSED": "passed",
+    "XFAIL": "passed",
+    "FAILED": "failed",
+    "ERROR": "error",
+    "SKIPPED": "skipped",
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,7 +60,7 @@ class TestGroup:
 
     @property
     def rate(self) -> float:
-        """success / (success + failure); 1.0 when both are empty (SWE-bench's choice)."""
+        """Success / (success + failure); 1.0 when both are empty (SWE-bench's choice)."""
         total = len(self.success) + len(self.failure)
         return 1.0 if total == 0 else len(self.success) / total
 
@@ -84,18 +89,31 @@ class RepositoryGrade:
 
     def tests_status(self) -> dict[str, dict[str, list[str]]]:
         """The ``tests_status`` object of a SWE-bench ``report.json`` (FAIL_TO_PASS, PASS_TO_PASS)."""
-        return {"FAIL_TO_PASS": {"success": list(self.fail_to_pass.success),
-                                 "failure": list(self.fail_to_pass.failure)},
-                "PASS_TO_PASS": {"success": list(self.pass_to_pass.success),
-                                 "failure": list(self.pass_to_pass.failure)}}
+        return {
+            "FAIL_TO_PASS": {
+                "success": list(self.fail_to_pass.success),
+                "failure": list(self.fail_to_pass.failure),
+            },
+            "PASS_TO_PASS": {
+                "success": list(self.pass_to_pass.success),
+                "failure": list(self.pass_to_pass.failure),
+            },
+        }
 
     def meta(self) -> dict[str, Any]:
         """What a rollout record's meta carries (``swebench`` key): resolution and counts."""
-        return {"resolution": self.resolution, "resolved": self.resolved,
-                "fail_to_pass": [len(self.fail_to_pass.success),
-                                 len(self.fail_to_pass.success) + len(self.fail_to_pass.failure)],
-                "pass_to_pass": [len(self.pass_to_pass.success),
-                                 len(self.pass_to_pass.success) + len(self.pass_to_pass.failure)]}
+        return {
+            "resolution": self.resolution,
+            "resolved": self.resolved,
+            "fail_to_pass": [
+                len(self.fail_to_pass.success),
+                len(self.fail_to_pass.success) + len(self.fail_to_pass.failure),
+            ],
+            "pass_to_pass": [
+                len(self.pass_to_pass.success),
+                len(self.pass_to_pass.success) + len(self.pass_to_pass.failure),
+            ],
+        }
 
 
 def _group(names: Sequence[str], status: Mapping[str, str]) -> TestGroup:
@@ -109,7 +127,9 @@ def outcome_of(name: str, status: Mapping[str, str]) -> TestOutcomeStatus:
     return _OUTCOME.get(status.get(name, "FAILED"), "failed")
 
 
-def grade(status: Mapping[str, str], fail_to_pass: Sequence[str], pass_to_pass: Sequence[str]) -> RepositoryGrade:
+def grade(
+    status: Mapping[str, str], fail_to_pass: Sequence[str], pass_to_pass: Sequence[str]
+) -> RepositoryGrade:
     """Grade a status map against the task's FAIL_TO_PASS and PASS_TO_PASS lists (module docstring)."""
     f2p = _group(fail_to_pass, status)
     p2p = _group(pass_to_pass, status)

@@ -1,4 +1,4 @@
-"""Per-test statuses from a repository's test log, one parser per test runner (as SWE-bench has).
+r"""Per-test statuses from a repository's test log, one parser per test runner (as SWE-bench has).
 
 A repository task's test command prints its own report (pytest with ``-rA``, Django's
 ``runtests.py --verbosity 2``, SymPy's ``bin/test``); a parser turns that text into a
@@ -18,7 +18,7 @@ parser                  reads
 ======================  ============================================================
 
 Examples:
-    >>> parse_log("pytest", "PASSED t.py::a\\nFAILED t.py::b - assert 0\\n")
+    >>> parse_log("pytest", "PASSED t.py::a\nFAILED t.py::b - assert 0\n")
     {'t.py::a': 'PASSED', 't.py::b': 'FAILED'}
 """
 
@@ -30,7 +30,16 @@ from typing import Final, Literal, TypeAlias
 
 from reliabench.errors import InvalidArgumentError
 
-__all__ = ["END_MARKER", "LOG_PARSERS", "LOG_STATUSES", "LogParser", "LogStatus", "START_MARKER", "parse_log", "swebench_log_text"]
+__all__ = [
+    "END_MARKER",
+    "LOG_PARSERS",
+    "LOG_STATUSES",
+    "LogParser",
+    "LogStatus",
+    "START_MARKER",
+    "parse_log",
+    "swebench_log_text",
+]
 
 LogStatus: TypeAlias = Literal["PASSED", "FAILED", "SKIPPED", "ERROR", "XFAIL"]
 """A test's status in a log, in SWE-bench's words."""
@@ -103,7 +112,9 @@ def _pytest_v2(log: str) -> dict[str, str]:
 
 
 _DJANGO_SPLIT = (
-    re.compile(r"^(.*?)\s\.\.\.\sTesting\ against\ Django\ installed\ in\ ((?s:.*?))\ silenced\)\.\nok$", re.M),
+    re.compile(
+        r"^(.*?)\s\.\.\.\sTesting\ against\ Django\ installed\ in\ ((?s:.*?))\ silenced\)\.\nok$", re.M
+    ),
     re.compile(r"^(.*?)\s\.\.\.\sInternal\ Server\ Error:\ \/(.*)\/\nok$", re.M),
     re.compile(r"^(.*?)\s\.\.\.\sSystem check identified no issues \(0 silenced\)\nok$", re.M),
 )
@@ -181,8 +192,9 @@ def parse_log(parser: str, log: str) -> dict[str, str]:
     try:
         fn = LOG_PARSERS[parser]
     except KeyError:
-        raise InvalidArgumentError(f"log_parser: expected one of {', '.join(LOG_PARSERS)}, "
-                                   f"got {parser!r}") from None
+        raise InvalidArgumentError(
+            f"log_parser: expected one of {', '.join(LOG_PARSERS)}, got {parser!r}"
+        ) from None
     return fn(log)
 
 
@@ -192,4 +204,3 @@ def swebench_log_text(output: str) -> str:
     The file ``swebench``'s ``get_logs_eval`` reads (our grader reads the output itself).
     """
     return f"{START_MARKER}\n{output}\n{END_MARKER}\n"
-

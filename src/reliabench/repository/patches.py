@@ -47,8 +47,19 @@ __all__ = [
 MAX_PATCH_BYTES: Final = 16 * 1024 * 1024
 """The largest patch applied (a test patch, a prediction's ``model_patch``)."""
 
-NON_TEST_SUFFIXES: Final = (".json", ".png", "csv", ".txt", ".md", ".jpg", ".jpeg", ".pkl", ".yml",
-                            ".yaml", ".toml")
+NON_TEST_SUFFIXES: Final = (
+    ".json",
+    ".png",
+    "csv",
+    ".txt",
+    ".md",
+    ".jpg",
+    ".jpeg",
+    ".pkl",
+    ".yml",
+    ".yaml",
+    ".toml",
+)
 """Files of a test patch that are not test directives (SWE-bench's ``NON_TEST_EXTS``)."""
 
 _GIT_HEADER: Final = re.compile(r"^diff --git a/(.*) b/(.*)$")
@@ -87,21 +98,28 @@ def _unquote(name: str) -> str:
 
 def _check(path: str, what: str) -> str:
     pure = PurePosixPath(path)
-    if (not path or pure.is_absolute() or ".." in pure.parts or "\0" in path
-            or (pure.parts and pure.parts[0] == ".git")):
-        raise PatchApplyError(f"{what}: refusing the path {path!r} (absolute, '..', or in .git: a "
-                              "patch writes only inside its repository)")
+    if (
+        not path
+        or pure.is_absolute()
+        or ".." in pure.parts
+        or "\0" in path
+        or (pure.parts and pure.parts[0] == ".git")
+    ):
+        raise PatchApplyError(
+            f"{what}: refusing the path {path!r} (absolute, '..', or in .git: a "
+            "patch writes only inside its repository)"
+        )
     return str(pure)
 
 
 def patch_paths(patch: str, *, what: str = "patch") -> PatchPaths:
-    """The files a unified diff touches (see :class:`PatchPaths`).
+    r"""The files a unified diff touches (see :class:`PatchPaths`).
 
     Raises:
         PatchApplyError: A path is absolute, has ``..``, or is inside ``.git``.
 
     Example:
-        >>> p = patch_paths("diff --git a/t/x.py b/t/x.py\\n--- a/t/x.py\\n+++ b/t/x.py\\n@@ -1 +1 @@\\n-a\\n+b\\n")
+        >>> p = patch_paths("diff --git a/t/x.py b/t/x.py\n--- a/t/x.py\n+++ b/t/x.py\n@@ -1 +1 @@\n-a\n+b\n")
         >>> p.old, p.new
         (('t/x.py',), ('t/x.py',))
     """
@@ -133,15 +151,22 @@ def directives_of(test_patch: str) -> tuple[str, ...]:
     return tuple(dict.fromkeys(d for d in found if not d.endswith(NON_TEST_SUFFIXES)))
 
 
-
-
 def git_env() -> dict[str, str]:
     """The environment git runs with here: no user, system or global configuration read."""
-    return {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": "/nonexistent", "LANG": "C.UTF-8",
-            "GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": "/dev/null", "GIT_TERMINAL_PROMPT": "0",
-            "GIT_AUTHOR_NAME": "reliabench", "GIT_AUTHOR_EMAIL": "reliabench@localhost",
-            "GIT_COMMITTER_NAME": "reliabench", "GIT_COMMITTER_EMAIL": "reliabench@localhost",
-            "GIT_AUTHOR_DATE": "2000-01-01T00:00:00Z", "GIT_COMMITTER_DATE": "2000-01-01T00:00:00Z"}
+    return {
+        "PATH": "/usr/local/bin:/usr/bin:/bin",
+        "HOME": "/nonexistent",
+        "LANG": "C.UTF-8",
+        "GIT_CONFIG_NOSYSTEM": "1",
+        "GIT_CONFIG_GLOBAL": "/dev/null",
+        "GIT_TERMINAL_PROMPT": "0",
+        "GIT_AUTHOR_NAME": "reliabench",
+        "GIT_AUTHOR_EMAIL": "reliabench@localhost",
+        "GIT_COMMITTER_NAME": "reliabench",
+        "GIT_COMMITTER_EMAIL": "reliabench@localhost",
+        "GIT_AUTHOR_DATE": "2000-01-01T00:00:00Z",
+        "GIT_COMMITTER_DATE": "2000-01-01T00:00:00Z",
+    }
 
 
 def apply_patch(tree: Path, patch: str, *, what: str = "patch", timeout_s: float = 120.0) -> None:
@@ -170,8 +195,9 @@ def apply_patch(tree: Path, patch: str, *, what: str = "patch", timeout_s: float
     said = ""
     for argv in attempts:
         try:
-            done = subprocess.run(argv, cwd=tree, input=data, capture_output=True, timeout=timeout_s,
-                                  env=git_env(), check=False)
+            done = subprocess.run(
+                argv, cwd=tree, input=data, capture_output=True, timeout=timeout_s, env=git_env(), check=False
+            )
         except (OSError, subprocess.TimeoutExpired) as exc:
             said = f"{argv[0]}: {exc}"
             continue
@@ -185,7 +211,9 @@ def apply_patch(tree: Path, patch: str, *, what: str = "patch", timeout_s: float
     raise PatchApplyError(f"{what} does not apply: {tail}")
 
 
-def patched_test_files(base: Path, test_patch: str, *, max_bytes: int = 256 * 1024 * 1024) -> dict[str, bytes | None]:
+def patched_test_files(
+    base: Path, test_patch: str, *, max_bytes: int = 256 * 1024 * 1024
+) -> dict[str, bytes | None]:
     """What the files a test patch touches hold after it is applied to the base tree.
 
     Path -> content (None: the patch deletes it), for every path the patch names. Computed on
@@ -275,4 +303,3 @@ def repository_diff(base: Path, workspace: Path, *, max_bytes: int = 8 * 1024 * 
         out.append(line)
         i += 1
     return "".join(out)
-

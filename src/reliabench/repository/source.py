@@ -16,7 +16,10 @@ raised before anything runs (the harness's fault, never an agent's):
 
 from __future__ import annotations
 
+import bz2
+import gzip
 import io
+import lzma
 import os
 import shutil
 import subprocess
@@ -59,9 +62,15 @@ def source_kind(path: Path) -> SourceKind:
 
 def _git(cwd: Path, *args: str, data: bytes | None = None, timeout: float = 600) -> tuple[int, bytes]:
     try:
-        done = subprocess.run(["git", "-c", "core.hooksPath=/dev/null", "-c", "safe.directory=*", *args],
-                              cwd=cwd, input=data, capture_output=True, env=git_env(), timeout=timeout,
-                              check=False)
+        done = subprocess.run(
+            ["git", "-c", "core.hooksPath=/dev/null", "-c", "safe.directory=*", *args],
+            cwd=cwd,
+            input=data,
+            capture_output=True,
+            env=git_env(),
+            timeout=timeout,
+            check=False,
+        )
     except (OSError, subprocess.TimeoutExpired) as exc:
         return 1, str(exc).encode()
     return done.returncode, done.stdout if done.returncode == 0 else done.stderr
@@ -74,14 +83,29 @@ def _tar_commit(data: bytes) -> str | None:
     return text if rc == 0 and len(text) == 40 else None
 
 
+def _decompressed(data: bytes, name: str, where: str) -> bytes:
+    try:
+        if name.endswith((".gz", ".tgz")):
+            return gzip.decompress(data)
+        if name.endswith(".bz2"):
+            return bz2.decompress(data)
+        if name.endswith(".xz"):
+            return lzma.decompress(data)
+    except (OSError, EOFError, lzma.LZMAError, ValueError) as exc:
+        raise RepositorySourceError(f"{where}: cannot decompress ({exc})") from None
+    return data
+
+
 def _inside(name: str) -> bool:
     parts = PurePosixPath(name).parts
     return bool(parts) and not PurePosixPath(name).is_absolute() and ".." not in parts
 
 
 def _check_member(m: tarfile.TarInfo, where: str) -> None:
-    """What ``tarfile``'s ``data`` filter refuses (Python 3.11.2 has no filter): paths and links
-    out of the tree, devices and FIFOs; modes are made plain."""
+    """Refuse what ``tarfile``'s ``data`` filter refuses (Python 3.11.2 has no filter).
+
+    Paths and links out of the tree, devices and FIFOs; modes are made plain.
+    """
     if not _inside(m.name):
         raise RepositorySourceError(f"{where}: member {m.name!r} lies outside the tree")
     if m.issym():
@@ -93,7 +117,7 @@ def _check_member(m: tarfile.TarInfo, where: str) -> None:
             raise RepositorySourceError(f"{where}: hard link {m.name!r} points out of the tree")
     elif not (m.isfile() or m.isdir()):
         raise RepositorySourceError(f"{where}: member {m.name!r} is a device or FIFO")
-    m.mode = (0o755 if m.isdir() or m.mode & 0o111 else 0o644)
+    m.mode = 0o755 if m.isdir() or m.mode & 0o111 else 0o644
     m.uid = m.gid = 0
     m.uname = m.gname = ""
 
@@ -110,19 +134,19 @@ def _extract(data: bytes, dest: Path, where: str) -> None:
                 if m.name == "pax_global_header" or (strip and m.name == prefix[:-1]):
                     continue
                 if strip:
-                    m.name = m.name[len(prefix):]
+                    m.name = m.name[len(prefix) :]
                     if m.islnk() and m.linkname.startswith(prefix):
-                        m.linkname = m.linkname[len(prefix):]
+                        m.linkname = m.linkname[len(prefix) :]
                 kept.append(m)
             for m in kept:
                 _check_member(m, where)
-            tf.extractall(dest, members=kept)  # noqa: S202 - every member checked above
+            tf.extractall(dest, members=kept)
     except (tarfile.TarError, OSError, ValueError) as exc:
         raise RepositorySourceError(f"{where}: cannot unpack ({type(exc).__name__}: {exc})") from None
 
 
 def checkout(source: Path, base_commit: str, dest: Path, *, where: str | None = None) -> SourceKind:
-    """Put the repository ``source`` at ``base_commit`` into the new folder ``dest`` (see the module docstring).
+    """Put the repository ``source`` at ``base_commit`` into the new folder ``dest`` (module docstring).
 
     Returns:
         The kind of source read.
@@ -141,30 +165,31 @@ def checkout(source: Path, base_commit: str, dest: Path, *, where: str | None = 
             if size > _MAX_TAR_BYTES:
                 raise RepositorySourceError(f"{where}: {size} bytes, more than {_MAX_TAR_BYTES}")
             data = source.read_bytes()
-            raw = data
-            if not source.name.endswith(".tar"):
-                with tarfile.open(fileobj=io.BytesIO(data)) as tf:  # decompress for the commit id
-                    fh = tf.fileobj
-                    assert fh is not None
-                    fh.seek(0)
-                    raw = fh.read()
+            raw = _decompressed(data, source.name, where)  # the commit id is in the tar header
             commit = _tar_commit(raw)
             if commit is not None and commit != base_commit:
-                raise RepositorySourceError(f"{where}: holds commit {commit}, the task's base_commit is "
-                                            f"{base_commit} (a tarball of another commit)")
+                raise RepositorySourceError(
+                    f"{where}: holds commit {commit}, the task's base_commit is "
+                    f"{base_commit} (a tarball of another commit)"
+                )
             _extract(data, dest, where)
         elif kind == "git":
             rc, out = _git(source, "rev-parse", "--verify", "-q", f"{base_commit}^{{commit}}")
             if rc != 0:
-                raise RepositorySourceError(f"{where}: has no commit {base_commit} (fetch it into the mirror)")
+                raise RepositorySourceError(
+                    f"{where}: has no commit {base_commit} (fetch it into the mirror)"
+                )
             rc, out = _git(source, "archive", "--format=tar", base_commit)
             if rc != 0:
-                raise RepositorySourceError(f"{where}: git archive {base_commit} failed: "
-                                            f"{out.decode('utf-8', 'replace').strip()[-200:]}")
+                raise RepositorySourceError(
+                    f"{where}: git archive {base_commit} failed: "
+                    f"{out.decode('utf-8', 'replace').strip()[-200:]}"
+                )
             _extract(out, dest, where)
         else:
-            shutil.copytree(source, dest, symlinks=True, dirs_exist_ok=True,
-                            ignore=shutil.ignore_patterns(".git"))
+            shutil.copytree(
+                source, dest, symlinks=True, dirs_exist_ok=True, ignore=shutil.ignore_patterns(".git")
+            )
         _commit(dest, where)
     except BaseException:
         remove_tree(dest)
@@ -174,11 +199,16 @@ def checkout(source: Path, base_commit: str, dest: Path, *, where: str | None = 
 
 def _commit(tree: Path, where: str) -> None:
     """Make ``tree`` a git repository with one commit of everything it holds (``base``)."""
-    for args in (("init", "-q", "-b", "base"), ("add", "-A", "-f", "."),
-                 ("commit", "-q", "--no-verify", "--allow-empty", "-m", "base commit")):
+    for args in (
+        ("init", "-q", "-b", "base"),
+        ("add", "-A", "-f", "."),
+        ("commit", "-q", "--no-verify", "--allow-empty", "-m", "base commit"),
+    ):
         rc, out = _git(tree, *args)
         if rc != 0:
-            raise RepositorySourceError(f"{where}: git {args[0]} failed: {out.decode('utf-8', 'replace').strip()[-200:]}")
+            raise RepositorySourceError(
+                f"{where}: git {args[0]} failed: {out.decode('utf-8', 'replace').strip()[-200:]}"
+            )
     # the checkout is handed to every rollout: no hook or config of ours may run in it
     for hook in (tree / ".git" / "hooks").glob("*"):
         hook.unlink()
@@ -196,5 +226,7 @@ def tree_id(tree: Path) -> str:
     """
     rc, out = _git(tree, "rev-parse", "HEAD^{tree}")
     if rc != 0:
-        raise RepositorySourceError(f"{tree}: not a checkout ({out.decode('utf-8', 'replace').strip()[-120:]})")
+        raise RepositorySourceError(
+            f"{tree}: not a checkout ({out.decode('utf-8', 'replace').strip()[-120:]})"
+        )
     return out.decode("ascii").strip()

@@ -12,7 +12,6 @@ python-version, missing-file, dependency-drift).
 
 from __future__ import annotations
 
-import shutil
 import tempfile
 import time
 from dataclasses import dataclass
@@ -55,7 +54,9 @@ class RepositoryValidation:
     built: bool = False
 
 
-def _rollout(tests: RepositoryTests, task: Task, patch: str | None, limits: Limits, slot: int) -> RepositoryTestRun:
+def _rollout(
+    tests: RepositoryTests, task: Task, patch: str | None, limits: Limits, slot: int
+) -> RepositoryTestRun:
     base = Path(tempfile.mkdtemp(prefix="rb-validate-"))
     try:
         ws = base / "workspace"
@@ -63,50 +64,72 @@ def _rollout(tests: RepositoryTests, task: Task, patch: str | None, limits: Limi
         if patch:
             apply_patch(ws, patch, what="gold patch")
         expected = tests.collect(task, lambda m: tests.open_at(ws, m), starter=ws, limits=limits, slot=slot)
-        request = TestRequest(task=task, workspace=ws, expected=expected, limits=limits, slot=slot,
-                              open_environment=lambda mounts: tests.open_at(ws, mounts))
+        request = TestRequest(
+            task=task,
+            workspace=ws,
+            expected=expected,
+            limits=limits,
+            slot=slot,
+            open_environment=lambda mounts: tests.open_at(ws, mounts),
+        )
         return tests.run(request)
     finally:
         remove_tree(base)
 
 
-def validate_repository_task(tests: RepositoryTests, task: Task, *, limits: Limits | None = None,
-                             slot: int = 0) -> RepositoryValidation:
+def validate_repository_task(
+    tests: RepositoryTests, task: Task, *, limits: Limits | None = None, slot: int = 0
+) -> RepositoryValidation:
     """Run the empty and the gold patch of ``task`` and say whether it flips (module docstring)."""
     from reliabench.hidden_tests.repository import diagnose
     from reliabench.tasks.repository import read_patch
 
     started = time.monotonic()
-    lim = limits or Limits(wall_s=1800, cpu_s=1800, memory_bytes=4 * 1024**3, max_procs=256,
-                           output_bytes=16 * 1024**2)
+    lim = limits or Limits(
+        wall_s=1800, cpu_s=1800, memory_bytes=4 * 1024**3, max_procs=256, output_bytes=16 * 1024**2
+    )
     cfg = task.repository
     if cfg is None:
         return RepositoryValidation(task.id, False, "not a repository task", None, None, 0.0)
     try:
         prepared = tests.prepare(task)
     except (SandboxError, SuiteError) as exc:
-        return RepositoryValidation(task.id, False, f"not runnable: {exc}", None, None,
-                                    time.monotonic() - started)
+        return RepositoryValidation(
+            task.id, False, f"not runnable: {exc}", None, None, time.monotonic() - started
+        )
     built = prepared.env.built
     if cfg.gold_patch is None:
-        return RepositoryValidation(task.id, False, "no gold patch", None, None, time.monotonic() - started, built)
+        return RepositoryValidation(
+            task.id, False, "no gold patch", None, None, time.monotonic() - started, built
+        )
     try:
         empty = _rollout(tests, task, None, lim, slot)
         gold = _rollout(tests, task, read_patch(cfg.gold_patch), lim, slot)
     except PatchApplyError as exc:
-        return RepositoryValidation(task.id, False, f"gold patch: {exc}", None, None, time.monotonic() - started, built)
+        return RepositoryValidation(
+            task.id, False, f"gold patch: {exc}", None, None, time.monotonic() - started, built
+        )
     f2p_empty = empty.swebench["fail_to_pass"]
     reason: str | None = None
     if gold.status == "timeout":
-        reason = (f"the gold run did not finish in {lim.wall_s:g} s ({diagnose(gold.output)}; a test that "
-                  "needs the network may wait between retries)")
+        reason = (
+            f"the gold run did not finish in {lim.wall_s:g} s ({diagnose(gold.output)}; a test that "
+            "needs the network may wait between retries)"
+        )
     elif not gold.swebench["resolved"]:
         p2p = gold.swebench["pass_to_pass"]
         f2p = gold.swebench["fail_to_pass"]
-        failing = [n for n in (*cfg.fail_to_pass, *cfg.pass_to_pass)
-                   if gold.status_map.get(n) not in ("PASSED", "XFAIL")]
-        reason = (f"gold patch does not resolve ({diagnose(gold.output)}): FAIL_TO_PASS {f2p[0]}/{f2p[1]}, "
-                  f"PASS_TO_PASS {p2p[0]}/{p2p[1]}; first failing: {failing[:2]}")
+        failing = [
+            n
+            for n in (*cfg.fail_to_pass, *cfg.pass_to_pass)
+            if gold.status_map.get(n) not in ("PASSED", "XFAIL")
+        ]
+        reason = (
+            f"gold patch does not resolve ({diagnose(gold.output)}): FAIL_TO_PASS {f2p[0]}/{f2p[1]}, "
+            f"PASS_TO_PASS {p2p[0]}/{p2p[1]}; first failing: {failing[:2]}"
+        )
     elif f2p_empty[0] > 0:
         reason = f"the empty patch already passes {f2p_empty[0]} of {f2p_empty[1]} FAIL_TO_PASS test(s)"
-    return RepositoryValidation(task.id, reason is None, reason, empty, gold, time.monotonic() - started, built)
+    return RepositoryValidation(
+        task.id, reason is None, reason, empty, gold, time.monotonic() - started, built
+    )

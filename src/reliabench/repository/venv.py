@@ -60,8 +60,15 @@ __all__ = [
 CACHE_ENV_VAR: Final = "RELIABENCH_REPO_ENV_CACHE"
 """Overrides where built environments are kept."""
 _DONE: Final = "complete.json"
-_BUILD_LIMITS: Final = Limits(wall_s=1800, cpu_s=1800, memory_bytes=8 * 1024**3, max_procs=512,
-                              file_size_bytes=1024**3, output_bytes=4 * 1024**2, tmp_bytes=2 * 1024**3)
+_BUILD_LIMITS: Final = Limits(
+    wall_s=1800,
+    cpu_s=1800,
+    memory_bytes=8 * 1024**3,
+    max_procs=512,
+    file_size_bytes=1024**3,
+    output_bytes=4 * 1024**2,
+    tmp_bytes=2 * 1024**3,
+)
 
 
 class EnvironmentBuildError(SandboxError):
@@ -171,8 +178,13 @@ def _site_packages(venv: Path, python: str) -> Path:
     return venv / "lib" / f"python{python}" / "site-packages"
 
 
-def build_base(spec: RepoEnvSpec, *, cache: Path | None = None, where: str = "the task",
-               runner: Callable[[Sequence[str], Path], tuple[int, str]] | None = None) -> BaseEnv:
+def build_base(
+    spec: RepoEnvSpec,
+    *,
+    cache: Path | None = None,
+    where: str = "the task",
+    runner: Callable[[Sequence[str], Path], tuple[int, str]] | None = None,
+) -> BaseEnv:
     """The base venv of ``spec``: from the cache, or built now (see the module docstring).
 
     Args:
@@ -189,8 +201,10 @@ def build_base(spec: RepoEnvSpec, *, cache: Path | None = None, where: str = "th
     if why is not None:
         raise EnvironmentBuildError(why)
     if spec.image is not None:
-        raise EnvironmentBuildError(f"{where}: image = {spec.image!r}: an image runs on a container "
-                                    "backend; there is no venv to build")
+        raise EnvironmentBuildError(
+            f"{where}: image = {spec.image!r}: an image runs on a container "
+            "backend; there is no venv to build"
+        )
     python = find_python(spec.python)
     assert python is not None  # python_refusal said so
     key = spec_hash(spec)
@@ -206,8 +220,19 @@ def build_base(spec: RepoEnvSpec, *, cache: Path | None = None, where: str = "th
         log: list[str] = []
         steps: list[list[str]] = [[str(python), "-m", "venv", str(venv)]]
         if spec.packages:
-            steps.append([str(venv / "bin" / "python"), "-m", "pip", "install", "--no-input",
-                          "--disable-pip-version-check", "--progress-bar", "off", *spec.packages])
+            steps.append(
+                [
+                    str(venv / "bin" / "python"),
+                    "-m",
+                    "pip",
+                    "install",
+                    "--no-input",
+                    "--disable-pip-version-check",
+                    "--progress-bar",
+                    "off",
+                    *spec.packages,
+                ]
+            )
         for argv in steps:
             rc, out = run(argv, root)
             log.append("$ " + " ".join(argv) + "\n" + out)
@@ -216,8 +241,10 @@ def build_base(spec: RepoEnvSpec, *, cache: Path | None = None, where: str = "th
                 failed = root.with_name(root.name + ".failed.log")
                 shutil.copyfile(root / "build.log", failed)
                 remove_tree(root)
-                raise EnvironmentBuildError(f"{where}: building the environment failed ({argv[2] if len(argv) > 2 else argv[0]} "
-                                            f"exit {rc}; log {failed}): {_tail(out)}")
+                raise EnvironmentBuildError(
+                    f"{where}: building the environment failed ({argv[2] if len(argv) > 2 else argv[0]} "
+                    f"exit {rc}; log {failed}): {_tail(out)}"
+                )
         (root / "build.log").write_text("\n".join(log), encoding="utf-8", errors="replace")
         (root / "spec.json").write_text(json.dumps(spec.identity(), indent=1), encoding="utf-8")
         _readable(root)
@@ -226,8 +253,11 @@ def build_base(spec: RepoEnvSpec, *, cache: Path | None = None, where: str = "th
 
 
 def _run_host(argv: Sequence[str], cwd: Path) -> tuple[int, str]:
-    env = {k: v for k, v in os.environ.items() if k.startswith(("PIP_", "http", "HTTP", "no_proxy", "NO_PROXY",
-                                                                     "SSL_CERT", "REQUESTS_CA"))}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k.startswith(("PIP_", "http", "HTTP", "no_proxy", "NO_PROXY", "SSL_CERT", "REQUESTS_CA"))
+    }
     env.update(PATH="/usr/local/bin:/usr/bin:/bin", HOME=os.environ.get("HOME", "/root"), LANG="C.UTF-8")
     try:
         done = subprocess.run(list(argv), cwd=cwd, env=env, capture_output=True, timeout=1800, check=False)
@@ -236,21 +266,33 @@ def _run_host(argv: Sequence[str], cwd: Path) -> tuple[int, str]:
     return done.returncode, (done.stdout + done.stderr).decode("utf-8", "replace")
 
 
-def task_key(base: BaseEnv, tree_id: str, install: Sequence[str], workdir: str,
-             env: Mapping[str, str] | None = None) -> str:
-    """The cache key of a task layer: the base venv, the checkout, the install command and its
-    variables, the workdir."""
-    text = json.dumps([base.key, tree_id, list(install), workdir, sorted((env or {}).items())],
-                      separators=(",", ":"))
+def task_key(
+    base: BaseEnv, tree_id: str, install: Sequence[str], workdir: str, env: Mapping[str, str] | None = None
+) -> str:
+    """The cache key of a task layer.
+
+    It covers the base venv, the checkout, the install command and its variables, the workdir.
+    """
+    text = json.dumps(
+        [base.key, tree_id, list(install), workdir, sorted((env or {}).items())], separators=(",", ":")
+    )
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 def venv_env(task: TaskEnv, extra: dict[str, str] | None = None) -> dict[str, str]:
     """The environment of a command in a task's venv (install command and tests)."""
-    env = {"PATH": f"{task.venv}/bin:{task.base.venv}/bin:/usr/local/bin:/usr/bin:/bin",
-           "VIRTUAL_ENV": str(task.venv), "HOME": "/tmp", "TMPDIR": "/tmp", "LANG": "C.UTF-8",
-           "USER": "rollout", "PIP_NO_INDEX": "1", "PIP_DISABLE_PIP_VERSION_CHECK": "1",
-           "PYTHONDONTWRITEBYTECODE": "1", "PYTHONUNBUFFERED": "1"}
+    env = {
+        "PATH": f"{task.venv}/bin:{task.base.venv}/bin:/usr/local/bin:/usr/bin:/bin",
+        "VIRTUAL_ENV": str(task.venv),
+        "HOME": "/tmp",
+        "TMPDIR": "/tmp",
+        "LANG": "C.UTF-8",
+        "USER": "rollout",
+        "PIP_NO_INDEX": "1",
+        "PIP_DISABLE_PIP_VERSION_CHECK": "1",
+        "PYTHONDONTWRITEBYTECODE": "1",
+        "PYTHONUNBUFFERED": "1",
+    }
     env.update(extra or {})
     return env
 
@@ -271,13 +313,22 @@ def _copy_scripts(base: Path, task: Path) -> None:
             if not head.startswith(old):
                 continue
             data = head + fh.read()
-        target.write_bytes(new + data[len(old):])
+        target.write_bytes(new + data[len(old) :])
         os.chmod(target, 0o755)
 
 
-def build_task(spec: RepoEnvSpec, base: BaseEnv, *, checkout: Path, tree_id: str, workdir: str,
-               open_environment: Callable[[Path, Sequence[Mount]], Environment],
-               slot: int = 0, cache: Path | None = None, where: str = "the task") -> TaskEnv:
+def build_task(
+    spec: RepoEnvSpec,
+    base: BaseEnv,
+    *,
+    checkout: Path,
+    tree_id: str,
+    workdir: str,
+    open_environment: Callable[[Path, Sequence[Mount]], Environment],
+    slot: int = 0,
+    cache: Path | None = None,
+    where: str = "the task",
+) -> TaskEnv:
     """The task layer: from the cache, or built now by running the install command in the sandbox.
 
     Args:
@@ -309,11 +360,17 @@ def build_task(spec: RepoEnvSpec, base: BaseEnv, *, checkout: Path, tree_id: str
         python = find_python(spec.python)
         if python is None:
             raise EnvironmentBuildError(python_refusal(spec, where) or f"{where}: no python{spec.python}")
-        made = subprocess.run([str(python), "-m", "venv", "--without-pip", str(venv)], capture_output=True,
-                              timeout=300, check=False)
+        made = subprocess.run(
+            [str(python), "-m", "venv", "--without-pip", str(venv)],
+            capture_output=True,
+            timeout=300,
+            check=False,
+        )
         if made.returncode != 0:
             remove_tree(root)
-            raise EnvironmentBuildError(f"{where}: python -m venv failed: {_tail(made.stderr.decode('utf-8', 'replace'))}")
+            raise EnvironmentBuildError(
+                f"{where}: python -m venv failed: {_tail(made.stderr.decode('utf-8', 'replace'))}"
+            )
         site = _site_packages(venv, spec.python)
         (site / "_reliabench_base.pth").write_text(f"{base.site_packages}\n", encoding="utf-8")
         _copy_scripts(base.venv, venv)
@@ -327,8 +384,13 @@ def build_task(spec: RepoEnvSpec, base: BaseEnv, *, checkout: Path, tree_id: str
         return task
 
 
-def _install(spec: RepoEnvSpec, task: TaskEnv, open_environment: Callable[[Path, Sequence[Mount]], Environment],
-             where: str, slot: int) -> None:
+def _install(
+    spec: RepoEnvSpec,
+    task: TaskEnv,
+    open_environment: Callable[[Path, Sequence[Mount]], Environment],
+    where: str,
+    slot: int,
+) -> None:
     """Run the install command in the sandbox: the checkout at the workdir, the task venv writable."""
     argv = [str(task.venv / "bin" / "python") if a == "python" else a for a in spec.install]
     uid = _owner_for_build(slot)
@@ -349,13 +411,15 @@ def _install(spec: RepoEnvSpec, task: TaskEnv, open_environment: Callable[[Path,
         log = task.root.with_name(task.root.name + ".failed.log")
         shutil.copyfile(task.root / "install.log", log)
         remove_tree(task.root)
-        raise EnvironmentBuildError(f"{where}: the install command {' '.join(spec.install)!r} failed "
-                                    f"(exit {res.returncode}{', ' + res.killed_reason if res.killed_reason else ''}; "
-                                    f"log {log}): {_tail(res.stderr or res.stdout)}")
+        raise EnvironmentBuildError(
+            f"{where}: the install command {' '.join(spec.install)!r} failed "
+            f"(exit {res.returncode}{', ' + res.killed_reason if res.killed_reason else ''}; "
+            f"log {log}): {_tail(res.stderr or res.stdout)}"
+        )
 
 
 def _owner_for_build(slot: int) -> int | None:
-    """As root, the venv is lent to the sandbox's slot uid for the build (the workspace is lent by the backend)."""
+    """The uid the venv is lent to for the build: the slot's, as root (the backend lends the workspace)."""
     if os.geteuid() != 0:
         return None
     from reliabench.sandbox.slots import slot_uid

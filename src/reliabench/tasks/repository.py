@@ -38,7 +38,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from typing import Any, Final
+from typing import Any, Final, cast
 
 from reliabench.files.untrusted import file_kind, read_file
 from reliabench.repository.envspec import RepoEnvSpec, parse_env_spec
@@ -95,8 +95,15 @@ def _tests(raw: object, key: str, where: str, problems: list[str]) -> tuple[str,
     return tuple(raw)
 
 
-def _file(tdir: Path, value: object, key: str, where: str, problems: list[str], *,
-          kinds: tuple[str, ...] = ("file",)) -> Path | None:
+def _file(
+    tdir: Path,
+    value: object,
+    key: str,
+    where: str,
+    problems: list[str],
+    *,
+    kinds: tuple[str, ...] = ("file",),
+) -> Path | None:
     if not isinstance(value, str) or not value:
         problems.append(f"{where}: {key}: expected a path relative to the task folder")
         return None
@@ -111,28 +118,49 @@ def _file(tdir: Path, value: object, key: str, where: str, problems: list[str], 
     return path
 
 
-def parse_repository(meta: Mapping[str, Any], tdir: Path, problems: list[str],
-                     root: Path | None = None) -> RepositoryConfig | None:
-    """Read the ``[repository]`` table of ``tdir/task.toml``; every problem is appended, ``FILE: key: ...``."""
+def parse_repository(
+    meta: Mapping[str, Any], tdir: Path, problems: list[str], root: Path | None = None
+) -> RepositoryConfig | None:
+    """Read the ``[repository]`` table of ``tdir/task.toml``; each problem is appended (``FILE: key``)."""
     where = f"{tdir / 'task.toml'}: [repository]"
     table = meta.get("repository")
     if not isinstance(table, dict):
-        problems.append(f"{where}: missing (a test_runner = \"repository\" task needs it)")
+        problems.append(f'{where}: missing (a test_runner = "repository" task needs it)')
         return None
     before = len(problems)
-    known = {"source", "base_commit", "workdir", "test_patch", "gold_patch", "test_command", "log_parser",
-             "fail_to_pass", "pass_to_pass", "environment", "test_timeout_s"}
+    known = {
+        "source",
+        "base_commit",
+        "workdir",
+        "test_patch",
+        "gold_patch",
+        "test_command",
+        "log_parser",
+        "fail_to_pass",
+        "pass_to_pass",
+        "environment",
+        "test_timeout_s",
+    }
     for key in sorted(set(table) - known):
         problems.append(f"{where}: {key}: unknown key")
-    source = (None if table.get("source") is None
-              else _file(tdir, table.get("source"), "source", where, problems, kinds=("file", "dir")))
+    source = (
+        None
+        if table.get("source") is None
+        else _file(tdir, table.get("source"), "source", where, problems, kinds=("file", "dir"))
+    )
     commit = table.get("base_commit")
     if not isinstance(commit, str) or not _COMMIT.match(commit):
         problems.append(f"{where}: base_commit: expected 40 lowercase hex digits, got {commit!r:.60}")
     workdir = table.get("workdir", DEFAULT_WORKDIR)
-    if not isinstance(workdir, str) or not workdir.startswith("/") or ".." in PurePosixPath(workdir).parts \
-            or workdir.rstrip("/") in ("", "/tmp", "/usr", "/proc", "/dev", "/etc"):
-        problems.append(f"{where}: workdir: expected an absolute path of its own (like /testbed), got {workdir!r}")
+    if (
+        not isinstance(workdir, str)
+        or not workdir.startswith("/")
+        or ".." in PurePosixPath(workdir).parts
+        or workdir.rstrip("/") in ("", "/tmp", "/usr", "/proc", "/dev", "/etc")
+    ):
+        problems.append(
+            f"{where}: workdir: expected an absolute path of its own (like /testbed), got {workdir!r}"
+        )
     test_patch = _file(tdir, table.get("test_patch"), "test_patch", where, problems)
     gold = None
     if table.get("gold_patch") is not None:
@@ -156,15 +184,30 @@ def parse_repository(meta: Mapping[str, Any], tdir: Path, problems: list[str],
     if not f2p and "fail_to_pass" in table:
         problems.append(f"{where}: fail_to_pass: empty (a task needs a test that the fix makes pass)")
     timeout = table.get("test_timeout_s")
-    if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout > 0):
+    if timeout is not None and (
+        isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout > 0
+    ):
         problems.append(f"{where}: test_timeout_s: expected seconds > 0, got {timeout!r}")
     env_table = table.get("environment", {})
-    env = parse_env_spec(env_table, f"{where[:-1]}.environment]", problems) if isinstance(env_table, dict) else None
+    env = (
+        parse_env_spec(env_table, f"{where[:-1]}.environment]", problems)
+        if isinstance(env_table, dict)
+        else None
+    )
     if not isinstance(env_table, dict):
         problems.append(f"{where}: environment: expected a table")
     if len(problems) > before or test_patch is None or env is None:
         return None
-    return RepositoryConfig(source=source, base_commit=str(commit), workdir=str(workdir), test_patch=test_patch,
-                            gold_patch=gold, test_command=tuple(command), log_parser=str(parser),  # type: ignore[arg-type]
-                            fail_to_pass=f2p, pass_to_pass=p2p, environment=env,
-                            test_timeout_s=None if timeout is None else float(timeout))
+    return RepositoryConfig(
+        source=source,
+        base_commit=str(commit),
+        workdir=str(workdir),
+        test_patch=test_patch,
+        gold_patch=gold,
+        test_command=tuple(cast(list[str], command)),
+        log_parser=str(parser),
+        fail_to_pass=f2p,
+        pass_to_pass=p2p,
+        environment=env,
+        test_timeout_s=None if timeout is None else float(timeout),
+    )

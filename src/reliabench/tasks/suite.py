@@ -348,10 +348,12 @@ def _load_repository_task(tdir: Path, meta: dict[str, Any] | None, prompt: str |
         return None
     repo = parse_repository(meta, tdir, problems, root)
     if meta.get("id") != tdir.name:
-        problems.append(f"{tdir / 'task.toml'}: id: expected {tdir.name!r} (the folder name), got {meta.get('id')!r}")
+        problems.append(f"{tdir / 'task.toml'}: id: expected {tdir.name!r} (the folder name), "
+                        f"got {meta.get('id')!r}")
     timeout = meta.get("timeout_s", 1800)
     if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not 0 < timeout <= MAX_SECONDS:
-        problems.append(f"{tdir / 'task.toml'}: timeout_s: expected a number of seconds in (0, {MAX_SECONDS:g}]")
+        problems.append(f"{tdir / 'task.toml'}: timeout_s: expected a number of seconds in "
+                        f"(0, {MAX_SECONDS:g}]")
     tags = meta.get("tags", [])
     if not isinstance(tags, list) or not all(isinstance(t, str) for t in tags):
         problems.append(f"{tdir / 'task.toml'}: tags: expected a list of strings")

@@ -44,7 +44,14 @@ from reliabench.records import TestOutcome
 from reliabench.tasks.convert import ConversionResult, ConvertOptions
 from reliabench.tasks.convert._common import prepare_out_dir, task_id_for, toml_value, write_suite
 
-__all__ = ["HARBOR_LOGS", "HARBOR_TESTS", "HarborConverter", "HarborTask", "harbor_outcomes", "read_harbor_task"]
+__all__ = [
+    "HARBOR_LOGS",
+    "HARBOR_TESTS",
+    "HarborConverter",
+    "HarborTask",
+    "harbor_outcomes",
+    "read_harbor_task",
+]
 
 HARBOR_TESTS: Final = "/tests"
 """Where Harbor's verifier sees the task's ``tests/`` folder."""
@@ -90,7 +97,12 @@ class HarborTask:
 
 def _seconds(table: Mapping[str, Any], key: str, path: Path, what: str, default: float) -> float:
     value = table.get(key, default)
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, (int, float))
+        or not math.isfinite(value)
+        or value <= 0
+    ):
         raise InputError(path, f"{what}.{key}: expected seconds > 0, got {value!r:.40}")
     return float(value)
 
@@ -121,23 +133,25 @@ def read_harbor_task(folder: Path) -> HarborTask:
         raise InputError(folder / "instruction.md", "missing (what the agent is asked to do)") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise InputError(folder / "instruction.md", f"cannot be read ({exc})") from None
-    env, agent, verifier, meta = (_table(data, k, toml_path) for k in ("environment", "agent", "verifier", "metadata"))
+    env, agent, verifier, meta = (
+        _table(data, k, toml_path) for k in ("environment", "agent", "verifier", "metadata")
+    )
     image = env.get("docker_image")
     if image is not None and (not isinstance(image, str) or not image.strip()):
         raise InputError(toml_path, "environment.docker_image: expected an image reference")
-    dockerfile: Path | None = folder / "environment" / "Dockerfile"
+    found_file = folder / "environment" / "Dockerfile"
+    dockerfile: Path | None = None
     workdir = "/app"
-    if file_kind(dockerfile) == "file":
-        text = (read_bounded(dockerfile, 1 << 20) or b"").decode("utf-8", "replace")
+    if file_kind(found_file) == "file":
+        dockerfile = found_file
+        text = (read_bounded(found_file, 1 << 20) or b"").decode("utf-8", "replace")
         if not _FROM.search(text):
-            raise InputError(dockerfile, "no FROM line (not a Dockerfile)")
+            raise InputError(found_file, "no FROM line (not a Dockerfile)")
         found = _WORKDIR.findall(text)
         if found:
             workdir = found[-1].strip("\"'")
     elif image is None:
-        raise InputError(dockerfile, "missing (and task.toml names no environment.docker_image)")
-    else:
-        dockerfile = None
+        raise InputError(found_file, "missing (and task.toml names no environment.docker_image)")
     if not workdir.startswith("/"):
         raise InputError(dockerfile or toml_path, f"WORKDIR {workdir!r}: expected an absolute path")
     if file_kind(folder / "tests" / "test.sh") != "file":
@@ -152,12 +166,19 @@ def read_harbor_task(folder: Path) -> HarborTask:
     extra = [f"{k}:{meta[k]}" for k in ("difficulty", "category") if isinstance(meta.get(k), str)]
     oracle = folder / "solution" / "solve.sh"
     return HarborTask(
-        folder=folder, task_id=task_id_for(folder.name), instruction=instruction, dockerfile=dockerfile,
-        image=image, workdir=workdir,
+        folder=folder,
+        task_id=task_id_for(folder.name),
+        instruction=instruction,
+        dockerfile=dockerfile,
+        image=image,
+        workdir=workdir,
         agent_timeout_s=_seconds(agent, "timeout_sec", toml_path, "agent", 600.0),
         verifier_timeout_s=_seconds(verifier, "timeout_sec", toml_path, "verifier", 600.0),
-        verifier_env=dict(venv), tags=("harbor", *tags, *extra), ctrf="ctrf" in test_sh.lower(),
-        oracle=oracle if file_kind(oracle) == "file" else None)
+        verifier_env=dict(venv),
+        tags=("harbor", *tags, *extra),
+        ctrf="ctrf" in test_sh.lower(),
+        oracle=oracle if file_kind(oracle) == "file" else None,
+    )
 
 
 def _copy(src: Path, dest: Path) -> None:
@@ -180,14 +201,23 @@ def _task_toml(t: HarborTask) -> str:
         "argv": ["bash", f"{HARBOR_TESTS}/test.sh"],
         "report": "ctrf" if t.ctrf else "harbor-reward",
         "report_file": "ctrf.json" if t.ctrf else "reward.txt",
-        "cwd": ".", "timeout_s": t.verifier_timeout_s,
+        "cwd": ".",
+        "timeout_s": t.verifier_timeout_s,
     }
-    harbor: dict[str, object] = {"tests_at": HARBOR_TESTS, "verifier_logs": HARBOR_LOGS,
-                                 "reward_files": ["reward.txt", "reward.json"]}
+    harbor: dict[str, object] = {
+        "tests_at": HARBOR_TESTS,
+        "verifier_logs": HARBOR_LOGS,
+        "reward_files": ["reward.txt", "reward.json"],
+    }
     if t.oracle is not None:
         harbor["oracle"] = "oracle/solve.sh"
-    lines = [f"id = {toml_value(t.task_id)}", 'language = "shell"', 'test_runner = "command"',
-             f"timeout_s = {toml_value(t.agent_timeout_s)}", f"tags = {toml_value(list(t.tags))}"]
+    lines = [
+        f"id = {toml_value(t.task_id)}",
+        'language = "shell"',
+        'test_runner = "command"',
+        f"timeout_s = {toml_value(t.agent_timeout_s)}",
+        f"tags = {toml_value(list(t.tags))}",
+    ]
     for name, table in (("environment", env), ("test_command", command)):
         lines += ["", f"[{name}]"] + [f"{k} = {toml_value(v)}" for k, v in table.items()]
     if t.verifier_env:
@@ -248,7 +278,7 @@ class HarborConverter:
 
 
 def harbor_outcomes(logs: Path) -> tuple[TestOutcome, ...]:
-    """The outcomes of a Harbor verifier from its log folder (``/logs/verifier`` copied out).
+    r"""The outcomes of a Harbor verifier from its log folder (``/logs/verifier`` copied out).
 
     A CTRF report (``ctrf.json``: ``results.tests[*].name`` / ``status``) gives one outcome per
     test (``passed``; ``skipped``/``pending``/``other`` -> ``skipped``; else ``failed``); otherwise
@@ -256,7 +286,7 @@ def harbor_outcomes(logs: Path) -> tuple[TestOutcome, ...]:
     ``reward``, passed when the reward is within 1e-6 of 1. No readable file: one ``failed``.
 
     Example:
-        >>> import tempfile; d = Path(tempfile.mkdtemp()); _ = (d / "reward.txt").write_text("1\\n")
+        >>> import tempfile; d = Path(tempfile.mkdtemp()); _ = (d / "reward.txt").write_text("1\n")
         >>> harbor_outcomes(d)
         (TestOutcome(name='reward', outcome='passed', security=False),)
     """
@@ -267,8 +297,11 @@ def harbor_outcomes(logs: Path) -> tuple[TestOutcome, ...]:
             out = []
             for t in tests:
                 status = str(t.get("status", "failed"))
-                outcome = "passed" if status == "passed" else (
-                    "skipped" if status in ("skipped", "pending", "other") else "failed")
+                outcome = (
+                    "passed"
+                    if status == "passed"
+                    else ("skipped" if status in ("skipped", "pending", "other") else "failed")
+                )
                 out.append(TestOutcome(str(t["name"]), outcome))  # type: ignore[arg-type]
             if out:
                 return tuple(out)

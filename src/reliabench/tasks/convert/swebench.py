@@ -1,4 +1,4 @@
-"""SWE-bench instances -> repository tasks (``reliabench suites import swebench INSTANCES.jsonl --repos DIR``).
+"""SWE-bench instances -> repository tasks (``suites import swebench INSTANCES.jsonl --repos DIR``).
 
 Each line of the JSONL is one SWE-bench instance with the official fields: ``instance_id``,
 ``repo``, ``base_commit``, ``patch`` (the gold patch), ``test_patch``, ``problem_statement``,
@@ -45,7 +45,7 @@ from reliabench.errors import InputError
 from reliabench.files.toml import tomllib
 from reliabench.files.untrusted import file_kind, read_file
 from reliabench.repository.logs import LOG_PARSERS
-from reliabench.repository.patches import PatchApplyError, patch_paths, directives_of
+from reliabench.repository.patches import PatchApplyError, directives_of, patch_paths
 from reliabench.repository.source import _git, source_kind
 from reliabench.tasks.convert import ConversionResult, ConvertOptions
 from reliabench.tasks.convert._common import (
@@ -90,14 +90,16 @@ def load_user_specs(path: Path) -> dict[tuple[str, str], SwebenchSpec]:
     out: dict[tuple[str, str], SwebenchSpec] = {}
     specs = data.get("specs", {})
     if not isinstance(specs, dict):
-        raise InputError(path, "specs: expected a table [specs.\"owner/name\".\"version\"]")
+        raise InputError(path, 'specs: expected a table [specs."owner/name"."version"]')
     for repo, versions in specs.items():
         if not isinstance(versions, dict):
             raise InputError(path, f"specs.{repo}: expected a table of versions")
         for version, t in versions.items():
             where = f"specs.{repo!r}.{version!r}"
 
-            def strs(key: str, required: bool = True, table: Mapping[str, Any] = t, where: str = where) -> tuple[str, ...]:
+            def strs(
+                key: str, required: bool = True, table: Mapping[str, Any] = t, where: str = where
+            ) -> tuple[str, ...]:
                 v = table.get(key)
                 if v is None and not required:
                     return ()
@@ -112,16 +114,23 @@ def load_user_specs(path: Path) -> dict[tuple[str, str], SwebenchSpec]:
                 raise InputError(path, f"{where}.log_parser: expected one of {', '.join(LOG_PARSERS)}")
             directives = t.get("directives", "paths")
             if directives not in ("paths", "django"):
-                raise InputError(path, f"{where}.directives: expected \"paths\" or \"django\"")
+                raise InputError(path, f'{where}.directives: expected "paths" or "django"')
             env = t.get("env", {})
             if not isinstance(env, dict) or not all(isinstance(v, str) for v in env.values()):
                 raise InputError(path, f"{where}.env: expected a table of strings")
             python = t.get("python", "3.11")
             out[(repo, version)] = SwebenchSpec(
-                python=str(python), requested_python=str(t.get("requested_python", python)),
-                packages=strs("packages"), install=strs("install", False), test_cmd=strs("test_cmd"),
-                log_parser=str(parser), env=dict(env), notes=("environment from " + str(path),),
-                verified=False, directives=str(directives))
+                python=str(python),
+                requested_python=str(t.get("requested_python", python)),
+                packages=strs("packages"),
+                install=strs("install", False),
+                test_cmd=strs("test_cmd"),
+                log_parser=str(parser),
+                env=dict(env),
+                notes=("environment from " + str(path),),
+                verified=False,
+                directives=str(directives),
+            )
     return out
 
 
@@ -132,8 +141,13 @@ def find_repository(repos: Path | None, instance_id: str, repo: str) -> Path | N
     owner_name = repo.replace("/", "__")
     name = repo.rsplit("/", 1)[-1]
     candidates = [repos / f"{instance_id}{s}" for s in (".tar.gz", ".tgz", ".tar")]
-    candidates += [repos / instance_id, repos / f"{owner_name}.git", repos / owner_name,
-                   repos / f"{name}.git", repos / name]
+    candidates += [
+        repos / instance_id,
+        repos / f"{owner_name}.git",
+        repos / owner_name,
+        repos / f"{name}.git",
+        repos / name,
+    ]
     for c in candidates:
         if file_kind(c) in ("file", "dir"):
             return c
@@ -147,12 +161,10 @@ def command_with_directives(spec: SwebenchSpec, test_patch: str) -> list[str]:
         out = []
         for d in directives:
             d = d[:-3] if d.endswith(".py") else d
-            d = d[len("tests/"):] if d.startswith("tests/") else d
+            d = d[len("tests/") :] if d.startswith("tests/") else d
             out.append(d.replace("/", "."))
         directives = out
     return [*spec.test_cmd, *directives]
-
-
 
 
 def _repo_tarball(source: Path, base_commit: str, where: str) -> tuple[bytes, str]:
@@ -162,13 +174,16 @@ def _repo_tarball(source: Path, base_commit: str, where: str) -> tuple[bytes, st
         size = source.stat().st_size
         if size > _MAX_REPO_BYTES:
             raise InputError(source, f"{size} bytes, more than {_MAX_REPO_BYTES}")
-        suffix = next(s for s in (".tar.gz", ".tgz", ".tar.bz2", ".tar.xz", ".tar") if source.name.endswith(s))
+        suffix = next(
+            s for s in (".tar.gz", ".tgz", ".tar.bz2", ".tar.xz", ".tar") if source.name.endswith(s)
+        )
         return source.read_bytes(), "repo" + suffix
     if kind == "git":
         rc, out = _git(source, "archive", "--format=tar.gz", base_commit)
         if rc != 0:
-            raise InputError(source, f"{where}: git archive {base_commit}: "
-                                     f"{out.decode('utf-8', 'replace').strip()[-200:]}")
+            raise InputError(
+                source, f"{where}: git archive {base_commit}: {out.decode('utf-8', 'replace').strip()[-200:]}"
+            )
         return out, "repo.tar.gz"
     buf = io.BytesIO()
     with tarfile.open(fileobj=buf, mode="w:gz") as tf:
@@ -209,9 +224,12 @@ class SwebenchConverter:
             key = (str(rec.data["repo"]), str(rec.data["version"]))
             spec = user.get(key) or SPECS.get(key)
             if spec is None:
-                raise rec.error("version", f"{key[0]} {key[1]}: no environment spec (reliabench ships "
-                                           f"specs for {len({r for r, _ in SPECS})} repositories; give one with "
-                                           "--specs FILE, see docs/repository-tasks.md)")
+                raise rec.error(
+                    "version",
+                    f"{key[0]} {key[1]}: no environment spec (reliabench ships "
+                    f"specs for {len({r for r, _ in SPECS})} repositories; give one with "
+                    "--specs FILE, see docs/repository-tasks.md)",
+                )
             for name in ("test_patch", "patch"):
                 try:
                     patch_paths(str(rec.data[name]), what=name)
@@ -225,13 +243,24 @@ class SwebenchConverter:
         tests = 0
         for rec, spec in rows:
             tests += self._write(rec, spec, out, options, notes)
-        write_suite(out, name=options.name or task_id_for(source.name.split(".")[0]).lower(), version="1",
-                    description=f"SWE-bench instances from {source.name}")
-        return ConversionResult(out, options.name or task_id_for(source.name.split(".")[0]).lower(), len(rows),
-                                source, tests, tuple(notes))
+        write_suite(
+            out,
+            name=options.name or task_id_for(source.name.split(".")[0]).lower(),
+            version="1",
+            description=f"SWE-bench instances from {source.name}",
+        )
+        return ConversionResult(
+            out,
+            options.name or task_id_for(source.name.split(".")[0]).lower(),
+            len(rows),
+            source,
+            tests,
+            tuple(notes),
+        )
 
-    def _write(self, rec: JsonRecord, spec: SwebenchSpec, out: Path, options: ConvertOptions,
-               notes: list[str]) -> int:
+    def _write(
+        self, rec: JsonRecord, spec: SwebenchSpec, out: Path, options: ConvertOptions, notes: list[str]
+    ) -> int:
         d = rec.data
         iid, repo, commit = str(d["instance_id"]), str(d["repo"]), str(d["base_commit"])
         tid = task_id_for(iid)
@@ -245,28 +274,51 @@ class SwebenchConverter:
             (tdir / name).write_bytes(data)
             repository["source"] = name
         else:
-            notes.append(f"{iid}: no repository in {options.repos or '(no --repos)'}: converted without one "
-                         "(a run refuses it)")
+            notes.append(
+                f"{iid}: no repository in {options.repos or '(no --repos)'}: converted without one "
+                "(a run refuses it)"
+            )
         (tdir / "test.patch").write_text(str(d["test_patch"]), encoding="utf-8", newline="")
         (tdir / "gold.patch").write_text(str(d["patch"]), encoding="utf-8", newline="")
         (tdir / "prompt.md").write_text(str(d["problem_statement"]), encoding="utf-8", newline="")
-        repository.update(base_commit=commit, workdir="/testbed", test_patch="test.patch", gold_patch="gold.patch",
-                          test_command=command_with_directives(spec, str(d["test_patch"])), log_parser=spec.log_parser,
-                          fail_to_pass=f2p, pass_to_pass=p2p)
-        env: dict[str, object] = {"python": spec.python, "requested_python": spec.requested_python,
-                                  "packages": list(spec.packages), "install": list(spec.install),
-                                  "notes": list(spec.notes)}
-        src = {k: str(d[k]) for k in ("instance_id", "repo", "version", "created_at", "environment_setup_commit")
-               if isinstance(d.get(k), str)}
+        repository.update(
+            base_commit=commit,
+            workdir="/testbed",
+            test_patch="test.patch",
+            gold_patch="gold.patch",
+            test_command=command_with_directives(spec, str(d["test_patch"])),
+            log_parser=spec.log_parser,
+            fail_to_pass=f2p,
+            pass_to_pass=p2p,
+        )
+        env: dict[str, object] = {
+            "python": spec.python,
+            "requested_python": spec.requested_python,
+            "packages": list(spec.packages),
+            "install": list(spec.install),
+            "notes": list(spec.notes),
+        }
+        src = {
+            k: str(d[k])
+            for k in ("instance_id", "repo", "version", "created_at", "environment_setup_commit")
+            if isinstance(d.get(k), str)
+        }
         src["dataset"] = "swebench"
-        lines = [f"id = {toml_value(tid)}", 'language = "python"', 'test_runner = "repository"',
-                 "timeout_s = 1800", f"tags = {toml_value(['swebench', repo])}", "", "[repository]"]
+        lines = [
+            f"id = {toml_value(tid)}",
+            'language = "python"',
+            'test_runner = "repository"',
+            "timeout_s = 1800",
+            f"tags = {toml_value(['swebench', repo])}",
+            "",
+            "[repository]",
+        ]
         lines += [f"{k} = {toml_value(v)}" for k, v in repository.items()]
         lines += ["", "[repository.environment]"] + [f"{k} = {toml_value(v)}" for k, v in env.items()]
         if spec.env:
-            lines += ["", "[repository.environment.env]"] + [f"{k} = {toml_value(v)}" for k, v in spec.env.items()]
+            lines += ["", "[repository.environment.env]"] + [
+                f"{k} = {toml_value(v)}" for k, v in spec.env.items()
+            ]
         lines += ["", "[source]"] + [f"{k} = {toml_value(v)}" for k, v in src.items()]
         (tdir / "task.toml").write_text("\n".join(lines) + "\n", encoding="utf-8")
         return len(dict.fromkeys((*f2p, *p2p)))
-
-
