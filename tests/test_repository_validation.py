@@ -39,3 +39,26 @@ def test_not_a_repository_task() -> None:
 
 
 pytestmark = pytest.mark.sandbox
+
+
+SHARED = next((p / "shared" / "data" / "swe-bench-lite-dev" for p in Path(__file__).resolve().parents[2:4]
+               if (p / "shared" / "data" / "swe-bench-lite-dev").is_dir()), None)
+THREE = ("marshmallow-code__marshmallow-1359", "pytest-dev__pytest-11143", "sqlfluff__sqlfluff-1625")
+
+
+@pytest.mark.slow
+def test_three_shared_instances_of_three_repositories_flip(tmp_path: Path) -> None:
+    """CI builds and validates three real instances (~2 min cold, ~20 s with the cache)."""
+    if not bwrap_available():
+        skip_or_fail_in_ci("bubblewrap (bwrap) is not installed: repository tasks run in it")
+    if SHARED is None:
+        skip_or_fail_in_ci("shared/data/swe-bench-lite-dev is not beside the clone")
+    from reliabench.tasks.convert import ConvertOptions, import_suite
+    from reliabench.tasks.suite import load_suite
+
+    import_suite("swebench", SHARED / "instances.jsonl", tmp_path / "s", ConvertOptions(repos=SHARED / "repos"))
+    suite = load_suite(tmp_path / "s")
+    tests = RepositoryTests(opener(slot=4), slot=4)
+    for iid in THREE:
+        v = validate_repository_task(tests, suite.task(iid), slot=4)
+        assert v.flips, (iid, v.reason)

@@ -85,7 +85,14 @@ _DIAGNOSES: Final = (
             r"'collections'|SyntaxError: invalid syntax|removed in Python 3\.1"
         ),
     ),
-    ("missing-file", re.compile(r"FileNotFoundError|No such file or directory")),
+    (
+        "missing-file",
+        # pydicom's get_testdata_file() gives None for a file it would download at test time
+        re.compile(
+            r"FileNotFoundError|No such file or directory|"
+            r"Expected a file path or a file-like, but got NoneType"
+        ),
+    ),
     (
         "dependency-drift",
         re.compile(
@@ -100,10 +107,13 @@ def diagnose(log: str) -> str:
     """A short reason a test log failed for every rollout alike, from what it says (best effort).
 
     ``network-bound``, ``python-version``, ``missing-file``, ``dependency-drift``, or
-    ``unknown``: what ``validate`` prints next to a task that does not flip.
+    ``unknown``: what ``validate`` prints next to a task that does not flip. Where pytest
+    printed a FAILURES section, only that part is read (warnings of passing tests say nothing).
     """
+    cut = log.find("= FAILURES =")
+    part = log[cut:] if cut >= 0 else log
     for name, pattern in _DIAGNOSES:
-        if pattern.search(log):
+        if pattern.search(part):
             return name
     return "unknown"
 
