@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 import shutil
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -20,10 +20,11 @@ from repository_helpers import bwrap_available, opener, vendored_suite
 from sandbox_helpers import skip_or_fail_in_ci
 
 from reliabench.errors import SuiteError
-from reliabench.hidden_tests.layer import HiddenTestRunner, TestRequest
+from reliabench.hidden_tests.layer import HiddenTestRunner
 from reliabench.hidden_tests.repository import RepositoryTestRun, RepositoryTests, diagnose
 from reliabench.repository.patches import apply_patch
 from reliabench.repository.source import RepositorySourceError
+from reliabench.repository.validation import grade_changed_checkout
 from reliabench.sandbox.base import Limits
 from reliabench.tasks.repository import read_patch
 from reliabench.tasks.suite import Task, load_suite
@@ -48,23 +49,16 @@ def setup(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Repository
     tests.close()
 
 
-def _run(setup: tuple[RepositoryTests, Task], tmp_path: Path, change: object = None) -> RepositoryTestRun:
-    tests, task = setup
-    ws = tmp_path / "ws"
-    tests.materialize(task, ws)
-    if callable(change):
-        change(ws)
-    expected = tests.collect(task, lambda m: tests.open_at(ws, m), starter=ws, limits=LIMITS, slot=SLOT)
-    return tests.run(
-        TestRequest(
-            task=task,
-            workspace=ws,
-            expected=expected,
-            limits=LIMITS,
-            slot=SLOT,
-            open_environment=lambda mounts: tests.open_at(ws, mounts),
-        )
-    )
+def _run(
+    setup: tuple[RepositoryTests, Task], tmp_path: Path, change: Callable[[Path], None] | None = None
+) -> RepositoryTestRun:
+    return grade_changed_checkout(setup[0], setup[1], change, LIMITS, SLOT)
+
+
+def _suite_copy(setup: tuple[RepositoryTests, Task], tmp_path: Path) -> Path:
+    """A copy of the vendored suite; returns its task folder."""
+    shutil.copytree(setup[1].root.parent.parent, tmp_path / "suite")
+    return tmp_path / "suite" / "tasks" / setup[1].id
 
 
 def _gold(setup: tuple[RepositoryTests, Task]):  # type: ignore[no-untyped-def]
@@ -179,9 +173,7 @@ def test_a_rewritten_git_runs_nothing_and_changes_nothing(
 def test_a_test_patch_that_does_not_apply_is_refused_before_the_run(
     setup: tuple[RepositoryTests, Task], tmp_path: Path
 ) -> None:
-    src = setup[1].root.parent.parent
-    shutil.copytree(src, tmp_path / "suite")
-    patch = tmp_path / "suite" / "tasks" / setup[1].id / "test.patch"
+    patch = _suite_copy(setup, tmp_path) / "test.patch"
     patch.write_text(patch.read_text().replace("tests/test_fields.py", "tests/test_gone.py"))
     task = load_suite(tmp_path / "suite").tasks[0]
     with pytest.raises(SuiteError, match="test patch does not apply"):
@@ -191,9 +183,7 @@ def test_a_test_patch_that_does_not_apply_is_refused_before_the_run(
 def test_a_task_without_its_repository_is_refused(
     setup: tuple[RepositoryTests, Task], tmp_path: Path
 ) -> None:
-    src = setup[1].root.parent.parent
-    shutil.copytree(src, tmp_path / "suite")
-    toml = tmp_path / "suite" / "tasks" / setup[1].id / "task.toml"
+    toml = _suite_copy(setup, tmp_path) / "task.toml"
     toml.write_text("\n".join(ln for ln in toml.read_text().splitlines() if not ln.startswith("source = ")))
     task = load_suite(tmp_path / "suite").tasks[0]
     with pytest.raises(RepositorySourceError, match="no repository"):

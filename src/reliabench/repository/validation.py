@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -28,7 +29,7 @@ if TYPE_CHECKING:
     from reliabench.hidden_tests.repository import RepositoryTestRun, RepositoryTests
     from reliabench.tasks.suite import Task
 
-__all__ = ["RepositoryValidation", "validate_repository_task"]
+__all__ = ["RepositoryValidation", "grade_changed_checkout", "validate_repository_task"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,15 +55,24 @@ class RepositoryValidation:
     built: bool = False
 
 
-def _rollout(
-    tests: RepositoryTests, task: Task, patch: str | None, limits: Limits, slot: int
+def grade_changed_checkout(
+    tests: RepositoryTests,
+    task: Task,
+    change: Callable[[Path], None] | None,
+    limits: Limits,
+    slot: int,
 ) -> RepositoryTestRun:
+    """Grade one rollout whose "agent" is ``change`` (a function of the workspace; None: no change).
+
+    What the runner will do per rollout, on a fresh copy of the prepared checkout that is
+    removed afterwards: validation applies the gold patch with it, tests attack the checkout.
+    """
     base = Path(tempfile.mkdtemp(prefix="rb-validate-"))
     try:
         ws = base / "workspace"
         tests.materialize(task, ws)
-        if patch:
-            apply_patch(ws, patch, what="gold patch")
+        if change is not None:
+            change(ws)
         expected = tests.collect(task, lambda m: tests.open_at(ws, m), starter=ws, limits=limits, slot=slot)
         request = TestRequest(
             task=task,
@@ -103,8 +113,11 @@ def validate_repository_task(
             task.id, False, "no gold patch", None, None, time.monotonic() - started, built
         )
     try:
-        empty = _rollout(tests, task, None, lim, slot)
-        gold = _rollout(tests, task, read_patch(cfg.gold_patch), lim, slot)
+        gold_patch = read_patch(cfg.gold_patch)
+        empty = grade_changed_checkout(tests, task, None, lim, slot)
+        gold = grade_changed_checkout(
+            tests, task, lambda ws: apply_patch(ws, gold_patch, what="gold patch"), lim, slot
+        )
     except PatchApplyError as exc:
         return RepositoryValidation(
             task.id, False, f"gold patch: {exc}", None, None, time.monotonic() - started, built
