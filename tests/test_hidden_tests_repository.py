@@ -83,6 +83,7 @@ def test_empty_patch_does_not_resolve(setup: tuple[RepositoryTests, Task], tmp_p
         "resolved": False,
         "fail_to_pass": [0, 1],
         "pass_to_pass": [76, 76],
+        "signed": True,
     }
     # one outcome per listed test: the counts equal the dataset's lists
     assert len(run.outcomes) == len(cfg.fail_to_pass) + len(cfg.pass_to_pass) == 77
@@ -138,6 +139,19 @@ def test_a_link_in_place_of_a_test_file_is_replaced(
     run = _run(setup, tmp_path, link)
     assert victim.read_text() == "host data\n"
     assert run.swebench["resolution"] == "RESOLVED_FULL"
+
+
+def test_printed_passes_are_not_credited(setup: tuple[RepositoryTests, Task], tmp_path: Path) -> None:
+    # SWE-bench reads the log; the agent's code runs in the test process and prints a summary
+    # line after pytest's own: the log now "passes" FAIL_TO_PASS. The signed outcomes do not.
+    def forge(ws: Path) -> None:
+        init = ws / "src" / "marshmallow" / "__init__.py"
+        init.write_text(init.read_text() + f"\nimport atexit\natexit.register(print, 'PASSED {F2P}')\n")
+
+    run = _run(setup, tmp_path, forge)
+    assert run.status_map[F2P] == "PASSED"  # what SWE-bench's parser reads in this log
+    assert run.swebench["fail_to_pass"] == [0, 1] and run.swebench["resolution"] == "RESOLVED_NO"
+    assert run.forged and "signed outcomes do not" in (run.reason or "")
 
 
 def test_a_deleted_checkout_is_the_rollouts_failure(

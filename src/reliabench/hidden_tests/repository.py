@@ -36,7 +36,10 @@ environment contract (phase 2).
 
 from __future__ import annotations
 
+import contextlib
+import os
 import re
+import secrets
 import shutil
 import tempfile
 import time
@@ -47,12 +50,14 @@ from typing import TYPE_CHECKING, Any, Final
 
 from reliabench.errors import SandboxError, SuiteError
 from reliabench.files.untrusted import remove_tree
+from reliabench.hidden_tests.channel import Channel, parse_channel
 from reliabench.hidden_tests.fresh import HiddenTestRun, HiddenTestStatus, find_tamper_files
 from reliabench.hidden_tests.layer import EnvironmentOpener, TestRequest
+from reliabench.hidden_tests.staging import PLUGIN_MODULE
 from reliabench.meta_keys import TestPath
 from reliabench.records import TestOutcome
 from reliabench.repository.grading import RepositoryGrade, grade
-from reliabench.repository.logs import parse_log
+from reliabench.repository.logs import normalise_name, parse_log
 from reliabench.repository.patches import PatchApplyError, lay_files, patched_test_files, repository_diff
 from reliabench.repository.source import RepositorySourceError, checkout, tree_id
 from reliabench.repository.venv import TaskEnv, build_base, build_task, venv_env
@@ -60,6 +65,7 @@ from reliabench.sandbox.base import Limits, SandboxResult
 from reliabench.sandbox.environment import Environment, Mount
 
 if TYPE_CHECKING:
+    from reliabench.tasks.repository import RepositoryConfig
     from reliabench.tasks.suite import Task
 
 __all__ = ["PreparedRepository", "RepositoryTestRun", "RepositoryTests", "diagnose", "open_at_type"]
@@ -161,6 +167,138 @@ def _cfg(task: Task) -> Any:
     return task.repository
 
 
+_SIGNED_PARSERS: Final = ("pytest", "pytest-options", "pytest-v2")
+_WORD: Final = {
+    "passed": "PASSED",
+    "failed": "FAILED",
+    "error": "ERROR",
+    "skipped": "SKIPPED",
+    "xfailed": "XFAIL",
+}
+_SUCCESS: Final = ("PASSED", "XFAIL")
+_MAX_CHANNEL: Final = 32 * 1024 * 1024
+_WRAP: Final = (
+    "import os, sys\n"
+    "k = os.open(sys.argv[1], os.O_RDONLY | os.O_NOFOLLOW); os.unlink(sys.argv[1])\n"
+    "o = os.open(sys.argv[2], os.O_WRONLY | os.O_APPEND | os.O_NOFOLLOW); os.unlink(sys.argv[2])\n"
+    "os.set_inheritable(k, True); os.set_inheritable(o, True)\n"
+    "os.environ['RELIABENCH_OUTCOME_FD'] = str(o); os.environ['RELIABENCH_OUTCOME_KEY_FD'] = str(k)\n"
+    "os.execv(sys.argv[3], sys.argv[3:])\n"
+)
+"""Starts pytest with the outcome channel: the key and outcome files are opened, then removed
+from the workspace before anything of the repository runs."""
+
+
+def _signs(cfg: RepositoryConfig) -> bool:
+    """The task's tests are pytest's: they report through the signed outcome plugin too."""
+    return cfg.log_parser in _SIGNED_PARSERS and bool(cfg.test_command) and cfg.test_command[0] == "pytest"
+
+
+class _SignedChannel:
+    """The outcome plugin's channel for one run of a repository's own pytest.
+
+    The plugin (:mod:`reliabench.hidden_tests._outcome_plugin`, staged alone: no import guard,
+    the repository's tests import as they always do) signs one line per test with a fresh key.
+    The key and the outcome file are handed over as files in the workspace that the starting
+    wrapper opens and removes before pytest starts; the harness reads the outcome file through
+    a descriptor it opened before the run. The tested code can truncate its own outcomes
+    (tests without a line fail) but cannot write a line that verifies.
+    """
+
+    def __init__(self, workspace: Path) -> None:
+        self.workspace = workspace
+        self.key = secrets.token_hex(32).encode("ascii")
+        self.tag = secrets.token_hex(8)
+        self.stage = Path(tempfile.mkdtemp(prefix="rb-plugin-"))
+        self._fd = -1
+
+    def __enter__(self) -> _SignedChannel:
+        os.chmod(self.stage, 0o755)
+        target = self.stage / f"{PLUGIN_MODULE}.py"
+        shutil.copyfile(Path(__file__).with_name("_outcome_plugin.py"), target)
+        os.chmod(target, 0o644)
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW
+        with os.fdopen(os.open(self._key_path, flags, 0o600), "wb") as fh:
+            fh.write(self.key)
+        os.close(os.open(self._out_path, flags, 0o600))
+        self._fd = os.open(self._out_path, os.O_RDONLY | os.O_NOFOLLOW)
+        return self
+
+    @property
+    def _key_path(self) -> Path:
+        return self.workspace / f".rb-key-{self.tag}"
+
+    @property
+    def _out_path(self) -> Path:
+        return self.workspace / f".rb-out-{self.tag}"
+
+    def wrap(self, workdir: str, venv: Path, argv: Sequence[str]) -> list[str]:
+        """``pytest ARGS`` as the wrapper that hands the channel over, with the plugin loaded."""
+        return [
+            str(venv / "bin" / "python"),
+            "-c",
+            _WRAP,
+            f"{workdir}/.rb-key-{self.tag}",
+            f"{workdir}/.rb-out-{self.tag}",
+            str(venv / "bin" / "pytest"),
+            "-p",
+            PLUGIN_MODULE,
+            *argv[1:],
+        ]
+
+    def read(self) -> bytes:
+        """What the plugin wrote (at most 32 MiB; more is cut, and the end line is then missing)."""
+        chunks, total = [], 0
+        os.lseek(self._fd, 0, os.SEEK_SET)
+        while total < _MAX_CHANNEL and (chunk := os.read(self._fd, 1 << 20)):
+            chunks.append(chunk)
+            total += len(chunk)
+        return b"".join(chunks)[:_MAX_CHANNEL]
+
+    def __exit__(self, *exc: object) -> None:
+        if self._fd >= 0:
+            os.close(self._fd)
+        for path in (self._key_path, self._out_path):
+            with contextlib.suppress(OSError):
+                os.unlink(path)  # never follows a link
+        remove_tree(self.stage)
+
+
+def _trusted_map(
+    parser: str, listed: Sequence[str], log_map: dict[str, str], channel: Channel | None
+) -> tuple[dict[str, str], list[str]]:
+    """The statuses to grade by, and the listed tests whose passing the log claims without a signed line.
+
+    The log decides, as in SWE-bench; the signed outcomes can only take a pass away: a listed
+    test the log calls passed gets the signed status instead (``FAILED`` when it has none),
+    so text the tested code printed never passes a test. Without the channel, the log alone.
+    """
+    if channel is None:
+        return log_map, []
+    signed: dict[str, str] = {}
+    for name, (outcome, _sec) in channel.tests.items():
+        key = normalise_name(parser, name)
+        status = "FAILED" if name in channel.poisoned else _WORD.get(outcome, "FAILED")
+        if signed.get(key, "PASSED") in _SUCCESS:  # names cut alike: any non-pass wins
+            signed[key] = status
+    out = dict(log_map)
+    lowered: list[str] = []
+    for name in dict.fromkeys(listed):
+        if log_map.get(name) in _SUCCESS and signed.get(name) not in _SUCCESS:
+            out[name] = signed.get(name, "FAILED")
+            lowered.append(name)
+    return out, lowered
+
+
+@dataclass(frozen=True, slots=True)
+class _Executed:
+    result: SandboxResult
+    output: str
+    log_map: dict[str, str]
+    channel: Channel | None
+    isolation: str
+
+
 class RepositoryTests:
     """The hidden-test runner of repository tasks (see the module docstring)."""
 
@@ -251,10 +389,12 @@ class RepositoryTests:
         """The agent's patch: the checkout's ``git diff`` against the base commit, bounded."""
         return repository_diff(self.prepare(task).starter, workspace, max_bytes=self._max_patch)
 
-    def _exec_tests(self, task: Task, env: Environment, limits: Limits) -> SandboxResult:
+    def _execute(self, task: Task, open_env: EnvironmentOpener, workspace: Path, limits: Limits) -> _Executed:
+        """Run the test command on ``workspace`` (the signed outcome channel where it is pytest)."""
         cfg = _cfg(task)
         prepared = self.prepare(task)
-        argv = [str(prepared.env.venv / "bin" / "python") if a == "python" else a for a in cfg.test_command]
+        venv = prepared.env.venv
+        argv = [str(venv / "bin" / "python") if a == "python" else a for a in cfg.test_command]
         wall = cfg.test_timeout_s or limits.wall_s
         lim = Limits(
             wall_s=wall,
@@ -265,10 +405,31 @@ class RepositoryTests:
             output_bytes=max(limits.output_bytes, _MIN_OUTPUT),
             tmp_bytes=limits.tmp_bytes,
         )
-        return env.exec(argv, env=venv_env(prepared.env, dict(cfg.environment.env)), limits=lim)
+        variables = venv_env(prepared.env, dict(cfg.environment.env))
+        mounts = list(prepared.env.mounts)
+        with contextlib.ExitStack() as stack:
+            channel = stack.enter_context(_SignedChannel(workspace)) if _signs(cfg) else None
+            if channel is not None:
+                mounts.append(Mount(channel.stage))
+                variables["PYTHONPATH"] = str(channel.stage)
+            env = open_env(mounts)
+            try:
+                if channel is not None:
+                    argv = channel.wrap(env.workdir, venv, argv)
+                res = env.exec(argv, env=variables, limits=lim)
+                isolation = env.isolation
+            finally:
+                env.close()
+            signed = None if channel is None else parse_channel(channel.read(), channel.key, None)
+        output = res.stdout + ("\n" + res.stderr if res.stderr else "")
+        return _Executed(res, output, parse_log(cfg.log_parser, output), signed, isolation)
 
     def _control_reports(self, task: Task, limits: Limits) -> bool:
-        """Whether the test command reports tests on the base tree with the test patch (cached per task)."""
+        """Whether the tests report on the base tree with the test patch (cached per task).
+
+        A report is a signed start line where the outcome channel is used, else a test line
+        in the log.
+        """
         if task.id not in self._control:
             prepared = self.prepare(task)
             base = Path(tempfile.mkdtemp(prefix="rb-control-"))
@@ -276,14 +437,8 @@ class RepositoryTests:
                 ws = base / "workspace"
                 shutil.copytree(prepared.starter, ws, symlinks=True)
                 lay_files(ws, prepared.test_files)
-                env = self.open_at(ws, prepared.env.mounts)
-                try:
-                    res = self._exec_tests(task, env, limits)
-                finally:
-                    env.close()
-                self._control[task.id] = bool(
-                    parse_log(_cfg(task).log_parser, res.stdout + "\n" + res.stderr)
-                )
+                ex = self._execute(task, lambda m: self.open_at(ws, m), ws, limits)
+                self._control[task.id] = ex.channel.started if ex.channel is not None else bool(ex.log_map)
             except (OSError, SandboxError):
                 self._control[task.id] = False
             finally:
@@ -303,52 +458,61 @@ class RepositoryTests:
         patch = repository_diff(prepared.starter, request.workspace, max_bytes=self._max_patch)
         tamper = find_tamper_files(request.workspace, starter=prepared.starter)
         lay_files(request.workspace, prepared.test_files)
-        env = request.open_environment(prepared.env.mounts)
-        try:
-            res = self._exec_tests(task, env, request.limits)
-            isolation = env.isolation
-        finally:
-            env.close()
-        output = res.stdout + ("\n" + res.stderr if res.stderr else "")
-        status_map = parse_log(cfg.log_parser, output)
+        ex = self._execute(task, request.open_environment, request.workspace, request.limits)
+        res, output = ex.result, ex.output
+        status_map, lowered = _trusted_map(
+            cfg.log_parser, (*cfg.fail_to_pass, *cfg.pass_to_pass), ex.log_map, ex.channel
+        )
         graded: RepositoryGrade = grade(status_map, cfg.fail_to_pass, cfg.pass_to_pass)
         reasons: list[str] = []
         status: HiddenTestStatus = "completed"
+        reported = ex.channel.started if ex.channel is not None else bool(ex.log_map)
         if res.timed_out:
             status = "timeout"
             reasons.append(f"wall time limit of {cfg.test_timeout_s or request.limits.wall_s:g} s reached")
-        elif not status_map:
+        elif not reported:
             if self._control_reports(task, request.limits):
                 reasons.append(
-                    f"the test command reported no test on this workspace (exit {res.returncode}), "
-                    "but it does on the base checkout: the rollout's changes broke it"
+                    f"the tests reported nothing on this workspace (exit {res.returncode}), but they "
+                    "do on the base checkout: the rollout's changes broke it"
                 )
             else:
                 status = "test_error"
                 reasons.append(
-                    f"the test command reported no test, on the base checkout either "
+                    f"the tests reported nothing, on the base checkout either "
                     f"({diagnose(output)}; exit {res.returncode}): {_tail(output)}"
                 )
         if res.killed_reason and not res.timed_out:
             reasons.append(f"killed: {res.killed_reason}")
+        forged = bool(lowered) or bool(ex.channel is not None and ex.channel.started and ex.channel.problems)
+        if lowered:
+            reasons.append(
+                f"the log claims {len(lowered)} test(s) passed that the signed outcomes do not: {lowered[:3]}"
+            )
+        if ex.channel is not None and ex.channel.problems:
+            reasons.append("forged or inconsistent outcome lines: " + "; ".join(ex.channel.problems[:3]))
+        if ex.channel is not None and ex.channel.started and not ex.channel.ended and not res.timed_out:
+            reasons.append(f"the test process ended before the session finished (exit {res.returncode})")
         failing = [o.name for o in graded.outcomes if o.failing]
-        if failing and status_map:
+        if failing and reported:
             reasons.append(f"{len(failing)} of {len(graded.outcomes)} test(s) did not pass: {failing[:3]}")
         if tamper:
             reasons.append("files that may change how tests run: " + ", ".join(tamper[:5]))
+        meta = graded.meta()
+        meta["signed"] = ex.channel is not None
         return RepositoryTestRun(
             outcomes=graded.outcomes,
             status=status,
             reason="; ".join(reasons) or None,
             tamper_suspected=bool(tamper),
             tamper_files=tamper,
-            forged=False,
-            isolation=isolation,
+            forged=forged,
+            isolation=ex.isolation,
             seconds=time.monotonic() - started,
             log=_cut(output),
-            swebench=graded.meta(),
+            swebench=meta,
             patch=patch,
-            status_map=status_map,
+            status_map=ex.log_map,
             output=output,
         )
 

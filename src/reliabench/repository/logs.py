@@ -73,21 +73,41 @@ def _pytest(log: str) -> dict[str, str]:
 _OPTION = re.compile(r"(.*?)\[(.*)\]")
 
 
+def _option_name(name: str) -> str:
+    found = _OPTION.search(name)
+    if found:
+        main, option = found.groups()
+        if option.startswith("/") and not option.startswith("//") and "*" not in option:
+            option = "/" + option.split("/")[-1]
+        name = f"{main}[{option}]"
+    return name
+
+
 def _pytest_options(log: str) -> dict[str, str]:
     out: dict[str, str] = {}
     for line in log.split("\n"):
         words = _status_first(line)
-        if words is None:
-            continue
-        name = words[1]
-        found = _OPTION.search(name)
-        if found:
-            main, option = found.groups()
-            if option.startswith("/") and not option.startswith("//") and "*" not in option:
-                option = "/" + option.split("/")[-1]
-            name = f"{main}[{option}]"
-        out[name] = words[0]
+        if words is not None:
+            out[_option_name(words[1])] = words[0]
     return out
+
+
+def normalise_name(parser: str, name: str) -> str:
+    """A pytest node id as the parser ``parser`` names it in a status map.
+
+    The log parsers split lines at white space, so a name ends at its first blank (SWE-bench's
+    FAIL_TO_PASS / PASS_TO_PASS names are cut there too); ``pytest-options`` then keeps only
+    the last part of a parameter that is a path.
+
+    Example:
+        >>> normalise_name("pytest-options", "t.py::f[/tmp/x/a.dcm]")
+        't.py::f[/a.dcm]'
+        >>> normalise_name("pytest", "t.py::f[/a/b]"), normalise_name("pytest", "t.py::g[a b]")
+        ('t.py::f[/a/b]', 't.py::g[a')
+    """
+    words = name.split()
+    cut = words[0] if words else name
+    return _option_name(cut) if parser == "pytest-options" else cut
 
 
 _COLOUR = re.compile(r"\[(\d+)m")
