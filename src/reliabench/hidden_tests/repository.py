@@ -87,8 +87,8 @@ _DIAGNOSES: Final = (
     (
         "python-version",
         re.compile(
-            r"module 'collections' has no attribute|cannot import name '\w+' from "
-            r"'collections'|SyntaxError: invalid syntax|removed in Python 3\.1"
+            r"module '(?:collections|inspect|asyncio)' has no attribute|cannot import name '\w+' from "
+            r"'(?:collections|inspect|asyncio)|SyntaxError: invalid syntax|removed in Python 3\.1"
         ),
     ),
     (
