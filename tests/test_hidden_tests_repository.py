@@ -210,3 +210,38 @@ def test_diagnose() -> None:
     assert diagnose("FileNotFoundError: x.dcm") == "missing-file"
     assert diagnose("ImportError: cannot import name 'x' from 'y'") == "dependency-drift"
     assert diagnose("all fine") == "unknown"
+    assert diagnose("cannot import name 'formatargspec' from 'inspect'") == "python-version"
+    # only the FAILURES section counts: a warning of a passing test says nothing
+    log = "= FAILURES =\nE   AssertionError: x\n= warnings summary =\nDeprecationWarning: y\n"
+    assert diagnose(log) == "unknown"
+
+
+def test_signed_outcomes_only_take_passes_away() -> None:
+    from reliabench.hidden_tests.channel import Channel
+    from reliabench.hidden_tests.repository import _trusted_map
+
+    ch = Channel(started=True, ended=True)
+    ch.tests = {
+        "t.py::a": ("passed", False),
+        "t.py::b": ("failed", False),
+        "t.py::c[x y]": ("passed", False),
+        "t.py::d": ("passed", False),
+    }
+    ch.poisoned = {"t.py::d"}
+    log = {
+        "t.py::a": "PASSED",
+        "t.py::b": "PASSED",
+        "t.py::c[x": "PASSED",
+        "t.py::d": "PASSED",
+        "t.py::e": "PASSED",
+        "t.py::f": "FAILED",
+    }
+    out, lowered = _trusted_map(
+        "pytest", ["t.py::a", "t.py::b", "t.py::c[x", "t.py::d", "t.py::e", "t.py::f"], log, ch
+    )
+    assert lowered == ["t.py::b", "t.py::d", "t.py::e"]
+    assert (
+        out["t.py::a"] == "PASSED" and out["t.py::c[x"] == "PASSED"
+    )  # a name cut at its blank, as the log cuts it
+    assert out["t.py::b"] == "FAILED" and out["t.py::e"] == "FAILED" and out["t.py::f"] == "FAILED"
+    assert _trusted_map("pytest", ["t.py::a"], log, None) == (log, [])

@@ -114,10 +114,14 @@ def diagnose(log: str) -> str:
 
     ``network-bound``, ``python-version``, ``missing-file``, ``dependency-drift``, or
     ``unknown``: what ``validate`` prints next to a task that does not flip. Where pytest
-    printed a FAILURES section, only that part is read (warnings of passing tests say nothing).
+    printed a FAILURES section, only that part is read (the warnings summary says nothing about
+    why a test failed).
     """
     cut = log.find("= FAILURES =")
     part = log[cut:] if cut >= 0 else log
+    if cut >= 0:
+        ends = [i for i in (part.find(" warnings summary "), part.find(" short test summary info ")) if i > 0]
+        part = part[: min(ends)] if ends else part
     for name, pattern in _DIAGNOSES:
         if pattern.search(part):
             return name
