@@ -41,7 +41,7 @@ def main() -> int:
     ap.add_argument(
         "--test-timeout",
         type=float,
-        default=300.0,
+        default=120.0,
         help="wall seconds of one test run (SWE-bench allows 1800; a network-bound test that "
         "sleeps between download retries would hold the benchmark that long)",
     )
