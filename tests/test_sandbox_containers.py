@@ -15,6 +15,7 @@ import socket
 import subprocess
 import sys
 import tarfile
+import tempfile
 import textwrap
 import time
 from collections.abc import Iterator
@@ -632,9 +633,11 @@ def test_sweep_removes_what_a_killed_reliabench_left(backend: ContainerBackend) 
             if proc.stdout is not None:
                 proc.stdout.close()
         cid, channel = line[0], Path(line[1])
-        assert container_exists(backend, cid) and channel.exists()
+        private = list(Path(tempfile.gettempdir()).glob(f"rb-{backend.name}-{proc.pid}-*"))
+        assert container_exists(backend, cid) and channel.exists() and len(private) == 1
         assert backend.sweep() >= 1
-        assert not container_exists(backend, cid) and not channel.parent.exists()
+        assert not container_exists(backend, cid) and not channel.parent.exists() and not private[0].exists()
+        assert backend._private_dir().exists()  # this live process's own stays
         assert container_exists(backend, live.container_id)  # a live reliabench's container stays
         assert live.exec(["true"]).returncode == 0
 

@@ -448,7 +448,8 @@ class ContainerBackend:
         """A 0700 folder of this backend for the seccomp profile, env files and stdin."""
         with self._lock:
             if self._private is None or not self._private.is_dir():
-                path = Path(tempfile.mkdtemp(prefix=f"rb-{self.runtime}-"))
+                pid = os.getpid()  # in the name: sweep removes the folders of processes that are gone
+                path = Path(tempfile.mkdtemp(prefix=f"rb-{self.runtime}-{pid}-{_start_ticks(pid) or 0}-"))
                 self._private = path
                 weakref.finalize(self, shutil.rmtree, path, True)
                 atexit.register(shutil.rmtree, path, True)
@@ -715,13 +716,14 @@ class ContainerBackend:
     # ---------------------------------------------------------------- sweep
 
     def sweep(self) -> int:
-        """Remove containers (and their channel folders) whose reliabench process is gone.
+        """Remove containers (and their channel and private folders) whose reliabench process is gone.
 
         Returns:
             How many containers were removed (0 when the runtime cannot run here).
         """
         if self._why_not_here() is not None:
             return 0
+        self._sweep_private_dirs()
         listed = self._call(["ps", "-a", "-q", "--no-trunc", "--filter", f"label={LABEL_OWNER}"])
         ids = listed.stdout.split()
         if listed.returncode != 0 or not ids:
@@ -749,6 +751,15 @@ class ContainerBackend:
             if parent.parent == Path(tempfile.gettempdir()) and parent.name.startswith(_CHANNEL_PREFIX):
                 remove_tree(parent)
         return removed
+
+    def _sweep_private_dirs(self) -> None:
+        """Remove the private folders (:meth:`_private_dir`) of processes that are gone."""
+        with contextlib.suppress(OSError):
+            for entry in os.scandir(tempfile.gettempdir()):
+                parts = entry.name.split("-")
+                if (len(parts) == 5 and parts[0] == "rb" and parts[1] == self.runtime and parts[2].isdigit()
+                        and _start_ticks(int(parts[2])) != parts[3] and entry.is_dir(follow_symlinks=False)):
+                    remove_tree(Path(entry.path))
 
     # ---------------------------------------------------------------- one command (SandboxBackend)
 
