@@ -505,6 +505,7 @@ def test_memory_is_bounded_per_container(backend: ContainerBackend) -> None:
         children = env.exec(["python3", "-c", _CHILDREN_ALLOCATE], limits=Limits(memory_bytes=512 * 2**20, wall_s=60))
         assert children.returncode == 0 and "-9" in children.stdout, children
         assert env.exec(["echo", "ok"]).stdout == "ok\n"  # the environment survives its OOMs
+    assert not (Path.cwd() / "oom").exists()  # podman's conmon writes one into its cwd: never the caller's
 
 
 def test_processes_are_bounded_per_container(backend: ContainerBackend) -> None:

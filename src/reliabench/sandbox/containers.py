@@ -442,7 +442,8 @@ class ContainerBackend:
         client_env = self._client_env()
         if env:
             client_env.update(env)
-        return run_cli([binary, *args], env=client_env, timeout=timeout, what=f"{self.runtime} {args[0]}")
+        return run_cli([binary, *args], env=client_env, timeout=timeout, what=f"{self.runtime} {args[0]}",
+                       cwd=self._private_dir())
 
     def _private_dir(self) -> Path:
         """A 0700 folder of this backend for the seccomp profile, env files and stdin."""
@@ -1201,7 +1202,8 @@ class ContainerEnvironment:
                 (open(stdin, "rb") if stdin is not None else open(os.devnull, "rb")) as in_fh, \
                 (open(stdout, "wb") if stdout is not None else open(os.devnull, "wb")) as out_fh:
             proc = subprocess.Popen(cmd, stdin=in_fh, stdout=out_fh, stderr=err,
-                                    env=self._backend._client_env(), start_new_session=True)
+                                    cwd=self._backend._private_dir(), env=self._backend._client_env(),
+                                    start_new_session=True)
             stopped = False
             try:
                 while proc.poll() is None:

@@ -270,8 +270,12 @@ def build_image(cli: RuntimeCli, dockerfile: Path, *, source: str = "",
     return ImageInfo(ImageRef(tag, info.ref.digest), info.env, info.labels)
 
 
-def run_cli(argv: Sequence[str], *, env: Mapping[str, str], timeout: float, what: str) -> CliResult:
+def run_cli(argv: Sequence[str], *, env: Mapping[str, str], timeout: float, what: str,
+            cwd: Path | None = None) -> CliResult:
     """Run a runtime's client with output to files (a build's output may be large).
+
+    ``cwd`` is the client's working directory, which processes it leaves behind inherit
+    (podman's ``conmon`` writes a file named ``oom`` there when a container runs out of memory).
 
     Raises:
         SandboxError: The client is missing or did not finish within ``timeout`` seconds.
@@ -279,7 +283,7 @@ def run_cli(argv: Sequence[str], *, env: Mapping[str, str], timeout: float, what
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         try:
             proc = subprocess.run(list(argv), stdin=subprocess.DEVNULL, stdout=out, stderr=err,
-                                  env=dict(env), timeout=timeout, check=False)
+                                  env=dict(env), timeout=timeout, check=False, cwd=cwd)
         except FileNotFoundError:
             raise SandboxError(f"{what}: {argv[0]} is not installed") from None
         except subprocess.TimeoutExpired:
