@@ -136,8 +136,8 @@ def test_one_error_type_per_kind_of_miss(monkeypatch: pytest.MonkeyPatch) -> Non
         reg.get("nope")
     with pytest.raises(UnknownNameError):
         registry("widgets")
-    with pytest.raises(UnknownNameError, match="unknown sandbox backend 'docker'"):
-        get_backend("docker")
+    with pytest.raises(UnknownNameError, match="unknown sandbox backend 'lxc'"):
+        get_backend("lxc")
     with pytest.raises(PluginError, match="toy plugin gone"):
         reg.get("gone")
     assert reg.find("nope") is None and "gone" in reg and list(reg.names()) == ["join", "split", "gone"]
