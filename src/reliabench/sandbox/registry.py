@@ -26,7 +26,7 @@ import warnings
 from pathlib import Path
 from typing import Any
 
-from reliabench.errors import SandboxError, UsageError
+from reliabench.errors import SandboxError, UnknownNameError, UsageError
 from reliabench.plugins import Registry
 from reliabench.sandbox.base import DEFAULT_PATH, Limits, SandboxBackend
 from reliabench.sandbox.bubblewrap import BubblewrapBackend
@@ -116,7 +116,8 @@ def get_backend(name: str = "auto") -> SandboxBackend:
         A ready backend.
 
     Raises:
-        SandboxError: ``name`` is unknown, or the backend asked for does not work here.
+        UnknownNameError: ``name`` is unknown (the message lists the known ones).
+        SandboxError: the backend asked for does not work here.
         UsageError: a plugin backend failed to load or is not a backend.
     """
     if name == "auto":
@@ -130,7 +131,7 @@ def get_backend(name: str = "auto") -> SandboxBackend:
         name = "none"
     cls = _backend_class(name)
     if cls is None:
-        raise SandboxError(
+        raise UnknownNameError(
             f"unknown sandbox backend {name!r}; choose one of: auto, "
             f"{', '.join(available_backends())}"
         )
