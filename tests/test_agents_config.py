@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from reliabench.agents import (
-    AGENT_KINDS,
+    AGENT_KIND_REGISTRY,
     CommandAgent,
     OpenAIAgent,
     PythonAgent,
@@ -39,7 +39,7 @@ def error_of(path: Path) -> str:
 
 
 def test_builtin_kinds_registered() -> None:
-    assert {"command", "openai", "replay", "python"} <= set(AGENT_KINDS)
+    assert {"command", "openai", "replay", "python", "simulated"} <= set(AGENT_KIND_REGISTRY.names())
 
 
 def test_loads_every_kind_in_order(tmp_path: Path) -> None:
@@ -163,7 +163,7 @@ def test_missing_required_kind_key(tmp_path: Path) -> None:
         ("env = 3", "agents[1].env: expected a table, got an integer"),
         ("env = { A = 1 }", "agents[1].env.A: expected a string, got an integer"),
         ('env = { A = "${oops" }', "agents[1].env.A: malformed ${...} reference"),
-        ('sandbox = "docker"', "agents[1].sandbox: unknown sandbox 'docker'"),
+        ('sandbox = "lxc"', "agents[1].sandbox: unknown sandbox 'lxc'"),
         ('readonly = "x"', "agents[1].readonly: expected an array of strings"),
         ('readonly = ["does-not-exist"]', "agents[1].readonly: no such file or directory"),
         ("memory_mb = 0", "agents[1].memory_mb: expected an integer >= 1, got 0"),
@@ -298,12 +298,12 @@ def test_command_sandbox_accepts_a_plugin_backend(tmp_path: Path, monkeypatch: p
 
     from reliabench.sandbox import ENTRY_POINT_GROUP
 
-    fake_entry_points(monkeypatch, ENTRY_POINT_GROUP, podman="my_sandbox.podman_backend:PodmanBackend")
-    text = '[[agents]]\nname = "a"\nkind = "command"\ncommand = "true"\nsandbox = "podman"\n'
+    fake_entry_points(monkeypatch, ENTRY_POINT_GROUP, lxd="my_sandbox.lxd_backend:LxdBackend")
+    text = '[[agents]]\nname = "a"\nkind = "command"\ncommand = "true"\nsandbox = "lxd"\n'
     (agent,) = load_agents(write(tmp_path, text))
-    assert agent.sandbox == "podman"  # type: ignore[attr-defined]
-    msg = error_of(write(tmp_path, text.replace("podman", "docker")))
-    assert "unknown sandbox 'docker' (choose one of: auto, bubblewrap, namespaces, none, podman)" in msg
+    assert agent.sandbox == "lxd"  # type: ignore[attr-defined]
+    msg = error_of(write(tmp_path, text.replace("lxd", "lxc")))
+    assert "unknown sandbox 'lxc' (choose one of: auto, bubblewrap, namespaces, none, podman, docker, lxd)" in msg
 
 
 def test_broken_agent_kind_plugin_is_one_usage_error(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -336,7 +336,7 @@ def test_agent_kinds_load_lazily_and_a_broken_one_only_when_named(
 
 
 def test_register_agent_kind_in_process() -> None:
-    from reliabench.agents import AGENT_KIND_REGISTRY, AGENT_KINDS, register_agent_kind
+    from reliabench.agents import AGENT_KIND_REGISTRY, register_agent_kind
     from reliabench.errors import InvalidArgumentError
 
     def factory(table: Any, ctx: Any) -> Any:
@@ -344,9 +344,9 @@ def test_register_agent_kind_in_process() -> None:
 
     try:
         assert register_agent_kind("tmp-kind")(factory) is factory
-        assert AGENT_KINDS["tmp-kind"] is factory
+        assert AGENT_KIND_REGISTRY.get("tmp-kind") is factory
         register_agent_kind("tmp-kind")(print)  # a later registration replaces an earlier one
-        assert AGENT_KINDS["tmp-kind"] is print
+        assert AGENT_KIND_REGISTRY.get("tmp-kind") is print
     finally:
         AGENT_KIND_REGISTRY.unregister("tmp-kind")
     with pytest.raises(InvalidArgumentError, match=r"name: 'command' is a built-in agent kind"):

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from reliabench.errors import UsageError
+from reliabench.errors import PluginError, UnknownNameError
 from reliabench.hidden_tests.reports import (
     EXIT_CODE,
     REPORT_FORMAT_REGISTRY,
@@ -53,22 +53,22 @@ def _passing(parsed: ParsedReport) -> set[str]:
 
 
 def test_every_builtin_format_loads_and_says_its_name() -> None:
-    assert REPORT_FORMAT_REGISTRY.names()[:7] == [*STRUCTURED, EXIT_CODE]
+    assert REPORT_FORMAT_REGISTRY.names()[:8] == [*STRUCTURED, EXIT_CODE, "harbor-reward"]
     for name in REPORT_FORMAT_REGISTRY.builtins:
         fmt = get_report_format(name)
         assert fmt.name == name
-        assert fmt.coarse == (name == EXIT_CODE)
+        assert fmt.coarse == (name in (EXIT_CODE, "harbor-reward"))
 
 
 def test_an_unknown_format_is_a_usage_error_listing_the_known_ones() -> None:
-    with pytest.raises(UsageError, match=r"unknown report format 'junit'; known report formats: junit-xml, "):
+    with pytest.raises(UnknownNameError, match=r"unknown report format 'junit'; known report formats: junit-xml, "):
         get_report_format("junit")
 
 
 def test_a_factory_that_makes_no_format_is_refused_by_name() -> None:
     REPORT_FORMAT_REGISTRY.register("broken-fmt", lambda: object(), replace=True)
     try:
-        with pytest.raises(UsageError, match=r"broken-fmt.*did not return a ReportFormat"):
+        with pytest.raises(PluginError, match=r"broken-fmt.*did not return a ReportFormat"):
             get_report_format("broken-fmt")
     finally:
         REPORT_FORMAT_REGISTRY.unregister("broken-fmt")

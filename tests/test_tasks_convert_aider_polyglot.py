@@ -98,7 +98,7 @@ def test_the_cli_converts_a_folder_and_refuses_a_file(tmp_path: Path) -> None:
     assert [t.id for t in load_suite(tmp_path / "s").tasks] == ["cpp-bank-account", "cpp-queen-attack"]
     with pytest.raises(UsageError, match="not a folder"):
         import_suite("aider-polyglot", EXTRACT / "README.md", tmp_path / "x")
-    with pytest.raises(UsageError, match="give the SOURCE folder"):
+    with pytest.raises(UsageError, match="give the SOURCE"):
         import_suite("aider-polyglot", None, tmp_path / "y")
 
 

@@ -69,7 +69,7 @@ def test_a_command_task_loads_in_any_language(tmp_path: Path) -> None:
      "task.toml:8: test_command.argv: expected a list of 1 to 256 non-empty strings, got []"),
     (('report = "go-test-json"', 'report = "junit"'),
      "task.toml:9: test_command.report: expected one of junit-xml, go-test-json, jest-json, tap, ctrf, "
-     "cargo-libtest, exit-code, got 'junit'"),
+     "cargo-libtest, exit-code, harbor-reward, got 'junit'"),
     (("timeout_s = 20", "timeout_s = -1"),
      "task.toml:10: test_command.timeout_s: expected a number of seconds in (0, 86400], got -1"),
     (('env = { GOFLAGS = "-count=1", REPORTS = "{report_dir}" }', 'env = { "A B" = "x" }'),

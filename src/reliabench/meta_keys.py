@@ -21,8 +21,10 @@ key                    written by                what it holds
 ``artifacts_omitted``  runner, recording         changed files whose copy was not kept
 ``tamper_files``       the runner                files that try to change how tests run
 ``scanned``            runner, ``scan``          scanner names that ran on the rollout
-``test_path``          the runner                ``fresh``, ``warm``, ``stdio`` or ``command``
-``test_runner``        the runner                ``pytest``, ``plain``, ``stdio`` or ``command``
+``test_path``          the runner                ``fresh``, ``warm``, ``stdio``, ``repository``,
+                                                 ``command``
+``test_runner``        the runner                ``pytest``, ``plain``, ``stdio``, ``repository``,
+                                                 ``command``
 ``coarse_outcomes``    the runner                true: the task has ONE outcome per rollout (its
                                                  test command's exit code), not one per test;
                                                  per-test figures leave it out or say so
@@ -103,10 +105,11 @@ RAY_ATTEMPTS: Final = "ray_attempts"
 FINDINGS_TOTAL: Final = "findings_total"
 SCAN_ERRORS_TOTAL: Final = "scan_errors_total"
 
-TestPath: TypeAlias = Literal["fresh", "warm", "stdio", "command"]
+TestPath: TypeAlias = Literal["fresh", "warm", "stdio", "repository", "command"]
 """Where a rollout's hidden tests ran (``meta["test_path"]``): a fresh sandboxed process, a warm
-test worker, the stdin/stdout case runner, or a language's test command."""
-TestRunner: TypeAlias = Literal["pytest", "plain", "stdio", "command"]
+test worker, the stdin/stdout case runner, a repository's test command graded FAIL_TO_PASS /
+PASS_TO_PASS, or a language's test command."""
+TestRunner: TypeAlias = Literal["pytest", "plain", "stdio", "repository", "command"]
 """What ran a rollout's hidden tests (``meta["test_runner"]``, and a task's ``test_runner``)."""
 TEST_RUNNERS: Final[tuple[TestRunner, ...]] = get_args(TestRunner)
 

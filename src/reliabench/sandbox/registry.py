@@ -1,6 +1,7 @@
 """The registry of sandbox backends: built-ins, entry-point plugins, probing, ``auto``.
 
-Built-in backends, strongest first: ``bubblewrap``, ``namespaces``, ``none``. Another package
+Built-in backends, strongest first: ``bubblewrap``, ``namespaces``, ``none``; then the container
+backends ``podman`` and ``docker`` (:mod:`reliabench.sandbox.containers`). Another package
 adds one through the ``reliabench.sandboxes`` entry-point group (the built-ins are declared
 there too, in reliabench's own ``pyproject.toml``)::
 
@@ -25,12 +26,14 @@ import warnings
 from pathlib import Path
 from typing import Any
 
-from reliabench.errors import SandboxError, UsageError
+from reliabench.errors import SandboxError, UnknownNameError, UsageError
 from reliabench.plugins import Registry
 from reliabench.sandbox.base import DEFAULT_PATH, Limits, SandboxBackend
 from reliabench.sandbox.bubblewrap import BubblewrapBackend
+from reliabench.sandbox.docker import DockerBackend
 from reliabench.sandbox.namespaces import NamespacesBackend
 from reliabench.sandbox.none import NoSandboxBackend
+from reliabench.sandbox.podman import PodmanBackend
 
 __all__ = ["BACKENDS", "ENTRY_POINT_GROUP", "SANDBOXES", "available_backends", "get_backend"]
 
@@ -43,8 +46,10 @@ BACKENDS: dict[str, type] = {
     "bubblewrap": BubblewrapBackend,
     "namespaces": NamespacesBackend,
     "none": NoSandboxBackend,
+    "podman": PodmanBackend,
+    "docker": DockerBackend,
 }
-"""The built-in backends: isolation level -> backend class, strongest first."""
+"""The built-in backends: isolation level -> backend class, the host's strongest first, then containers."""
 
 
 SANDBOXES: Registry[Any] = Registry(
@@ -111,7 +116,8 @@ def get_backend(name: str = "auto") -> SandboxBackend:
         A ready backend.
 
     Raises:
-        SandboxError: ``name`` is unknown, or the backend asked for does not work here.
+        UnknownNameError: ``name`` is unknown (the message lists the known ones).
+        SandboxError: the backend asked for does not work here.
         UsageError: a plugin backend failed to load or is not a backend.
     """
     if name == "auto":
@@ -125,7 +131,7 @@ def get_backend(name: str = "auto") -> SandboxBackend:
         name = "none"
     cls = _backend_class(name)
     if cls is None:
-        raise SandboxError(
+        raise UnknownNameError(
             f"unknown sandbox backend {name!r}; choose one of: auto, "
             f"{', '.join(available_backends())}"
         )

@@ -82,8 +82,10 @@ class TestCommand:
 
     @property
     def coarse(self) -> bool:
-        """True when the task has one outcome per run (``report = "exit-code"``), not one per test."""
-        return self.report == "exit-code"
+        """True when the task has one outcome per run (``exit-code``, a reward), not one per test."""
+        from reliabench.hidden_tests.reports import get_report_format
+
+        return self.report == "exit-code" or get_report_format(self.report).coarse
 
 
 def valid_language(value: object) -> bool:

@@ -14,6 +14,7 @@ A task whose hidden tests are run by their language's tool (``test_runner = "com
 ``cargo-libtest``         stable ``cargo test``'s ``test NAME ... ok|FAILED|ignored`` text:
                           :mod:`.cargo_libtest`
 ``exit-code``             no report: one coarse outcome from the exit status: :mod:`.exit_code`
+``harbor-reward``         a Harbor verifier's reward number: one coarse outcome: :mod:`.harbor_reward`
 ========================  ==============================================================
 
 Rules every format keeps (the hostile-input tests check them for each):
@@ -29,18 +30,18 @@ Rules every format keeps (the hostile-input tests check them for each):
   report does not list did not run, and counts as ``failed``
   (:mod:`reliabench.hidden_tests.command`).
 
-Formats are a plugin kind (:data:`REPORT_FORMATS`, entry-point group
+Formats are a plugin kind (:data:`REPORT_FORMAT_REGISTRY`, entry-point group
 ``reliabench.report_formats``): a package adds one with a class whose instances satisfy
 :class:`ReportFormat`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from typing import Final, Protocol, runtime_checkable
 
-from reliabench.errors import UsageError
+from reliabench.errors import PluginError
 from reliabench.hidden_tests.skips import ReportedOutcome
 from reliabench.plugins import Registry
 
@@ -48,7 +49,6 @@ __all__ = [
     "EXIT_CODE",
     "MAX_CASES",
     "MAX_REPORT_BYTES",
-    "REPORT_FORMATS",
     "REPORT_FORMAT_REGISTRY",
     "ParsedReport",
     "ReportFormat",
@@ -167,6 +167,7 @@ REPORT_FORMAT_REGISTRY: Registry[Callable[[], ReportFormat]] = Registry(
         "ctrf": "reliabench.hidden_tests.reports.ctrf:CtrfReport",
         "cargo-libtest": "reliabench.hidden_tests.reports.cargo_libtest:CargoLibtestReport",
         EXIT_CODE: "reliabench.hidden_tests.reports.exit_code:ExitCodeReport",
+        "harbor-reward": "reliabench.hidden_tests.reports.harbor_reward:HarborRewardReport",
     },
     what="report format",
     check=_is_format_factory,
@@ -174,20 +175,17 @@ REPORT_FORMAT_REGISTRY: Registry[Callable[[], ReportFormat]] = Registry(
 )
 """The report format registry (entry-point group ``reliabench.report_formats``: name -> factory)."""
 
-REPORT_FORMATS: Mapping[str, Callable[[], ReportFormat]] = REPORT_FORMAT_REGISTRY.view()
-"""Format name -> factory, read-only (a view of :data:`REPORT_FORMAT_REGISTRY`)."""
-
-
 def get_report_format(name: str) -> ReportFormat:
     """The report format ``name``.
 
     Raises:
-        UsageError: Unknown (the message lists the known ones), a plugin that fails to load,
-            or a factory that does not make a ``ReportFormat``.
+        UnknownNameError: Unknown (the message lists the known ones).
+        PluginError: A plugin that fails to load, or a factory that does not make a
+            ``ReportFormat``.
     """
     fmt = REPORT_FORMAT_REGISTRY.get(name)()
     if not isinstance(fmt, ReportFormat):
-        raise UsageError(f"report format {name!r}: its factory did not return a ReportFormat (needs "
+        raise PluginError(f"report format {name!r}: its factory did not return a ReportFormat (needs "
                          f"name, coarse and parse), got {type(fmt).__name__}")
     return fmt
 

@@ -32,7 +32,7 @@ class ExecutionContext:
 
     Attributes:
         suite: The suite.
-        settings: The run's settings (``workers`` slots, ``ray_address``...).
+        settings: The run's settings (``workers`` slots, ``executor_options``...).
         backend: The sandbox backend of this process.
         scanners: The scanners of this process.
         expected: Task id -> the hidden tests it must report (a missing one counts as failed).

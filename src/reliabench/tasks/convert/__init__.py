@@ -20,7 +20,7 @@ converted (it is removed). Formats:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol, runtime_checkable
@@ -31,7 +31,6 @@ from reliabench.tasks.convert._common import JsonRecord, TaskFiles, field_str, t
 from reliabench.tasks.suite import Suite
 
 __all__ = [
-    "CONVERTERS",
     "CONVERTER_REGISTRY",
     "ConversionResult",
     "ConvertOptions",
@@ -58,11 +57,15 @@ class ConvertOptions:
             3 s by default); stdio converters use it per case.
         name: The suite's name (None: the converter's default).
         limit: Convert only the first ``limit`` problems (None: all).
+        repos: A folder of repositories (``swebench``: trees, tarballs or git mirrors).
+        specs: A TOML file of environment specs that win over the shipped ones (``swebench``).
     """
 
     time_limit_s: float = 3.0
     name: str | None = None
     limit: int | None = None
+    repos: Path | None = None
+    specs: Path | None = None
 
     def __post_init__(self) -> None:
         if isinstance(self.time_limit_s, bool) or not self.time_limit_s > 0:
@@ -118,15 +121,14 @@ CONVERTER_REGISTRY: Registry[Callable[[], Converter]] = Registry(
         "humaneval": "reliabench.tasks.convert.humaneval:HumanEvalConverter",
         "mbpp": "reliabench.tasks.convert.mbpp:MbppConverter",
         "stdio": "reliabench.tasks.convert.stdio:StdioConverter",
+        "swebench": "reliabench.tasks.convert.swebench:SwebenchConverter",
+        "harbor": "reliabench.tasks.convert.harbor:HarborConverter",
         "aider-polyglot": "reliabench.tasks.convert.aider_polyglot:AiderPolyglotConverter",
     },
     what="suite format",
     expected="a converter factory (a callable returning a Converter)",
 )
 """The suite converter registry (entry-point group ``reliabench.converters``: format -> factory)."""
-
-CONVERTERS: Mapping[str, Callable[[], Converter]] = CONVERTER_REGISTRY.view()
-"""Format -> converter factory, read-only (a view of :data:`CONVERTER_REGISTRY`)."""
 
 
 def register_converter(name: str) -> Callable[[Callable[[], Converter]], Callable[[], Converter]]:
@@ -184,13 +186,9 @@ def import_suite(fmt: str, source: str | Path | None, out: str | Path,
 
     converter = get_converter(fmt)
     path = Path(source) if source is not None else converter.default_source()
-    folder = bool(getattr(converter, "reads_folder", False))  # a converter whose SOURCE is a folder
     if path is None:
-        raise UsageError(f"suites import {fmt}: give the SOURCE {'folder' if folder else 'file'} "
-                         "(this format has no default)")
-    if folder and not path.is_dir():
-        raise UsageError(f"suites import {fmt}: SOURCE {path}: not a folder")
-    if not folder and not path.is_file():
+        raise UsageError(f"suites import {fmt}: give the SOURCE file (this format has no default)")
+    if not path.is_file() and not (path.is_dir() and getattr(converter, "source_is_folder", False)):
         raise UsageError(f"suites import {fmt}: SOURCE {path}: not a file")
     out_dir = Path(out)
     existed = out_dir.is_dir()
@@ -222,7 +220,7 @@ def check_collects(suite: Suite, expected_tests: int | None = None) -> list[str]
     runs), ``stdio`` cases listed, ``pytest`` tests collected by pytest in the sandbox on the
     starter workspace (the ``auto`` backend); ``command`` tasks list their tests only by running
     their toolchain, which ``reliabench validate`` does. With ``expected_tests``, the total must
-    be that number.
+    be that number (when every task's tests were collected here).
     """
     import warnings
 
@@ -234,7 +232,14 @@ def check_collects(suite: Suite, expected_tests: int | None = None) -> list[str]
     from reliabench.warm.plain_tests import collect_plain_tests
 
     problems: list[str] = []
+    found: dict[str, tuple[TestOutcome, ...]] = {}
     for task in suite.tasks:
+        if task.repository is not None:  # its tests are the FAIL_TO_PASS / PASS_TO_PASS lists
+            names = dict.fromkeys((*task.repository.fail_to_pass, *task.repository.pass_to_pass))
+            found[task.id] = tuple(TestOutcome(n, "skipped") for n in names)
+    for task in suite.tasks:
+        if task.repository is not None:
+            continue
         for entry in walk_tree(task.tests_dir):
             if entry.kind != "file" or not entry.rel.endswith(".py"):
                 continue
@@ -245,11 +250,10 @@ def check_collects(suite: Suite, expected_tests: int | None = None) -> list[str]
                 problems.append(f"{path}: does not compile ({type(exc).__name__}: {exc})")
     if problems:
         return problems
-    found: dict[str, tuple[TestOutcome, ...]] = {}
     in_sandbox = [t for t in suite.tasks if t.test_runner == "pytest"]
     for task in suite.tasks:
-        if task.test_runner in ("pytest", "command"):
-            continue  # a test command's tests are listed by running it (reliabench validate)
+        if task.test_runner in ("pytest", "command") or task.repository is not None:
+            continue  # pytest: collected below; command and repository tasks list their tests by running
         try:
             found[task.id] = (expected_stdio_tests(task.stdio) if task.stdio is not None
                               else collect_plain_tests(task.tests_dir))
@@ -266,7 +270,8 @@ def check_collects(suite: Suite, expected_tests: int | None = None) -> list[str]
     if problems:
         return problems
     total = sum(len(v) for v in found.values())
-    if expected_tests is not None and total != expected_tests:
+    uncounted = any(t.test_runner == "command" or t.repository is not None for t in suite.tasks)
+    if expected_tests is not None and total != expected_tests and not uncounted:
         problems.append(f"{suite.root}: {total} hidden test(s) collected, the converter wrote "
                         f"{expected_tests}")
     return problems

@@ -223,6 +223,9 @@ def find_exercises(root: Path, only: Collection[str] | None = None) -> list[Exer
         UsageError: ``root`` holds no exercise.
         InputError: A ``config.json`` is malformed.
     """
+    if file_kind(root) != "dir":
+        raise UsageError(f"suites import aider-polyglot: SOURCE {root}: not a folder "
+                         "(the benchmark's checkout)")
     found: list[Exercise] = []
     for language in LANGUAGES:
         practice = root / language / "exercises" / "practice"
@@ -536,7 +539,7 @@ class AiderPolyglotConverter:
 
     name = "aider-polyglot"
     description = "the Aider polyglot benchmark: a folder of Exercism exercises in six languages"
-    reads_folder = True
+    source_is_folder = True
     """SOURCE is a folder (the benchmark's checkout), not a file."""
 
     def default_source(self) -> Path | None:
