@@ -3,6 +3,9 @@
 #   make test   install the test dependencies into .venv and run pytest, ruff and mypy
 #   make agents install the real agent CLIs of examples/agents/ into .venv-agents/ (their
 #               end-to-end tests skip without them, except in CI where they must run)
+#   make polyglot  install the toolchains of test-command tasks (Go, Rust, Java, C++, jest, pytest) from
+#               Debian and one pinned npm install (root; docs/polyglot.md); their tests skip without them,
+#               except in CI
 #
 # The venv is made from /usr/bin/python3 when it exists: the sandbox runs hidden tests as an
 # unprivileged uid, which cannot execute an interpreter under a private (0700) home directory.
@@ -15,7 +18,7 @@ PIP    := $(BIN)/python -m pip --disable-pip-version-check -q
 # step lets pip backtrack Semgrep to an old release that skips files under tests/)
 TEST_EXTRAS ?= test
 
-.PHONY: demo test install install-test lint typecheck bench clean sandbox-deps browser-deps agents container-deps
+.PHONY: demo test install install-test lint typecheck bench clean sandbox-deps browser-deps agents container-deps polyglot
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -48,6 +51,13 @@ sandbox-deps:
 # The real agent CLIs of examples/agents/ (mini-swe-agent, aider), each in .venv-agents/NAME.
 agents:
 	scripts/install-agent-clis.sh
+
+# The toolchains of test-command tasks (the converted Aider polyglot suite): Debian's golang-go, rustc-web +
+# cargo-web + librust-*-dev crates (a cargo source replacement in /opt/reliabench/toolchains/cargo), OpenJDK +
+# junit5 + AssertJ, cmake + g++ + ccache + Boost.DateTime, python3-pytest, and jest + babel from ONE pinned
+# npm install (scripts/toolchains/node) in /opt/reliabench/toolchains/node. Offline-proof once installed.
+polyglot:
+	scripts/install-toolchains.sh
 
 # The report's browser tests need Debian's Chromium (Playwright drives /usr/bin/chromium; no browser
 # is downloaded). Without it they skip locally and fail in CI (CI=1).

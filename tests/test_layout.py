@@ -54,6 +54,7 @@ COVERED_ELSEWHERE: dict[str, tuple[str, str, str]] = {
     "hidden_tests/_outcome_plugin.py": ("test_hidden_tests_fresh.py", "_reliabench_outcome_plugin",
                                         "runs inside the sandboxed pytest of every fresh-path test"),
     "hidden_tests/stdio_config.py": ("test_hidden_tests_stdio.py", "task.stdio.cases", "the stdin/stdout case format"),
+    "hidden_tests/reports/_common.py": ("test_hidden_tests_reports.py", "_common.", "helpers of every report format"),
     # ---- importers: one small module per foreign format, tested as a package
     "importers/_common.py": ("test_importers.py", "load_foreign", "helpers of every importer"),
     "importers/jsonl.py": ("test_importers.py", 'format == "jsonl"', "reliabench's own JSONL as an importer"),

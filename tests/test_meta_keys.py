@@ -23,6 +23,7 @@ def test_the_keys_are_the_stored_names() -> None:
         "RETEST": "retest",
         "SCANNED": "scanned", "SCAN_ERRORS_TOTAL": "scan_errors_total", "SEED": "seed",
         "TAMPER_FILES": "tamper_files", "TEST_PATH": "test_path", "TEST_RUNNER": "test_runner",
+        "COARSE_OUTCOMES": "coarse_outcomes",
         "UNDECLARED_SKIPS": "undeclared_skips",
     }
     assert total_key(CHANGED_FILES) == "changed_files_total"

@@ -34,6 +34,7 @@ PLUGINS: dict[str, tuple[str, str, str]] = {
     "importers": ("scores_importer", "scorelog", "scores_importer:importer"),
     "executors": ("serial_executor", "serial", "serial_executor:executor"),
     "converters": ("cases_converter", "cases", "cases_converter:CasesConverter"),
+    "report_formats": ("automake_report", "automake", "automake_report:AutomakeReport"),
 }
 
 
@@ -242,7 +243,8 @@ def test_converter_example(monkeypatch: pytest.MonkeyPatch, site: Path, tmp_path
     _install(monkeypatch, site, "converters")
     assert "cases" in CONVERTER_REGISTRY
     import_command = suites_command.commands["import"]  # type: ignore[attr-defined]
-    assert _choices(import_command, "fmt") == ["humaneval", "mbpp", "stdio", "swebench", "harbor", "cases"]
+    assert _choices(import_command, "fmt") == ["humaneval", "mbpp", "stdio", "swebench", "harbor", "aider-polyglot",
+                                                "cases"]
 
     source = tmp_path / "problems.jsonl"
     rows = [
@@ -276,6 +278,20 @@ def test_converter_example(monkeypatch: pytest.MonkeyPatch, site: Path, tmp_path
 
     with pytest.raises(InputError, match=r"bad\.jsonl:1: function: expected a Python identifier"):
         import_suite("cases", bad, tmp_path / "suite2")
+
+
+# ------------------------------------------------------------------ report format
+
+
+def test_report_format_example(monkeypatch: pytest.MonkeyPatch, site: Path) -> None:
+    from reliabench.hidden_tests.reports import REPORT_FORMAT_REGISTRY, ReportInput, get_report_format
+
+    _install(monkeypatch, site, "report_formats")
+    assert "automake" in REPORT_FORMAT_REGISTRY
+    fmt = get_report_format("automake")
+    parsed = fmt.parse(ReportInput(b"PASS: tests/a\nFAIL: tests/b\nnoise\nPASS: tests/b\n"))
+    assert [(c.name, c.outcome) for c in parsed.cases] == [("tests/a", "passed"), ("tests/b", "failed")]
+    assert fmt.parse(ReportInput(None)).found is False
 
 
 # ------------------------------------------------------------------ the guide shows what runs

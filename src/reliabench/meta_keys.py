@@ -21,8 +21,13 @@ key                    written by                what it holds
 ``artifacts_omitted``  runner, recording         changed files whose copy was not kept
 ``tamper_files``       the runner                files that try to change how tests run
 ``scanned``            runner, ``scan``          scanner names that ran on the rollout
-``test_path``          the runner                ``fresh``, ``warm`` or ``stdio``
-``test_runner``        the runner                ``pytest``, ``plain`` or ``stdio``
+``test_path``          the runner                ``fresh``, ``warm``, ``stdio``, ``repository``,
+                                                 ``command``
+``test_runner``        the runner                ``pytest``, ``plain``, ``stdio``, ``repository``,
+                                                 ``command``
+``coarse_outcomes``    the runner                true: the task has ONE outcome per rollout (its
+                                                 test command's exit code), not one per test;
+                                                 per-test figures leave it out or say so
 ``forged_outcomes``    the runner                true: forged test outcome lines were seen
 ``undeclared_skips``   the runner                tests skipped or xfailed that the task does
                                                  not declare (counted failed)
@@ -67,6 +72,7 @@ __all__ = [
     "SCAN_ERRORS_TOTAL",
     "SEED",
     "TAMPER_FILES",
+    "COARSE_OUTCOMES",
     "TEST_PATH",
     "TEST_RUNNER",
     "TEST_RUNNERS",
@@ -89,6 +95,7 @@ TAMPER_FILES: Final = "tamper_files"
 SCANNED: Final = "scanned"
 TEST_PATH: Final = "test_path"
 TEST_RUNNER: Final = "test_runner"
+COARSE_OUTCOMES: Final = "coarse_outcomes"
 FORGED_OUTCOMES: Final = "forged_outcomes"
 UNDECLARED_SKIPS: Final = "undeclared_skips"
 COST_DROPPED: Final = "cost_dropped"
@@ -98,10 +105,11 @@ RAY_ATTEMPTS: Final = "ray_attempts"
 FINDINGS_TOTAL: Final = "findings_total"
 SCAN_ERRORS_TOTAL: Final = "scan_errors_total"
 
-TestPath: TypeAlias = Literal["fresh", "warm", "stdio", "repository"]
+TestPath: TypeAlias = Literal["fresh", "warm", "stdio", "repository", "command"]
 """Where a rollout's hidden tests ran (``meta["test_path"]``): a fresh sandboxed process, a warm
-test worker, or the stdin/stdout case runner."""
-TestRunner: TypeAlias = Literal["pytest", "plain", "stdio", "repository"]
+test worker, the stdin/stdout case runner, a repository's test command graded FAIL_TO_PASS /
+PASS_TO_PASS, or a language's test command."""
+TestRunner: TypeAlias = Literal["pytest", "plain", "stdio", "repository", "command"]
 """What ran a rollout's hidden tests (``meta["test_runner"]``, and a task's ``test_runner``)."""
 TEST_RUNNERS: Final[tuple[TestRunner, ...]] = get_args(TestRunner)
 

@@ -21,7 +21,7 @@ Rules every registry keeps:
   (built-ins in their declared order, then the others sorted).
 
 The kinds (:data:`KINDS`): ``scanners``, ``sandboxes``, ``agents``, ``importers``,
-``executors``, ``converters``. See "Adding a plugin" in ``docs/guide.md``.
+``executors``, ``converters``, ``report_formats``. See "Adding a plugin" in ``docs/guide.md``.
 """
 
 from __future__ import annotations
@@ -56,6 +56,7 @@ KINDS: Mapping[str, str] = {
     "importers": "reliabench.importers.base:IMPORTERS",
     "executors": "reliabench.run.executors.base:EXECUTORS",
     "converters": "reliabench.tasks.convert:CONVERTER_REGISTRY",
+    "report_formats": "reliabench.hidden_tests.reports:REPORT_FORMAT_REGISTRY",
 }
 """Every pluggable kind -> where its :class:`Registry` lives (imported by :func:`registry`)."""
 

@@ -4,7 +4,9 @@
 
     SUITE/suite.toml                      name, version, description
     SUITE/tasks/<task_id>/task.toml       id, language = "python", timeout_s, optional tags,
-                                          optional test_runner = "pytest" | "plain" | "stdio",
+                                          optional test_runner = "pytest" | "plain" | "stdio" | "command"
+                                          (command: any language, a [test_command] table,
+                                          see reliabench.tasks.test_command),
                                           optional allowed_skips = ["test_x.py::test_y", ...]
     SUITE/tasks/<task_id>/prompt.md       what the agent is asked to do
     SUITE/tasks/<task_id>/workspace/      starter files the agent sees and edits
@@ -41,7 +43,7 @@ from reliabench.hidden_tests.stdio_config import StdioConfig, parse_stdio_config
 from reliabench.meta_keys import TEST_RUNNERS, TestRunner
 from reliabench.sandbox import MAX_SECONDS
 from reliabench.sandbox.environment import HOST, EnvironmentSpec
-from reliabench.tasks.test_command import TestCommand
+from reliabench.tasks.test_command import TestCommand, parse_test_command, table_line, valid_language
 
 if TYPE_CHECKING:
     from reliabench.tasks.repository import RepositoryConfig
@@ -285,23 +287,35 @@ def _load_task(tdir: Path, problems: list[str], root: Path) -> Task | None:
     if runner == "repository":
         return _load_repository_task(tdir, meta, prompt, problems, root, before)
     stdio: StdioConfig | None = None
+    test_command: TestCommand | None = None
     if runner not in _TEST_RUNNERS:
         problems.append(f"{tdir / 'task.toml'}: test_runner: expected one of "
                         f"{', '.join(map(repr, _TEST_RUNNERS))}, got {runner!r}")
     elif runner == "stdio":
         stdio = parse_stdio_config(meta or {}, tdir, problems)
+    elif runner == "command":
+        test_command = parse_test_command(meta or {}, tdir / "task.toml", problems)
     elif file_kind(tdir / "tests") == "dir" and not any(
-            e.kind == "file" and e.rel.rsplit("/", 1)[-1].startswith("test") and e.rel.endswith(".py")
+            e.kind == "file" and e.rel.endswith(".py")
+            and (e.rel.rsplit("/", 1)[-1].startswith("test") or e.rel.endswith("_test.py"))
             for e in walk_tree(tdir / "tests")):
-        problems.append(f"{tdir / 'tests'}: no test_*.py files (hidden tests)")
+        problems.append(f"{tdir / 'tests'}: no test_*.py files (hidden tests)")  # or *_test.py, as pytest
     if meta is None or prompt is None or len(problems) > before:
         return None
     tid = meta.get("id")
     if tid != tdir.name:
         problems.append(f"{tdir / 'task.toml'}: id: expected {tdir.name!r} (the folder name), got {tid!r}")
     language = meta.get("language", "python")
-    if language != "python":
+    if runner == "command" and not valid_language(language):
+        where = f"{tdir / 'task.toml'}:{_line_of(tdir / 'task.toml', 'language')}"
+        problems.append(f"{where}: language: expected a lower-case language name (go, rust, java, "
+                        f"javascript, cpp, ...), got {language!r:.80}")
+    elif runner != "command" and language != "python":
+        # (a task in another language runs its tests with test_runner = "command")
         problems.append(f"{tdir / 'task.toml'}: language: only 'python' is supported, got {language!r}")
+    if runner != "command" and "test_command" in meta:
+        problems.append(f"{tdir / 'task.toml'}:{table_line(tdir / 'task.toml')}: test_command: "
+                        "only a task with test_runner = 'command' has one")
     timeout = meta.get("timeout_s", 60)
     if (isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not math.isfinite(timeout)
             or not 0 < timeout <= MAX_SECONDS):
@@ -323,7 +337,7 @@ def _load_task(tdir: Path, problems: list[str], root: Path) -> Task | None:
     feedback = tdir / "feedback"
     return Task(
         id=tdir.name,
-        language="python",
+        language=str(language),
         timeout_s=float(timeout),
         tags=tuple(tags),
         prompt=prompt,
@@ -336,6 +350,7 @@ def _load_task(tdir: Path, problems: list[str], root: Path) -> Task | None:
         test_runner=cast(TestRunner, runner),  # checked above
         stdio=stdio,
         allowed_skips=allowed_skips,
+        test_command=test_command,
     )
 
 
