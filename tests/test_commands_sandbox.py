@@ -16,6 +16,7 @@ from sandbox_helpers import backend_or_skip
 
 from reliabench.cli import main
 from reliabench.errors import SandboxError
+from reliabench.sandbox import HostBackend
 from reliabench.sandbox.selfcheck import SelfCheckReport
 
 SLOT = 5
@@ -78,30 +79,30 @@ def test_help_lists_every_check_and_the_exit_codes(capsys: pytest.CaptureFixture
 # a third-party backend, registered through the reliabench.sandboxes entry points
 
 
-class _LeakyPlugin:
+class _LeakyPlugin(HostBackend):
     """A plugin that isolates nothing (it runs commands as ``none`` does)."""
 
     name = "leaky-plugin"
 
-    def run(self, argv: object, **kw: object) -> object:
+    def spawn(self, argv: object, **kw: object) -> object:
         from dataclasses import replace
 
         from reliabench.sandbox import NoSandboxBackend
 
-        return replace(NoSandboxBackend().run(argv, **kw), isolation=self.name)  # type: ignore[arg-type]
+        return replace(NoSandboxBackend().spawn(argv, **kw), isolation=self.name)  # type: ignore[arg-type]
 
 
-class _WrappingPlugin:
+class _WrappingPlugin(HostBackend):
     """A plugin that delegates to bubblewrap."""
 
     name = "wrapping-plugin"
 
-    def run(self, argv: object, **kw: object) -> object:
+    def spawn(self, argv: object, **kw: object) -> object:
         from dataclasses import replace
 
         from reliabench.sandbox import BubblewrapBackend
 
-        return replace(BubblewrapBackend().run(argv, **kw), isolation=self.name)  # type: ignore[arg-type]
+        return replace(BubblewrapBackend().spawn(argv, **kw), isolation=self.name)  # type: ignore[arg-type]
 
 
 @pytest.fixture

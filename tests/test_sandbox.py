@@ -20,6 +20,8 @@ from reliabench.errors import SandboxError, UsageError
 from reliabench.sandbox import (
     BACKENDS,
     ENTRY_POINT_GROUP,
+    HOST,
+    HostBackend,
     Limits,
     SandboxBackend,
     SandboxResult,
@@ -61,17 +63,17 @@ def test_registry_names() -> None:
         assert cls.name == name
 
 
-class _PluginBackend:
+class _PluginBackend(HostBackend):
     """A third-party backend: delegates to ``none`` but records its own isolation name."""
 
     name = "plugin-test"
 
-    def run(self, argv: object, **kw: object) -> SandboxResult:
+    def spawn(self, argv: object, **kw: object) -> SandboxResult:
         from dataclasses import replace
 
         from reliabench.sandbox import NoSandboxBackend
 
-        result = NoSandboxBackend().run(argv, **kw)  # type: ignore[arg-type]
+        result = NoSandboxBackend().spawn(argv, **kw)  # type: ignore[arg-type]
         return replace(result, isolation=self.name)
 
 
@@ -145,7 +147,8 @@ def test_cli_sandbox_choices_come_from_the_registry(monkeypatch: pytest.MonkeyPa
         click.echo(sandbox)
 
     option = next(p for p in cmd.params if p.name == "sandbox")
-    assert list(option.type.choices) == ["auto", *BACKENDS, "plugin-test"]  # type: ignore[attr-defined]
+    # warm is registered (a run refuses it with one line: it is reached through --test-workers)
+    assert list(option.type.choices) == ["auto", *BACKENDS, "warm", "plugin-test"]  # type: ignore[attr-defined]
 
 
 def test_unknown_backend_raises() -> None:
@@ -200,7 +203,7 @@ def test_empty_argv_and_missing_workdir(base: Path) -> None:
     backend = backend_or_skip("none")
     with pytest.raises(SandboxError, match="argv must not be empty"):
         backend.run([], workdir=base)
-    with pytest.raises(SandboxError, match="workdir is not a directory"):
+    with pytest.raises(SandboxError, match="workspace is not a directory"):
         backend.run(["true"], workdir=base / "missing")
 
 
@@ -263,25 +266,21 @@ def test_output_flood_is_killed(backend: SandboxBackend, base: Path) -> None:
     assert result.wall_s < 8
 
 
-def test_pass_fds_reach_the_command(backend: SandboxBackend, base: Path) -> None:
+def test_the_channel_folder_is_the_commands_and_nothing_else(backend: SandboxBackend, base: Path) -> None:
+    """What used to pass a descriptor goes through the channel folder: written inside, read outside."""
     ws = _workspace(base)
     py = python_for(backend, 0)
-    r, w = os.pipe()
+    env = backend.start(backend.prepare(HOST), workspace=ws, slot=0)  # type: ignore[attr-defined]
     try:
-        result = backend.run(
-            [py, "-c", f"import os; os.write({w}, b'through the fd')"],
-            workdir=ws,
-            limits=FAST,
-            pass_fds=[w],
-        )
-        os.close(w)
-        w = -1
+        code = (f"import os; open(os.path.join({env.channel_dir!r}, 'usage.json'), 'w').write('through')\n"
+                f"print(sorted(os.listdir({env.channel_dir!r})))")
+        result = env.exec([py, "-c", code], limits=FAST)
         assert result.returncode == 0, result.stderr
-        assert os.read(r, 100) == b"through the fd"
+        assert result.stdout == "['usage.json']\n"  # fresh and empty at start
+        assert (env.channel_host / "usage.json").read_text() == "through"
     finally:
-        os.close(r)
-        if w >= 0:
-            os.close(w)
+        env.close()
+    assert not env.channel_host.exists()
 
 
 @pytest.mark.parametrize("name", ["bubblewrap", "namespaces"])
@@ -353,5 +352,5 @@ def test_reach_check_walks_the_literal_path_of_a_symlink(base: Path) -> None:
     private.mkdir(mode=0o700)
     (private / "python").symlink_to("/usr/bin/python3")
     uid = slot_uid(0)
-    assert slots._uid_can_reach("/usr/bin/python3", uid, uid, need=5) is None
-    assert slots._uid_can_reach(str(private / "python"), uid, uid, need=5) == str(private)
+    assert slots.uid_can_reach("/usr/bin/python3", uid, uid, need=5) is None
+    assert slots.uid_can_reach(str(private / "python"), uid, uid, need=5) == str(private)

@@ -23,9 +23,9 @@ def command() -> None:
 
 
 def _backend_names() -> list[str]:
-    from reliabench.sandbox import available_backends
+    from reliabench.sandbox import SANDBOXES
 
-    return ["auto", *available_backends(), "warm"]
+    return ["auto", *SANDBOXES.names()]
 
 
 @command.command("check")

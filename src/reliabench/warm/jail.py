@@ -54,9 +54,11 @@ class JailSpec:
         symlinks: Top-level symlinks recreated as they are (``/bin -> usr/bin``).
         files: Read-only single files bound at the same path (``/etc/passwd`` ...).
         readonly: Further read-only directories (interpreter prefixes, the staged tests).
-        workspace: The only writable host directory, bound at its own path.
+        workspace: The workspace, bound writable at its own path.
         tmp_bytes: Size of the private ``/tmp``.
         shm_bytes: Size of the private ``/dev/shm``.
+        writable: Further host folders bound writable at their own path (the environment's
+            channel folder).
     """
 
     new_root: str
@@ -67,6 +69,7 @@ class JailSpec:
     workspace: str
     tmp_bytes: int
     shm_bytes: int
+    writable: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -138,7 +141,8 @@ def enter_namespaces(spec: JailSpec, *, unshare: bool = True) -> None:
     nosuid = lx.MS_NOSUID | lx.MS_NODEV
     # /tmp first: the workspace and the staged tests may live under the host's /tmp
     _tmpfs(root, "/tmp", spec.tmp_bytes, 0o1777, nosuid)
-    binds = [(p, True) for p in spec.readonly] + [(spec.workspace, False)]
+    binds = ([(p, True) for p in spec.readonly] + [(p, False) for p in spec.writable]
+             + [(spec.workspace, False)])
     for path, ro in sorted(binds, key=lambda b: (b[0].count("/"), b[0])):
         if ro and any(_under(path, d) for d in ro_done):
             continue  # already visible through a read-only parent
