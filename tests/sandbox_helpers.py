@@ -13,7 +13,7 @@ from typing import Any, NoReturn
 import pytest
 
 from reliabench.errors import SandboxError
-from reliabench.hidden_tests.fresh import HiddenTestRun, run_hidden_tests
+from reliabench.hidden_tests.fresh import HiddenTestRun, collect_hidden_tests, run_hidden_tests
 from reliabench.sandbox import SandboxBackend, get_backend, slot_uid, slots
 
 _WARM: dict[str, Any] = {}
@@ -47,11 +47,10 @@ def warm_or_skip(kind: str = "tests") -> Any:
     return _WARM[kind]
 
 
-def backend_or_skip(name: str) -> SandboxBackend:
+def backend_or_skip(name: str) -> Any:
     """The named backend (``warm`` included), or skip the test when it does not work here."""
     if name == "warm":
-        backend: SandboxBackend = warm_or_skip("backend")
-        return backend
+        return warm_or_skip("backend")
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)
@@ -65,7 +64,7 @@ def python_for(backend: SandboxBackend, slot: int) -> str:
     if backend.name != "namespaces":
         return sys.executable
     for cand in (sys.executable, "/usr/bin/python3"):
-        if slots._uid_can_reach(cand, slot_uid(slot), slot_uid(slot), need=5) is None:
+        if slots.uid_can_reach(cand, slot_uid(slot), slot_uid(slot), need=5) is None:
             return cand
     pytest.skip("no interpreter reachable by the slot uid")
 
@@ -90,9 +89,21 @@ class HiddenTestPath:
     worker: Any = None
 
     def run(self, workspace: Path, tests_dir: Path, **kw: Any) -> HiddenTestRun:
-        """Run the hidden tests of ``tests_dir`` on ``workspace`` this way."""
-        return run_hidden_tests(workspace, tests_dir, backend=self.backend, python=self.python,
-                                worker=self.worker, **kw)
+        """Run the hidden tests of ``tests_dir`` on ``workspace`` this way (``test_runner``: warm only)."""
+        if self.worker is not None:
+            from reliabench.warm import run_warm_tests
+
+            return run_warm_tests(self.worker, workspace, tests_dir, **kw)  # type: ignore[no-any-return]
+        kw.pop("test_runner", None)  # a fresh process runs every suite with pytest
+        return run_hidden_tests(workspace, tests_dir, backend=self.backend, python=self.python, **kw)
+
+    def collect(self, workspace: Path, tests_dir: Path, **kw: Any) -> tuple[Any, ...]:
+        """Collect the hidden tests of ``tests_dir`` on ``workspace`` this way."""
+        if self.worker is not None:
+            from reliabench.warm import collect_warm_tests
+
+            return collect_warm_tests(self.worker, workspace, tests_dir, **kw)  # type: ignore[no-any-return]
+        return collect_hidden_tests(workspace, tests_dir, backend=self.backend, python=self.python, **kw)
 
 
 HIDDEN_TEST_PATHS: tuple[str, ...] = ("bubblewrap", "namespaces", "none", "warm")

@@ -358,7 +358,7 @@ STAGES = {
     "workspace_diff": "diffing the workspace",
     "take_snapshot": "keeping the agent's files",
     "scan_changes": "scanning the workspace",
-    "run_hidden_tests": "running the hidden tests",
+    "TestRequest": "running the hidden tests",  # the request of the tests' runner
 }
 
 

@@ -12,12 +12,20 @@ environment only through :attr:`TestRequest.open_environment`, which the run giv
 task's environment spec and handover (:data:`~reliabench.sandbox.environment.TestsHandover`):
 for ``tests = "fresh"`` a new environment on the workspace; for ``tests = "same"`` the agent's
 own environment, its processes stopped, with the mounts copied in. Either way the agent never
-saw the hidden tests.
+saw the hidden tests. The opener also starts a fresh environment of the same kind on another
+workspace (``workspace=``: the control run on a copy of the starter). Whoever opens an
+environment closes it.
+
+Which runner a task gets is decided once per run in :mod:`reliabench.run.test_paths` (from the
+task and the backend); the runners of this package: the fresh pytest process in any
+environment (:class:`reliabench.hidden_tests.fresh.FreshPytest`) and the stdio cases
+(:class:`reliabench.hidden_tests.stdio.StdioCases`); warm workers implement the protocol in
+:mod:`reliabench.warm.hidden` (this package never imports ``warm``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
@@ -25,17 +33,58 @@ from typing import TYPE_CHECKING, Protocol, runtime_checkable
 from reliabench.meta_keys import TestPath
 from reliabench.records import TestOutcome
 from reliabench.sandbox.base import Limits
-from reliabench.sandbox.environment import Environment, Mount
+from reliabench.sandbox.environment import (
+    Environment,
+    EnvironmentBackend,
+    Mount,
+    NetworkMode,
+    PreparedSpec,
+)
 
 if TYPE_CHECKING:
-    from reliabench.hidden_tests.fresh import HiddenTestRun
+    from reliabench.hidden_tests.judging import HiddenTestRun
     from reliabench.tasks.suite import Task
 
-__all__ = ["EnvironmentOpener", "HiddenTestRunner", "TestRequest"]
+__all__ = ["EnvironmentOpener", "HiddenTestRunner", "TestRequest", "fresh_opener"]
 
-EnvironmentOpener = Callable[[Sequence[Mount]], Environment]
-"""Opens the environment the tests run in, showing ``mounts`` (the staged tests, a report
-folder); the caller closes what it opened."""
+
+class EnvironmentOpener(Protocol):
+    """Opens the environment the tests run in; the caller closes what it opened."""
+
+    def __call__(self, mounts: Sequence[Mount] = (), *, workspace: Path | None = None) -> Environment:
+        """An environment showing ``mounts`` (the staged tests, a report folder).
+
+        Args:
+            mounts: Host paths to show (read-only unless marked writable).
+            workspace: Another host workspace to open a FRESH environment on (the control
+                run on a copy of the starter); None: the rollout's own workspace, handed
+                over as the task's ``tests`` says.
+
+        Raises:
+            SandboxError: It could not be started (the harness's failure).
+        """
+        ...
+
+
+def fresh_opener(backend: EnvironmentBackend, prepared: PreparedSpec, workspace: Path, *, slot: int,
+                 limits: Limits = Limits(), network: NetworkMode = "none") -> EnvironmentOpener:
+    """An opener that starts a new environment of ``backend`` from ``prepared`` at each call.
+
+    Args:
+        backend: The backend.
+        prepared: What ``backend.prepare`` returned for the task's spec.
+        workspace: The workspace of calls without ``workspace=``.
+        slot: The worker slot.
+        limits: The environment's limits (a container's cgroup).
+        network: The network of the environment (the test phase: ``none``).
+    """
+
+    def open_environment(mounts: Sequence[Mount] = (), *, workspace: Path | None = None) -> Environment:
+        return backend.start(prepared, workspace=workspace if workspace is not None else default,
+                             slot=slot, mounts=mounts, network=network, limits=limits)
+
+    default = workspace
+    return open_environment
 
 
 @dataclass(frozen=True, slots=True)
