@@ -57,6 +57,9 @@ COVERED_ELSEWHERE: dict[str, tuple[str, str, str]] = {
     "hidden_tests/_outcome_plugin.py": ("test_hidden_tests_fresh.py", "_reliabench_outcome_plugin",
                                         "runs inside the sandboxed pytest of every fresh-path test"),
     "hidden_tests/stdio_config.py": ("test_hidden_tests_stdio.py", "task.stdio.cases", "the stdin/stdout case format"),
+    "hidden_tests/judging.py": ("test_hidden_tests_fresh.py", "did not start",
+                                "the judgement every runner shares, through the fresh and warm paths"),
+    "hidden_tests/tamper.py": ("test_hidden_tests_fresh.py", "find_tamper_files", "the tamper scan"),
     # ---- importers: one small module per foreign format, tested as a package
     "importers/_common.py": ("test_importers.py", "load_foreign", "helpers of every importer"),
     "importers/jsonl.py": ("test_importers.py", 'format == "jsonl"', "reliabench's own JSONL as an importer"),
@@ -109,6 +112,8 @@ COVERED_ELSEWHERE: dict[str, tuple[str, str, str]] = {
     "sandbox/namespaces.py": ("test_sandbox.py", "namespaces", "each backend's API, limits and capture"),
     "sandbox/none.py": ("test_sandbox.py", "none", "each backend's API, limits and capture"),
     "sandbox/registry.py": ("test_sandbox.py", "get_backend", "the registry, probing and plugins"),
+    "sandbox/rootfs.py": ("test_sandbox_selfcheck.py", "read_world_readable_dirs",
+                          "what a jail shows of the host, attacked on bubblewrap and warm"),
     # ---- scanners: the protocol and the built-in scanners, tested as a package
     "scanners/bandit_scanner.py": ("test_scanners.py", "reliabench.scanners.bandit_scanner", "with the protocol"),
     "scanners/base.py": ("test_scanners.py", "Scanner", "the protocol"),

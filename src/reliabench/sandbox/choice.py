@@ -16,7 +16,6 @@ Used by a run (:mod:`reliabench.run.runner`), re-tests and ``validate``, keyed b
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -76,10 +75,7 @@ def choose_backends(sandbox: str, specs: Mapping[str, EnvironmentSpec]) -> dict[
         raise PreflightError(f"--sandbox {sandbox}: the warm jail is not a backend of a run: its "
                              "workers run the hidden tests through --test-workers warm (or auto)")
     if sandbox != "auto":
-        with warnings.catch_warnings():
-            warnings.simplefilter("default")  # ``none`` warns once per run, as before
-            one = shared_backend(sandbox)
-        return dict.fromkeys(specs, one)
+        return dict.fromkeys(specs, shared_backend(sandbox))
     out: dict[str, EnvironmentBackend] = {}
     host_tasks = [key for key, spec in specs.items() if spec.kind == "host"]
     container_tasks = [key for key, spec in specs.items() if spec.kind != "host"]
