@@ -74,7 +74,7 @@ def test_executor_is_validated() -> None:
 class _FakeRay:
     """Just enough of the ``ray`` module for a worker to be built outside a cluster."""
 
-    class util:  # noqa: N801 - ray's own spelling
+    class util:
         @staticmethod
         def get_node_ip_address() -> str:
             return "10.0.0.9"
