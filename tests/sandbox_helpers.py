@@ -59,14 +59,40 @@ def backend_or_skip(name: str) -> Any:
         skip_or_fail_in_ci(f"{name} backend unavailable here: {exc}")
 
 
-def python_for(backend: SandboxBackend, slot: int) -> str:
-    """An interpreter the backend can run: namespaces needs one the slot uid can reach."""
+def python_for(backend: SandboxBackend, slot: int, modules: tuple[str, ...] = ()) -> str:
+    """An interpreter the backend can run with ``modules``: namespaces needs one the slot uid can reach.
+
+    Where none is (a clone in a 0700 folder: its venv; a system Python without pytest), the
+    test skips with the reason -- a limit of that location, not a missing install, so it
+    skips in CI too (the run's preflight refuses such a run: reliabench.run.test_paths).
+    """
     if backend.name != "namespaces":
         return sys.executable
-    for cand in (sys.executable, "/usr/bin/python3"):
-        if slots.uid_can_reach(cand, slot_uid(slot), slot_uid(slot), need=5) is None:
-            return cand
-    pytest.skip("no interpreter reachable by the slot uid")
+    from reliabench.sandbox.namespaces import harness_unreachable
+
+    uid = slot_uid(slot)
+    why = harness_unreachable(sys.executable, uid, modules)
+    if why is None:
+        return sys.executable
+    system = "/usr/bin/python3"
+    if os.path.exists(system) and slots.uid_can_reach(system, uid, uid, need=5) is None and _imports(
+            system, uid, modules):
+        return system
+    pytest.skip(f"the namespaces backend cannot run a Python with {', '.join(modules) or 'nothing'} as the "
+                f"slot uid from this location: {why}")
+
+
+def _imports(python: str, uid: int, modules: tuple[str, ...]) -> bool:
+    """Whether ``python``, run as ``uid``, imports ``modules``."""
+    import subprocess
+
+    code = "; ".join(f"import {m}" for m in modules) or "pass"
+    try:
+        proc = subprocess.run(["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups", python, "-I",
+                               "-c", code], capture_output=True, timeout=60, check=False, cwd="/")
+    except (OSError, subprocess.SubprocessError):
+        return False
+    return proc.returncode == 0
 
 
 # --------------------------------------------------------------------------------------------
@@ -116,7 +142,7 @@ def hidden_test_path_or_skip(name: str, slot: int) -> HiddenTestPath:
         worker = warm_or_skip("tests")
         return HiddenTestPath(name, backend_or_skip("auto"), sys.executable, worker)
     backend = backend_or_skip(name)
-    return HiddenTestPath(name, backend, python_for(backend, slot))
+    return HiddenTestPath(name, backend, python_for(backend, slot, ("pytest",)))
 
 
 def endpoint_narrowing_or_skip() -> None:

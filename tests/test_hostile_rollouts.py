@@ -520,9 +520,21 @@ def test_a_run_on_a_read_only_mount_can_be_scored(base: Path) -> None:
     assert sorted(p.name for p in out.iterdir()) == before  # reading wrote nothing
 
 
-def test_a_read_only_copy_can_be_scored_by_another_user(base: Path) -> None:
+def _another_user_or_skip(uid: int) -> None:
+    """Skip unless ``uid`` can run reliabench from where it is installed (not from a 0700 clone)."""
     if os.geteuid() != 0 or shutil.which("setpriv") is None:
         pytest.skip("needs root and setpriv to act as another user")
+    proc = subprocess.run(["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups", sys.executable,
+                           "-c", "import reliabench"], capture_output=True, text=True, check=False, timeout=120,
+                          cwd="/")
+    if proc.returncode != 0:
+        last = (proc.stderr.strip().splitlines() or ["no output"])[-1]
+        pytest.skip(f"uid {uid} cannot run reliabench from where it is installed ({sys.executable}: {last}); "
+                    "a clone in a 0700 folder is private to its owner")
+
+
+def test_a_read_only_copy_can_be_scored_by_another_user(base: Path) -> None:
+    _another_user_or_skip(61990)
     out = _small_run(base)
     for p in [out, *out.rglob("*")]:
         os.chmod(p, 0o555 if p.is_dir() else 0o444)
@@ -531,8 +543,7 @@ def test_a_read_only_copy_can_be_scored_by_another_user(base: Path) -> None:
 
 
 def test_an_unreadable_run_directory_is_one_line_exit_2(base: Path) -> None:
-    if os.geteuid() != 0 or shutil.which("setpriv") is None:
-        pytest.skip("needs root and setpriv to act as another user")
+    _another_user_or_skip(61990)
     out = _small_run(base)
     os.chmod(out, 0o700)
     os.chmod(out / RunStore.FILENAME, 0o600)

@@ -158,6 +158,7 @@ OTHER_TESTS: dict[str, str] = {
     "test_tasks_convert_hostile_ids.py": "hostile benchmark task ids stay data in every converter's output",
     "test_importers.py": "every importer on synthetic fixtures, and on the real public files when present",
     "test_plugin_examples.py": "the guide's worked plugin examples, one per kind, installed as a third party would",
+    "test_private_clone.py": "the repository cloned into a 0700 folder: the tests a private location affects",
     "test_public_extracts.py": "vendored extracts of public results, through importers and studies",
     "test_run_executors_ray_cluster.py": "the Ray executor on a real two-node cluster (ray start), a node killed mid-run",
     "test_run_executors_ray_drive.py": "the Ray driver loop against a scripted fake Ray: deaths, restarts, give-up",

@@ -35,7 +35,7 @@ from reliabench.run.plan import derive_seed, plan_run, run_identity
 from reliabench.run.recording import store_rollout
 from reliabench.run.rollout import Outcome
 from reliabench.run.settings import ProgressEvent, RunSettings, RunSummary
-from reliabench.run.test_paths import TestPaths
+from reliabench.run.test_paths import TestPaths, check_harness
 from reliabench.sandbox.choice import choose_backends, prepare_environments
 from reliabench.scanners import get_scanner
 from reliabench.store import RunStore
@@ -99,6 +99,7 @@ def run_suite(
     specs = {t.id: t.environment for t in selected}
     backends = choose_backends(settings.sandbox, specs)
     environments = prepare_environments(specs, backends)  # refuses the run before anything is written
+    check_harness(selected, environments, settings.test_workers)
     isolation = ",".join(sorted({b.name for b in backends.values()}))  # one name unless tasks differ
     scanners = [get_scanner(name) for name in settings.scanners]
     config, config_hash = run_identity(suite, selected, names, settings)

@@ -22,15 +22,19 @@ without them; ``fresh`` never starts them. The records say which runner ran
 
 from __future__ import annotations
 
-from reliabench.errors import SandboxError
+import sys
+from collections.abc import Mapping, Sequence
+
+from reliabench.errors import PreflightError, SandboxError
 from reliabench.hidden_tests.fresh import FreshPytest
 from reliabench.hidden_tests.layer import HiddenTestRunner
 from reliabench.hidden_tests.stdio import StdioCases
 from reliabench.meta_keys import TestPath, TestRunner
+from reliabench.sandbox.choice import TaskEnvironment
 from reliabench.tasks.suite import Task
-from reliabench.warm.hidden import WarmTests, open_test_workers
+from reliabench.warm.hidden import WarmTests, open_test_workers, warm_unavailable_reason
 
-__all__ = ["TestPaths"]
+__all__ = ["TestPaths", "check_harness"]
 
 
 class TestPaths:
@@ -101,3 +105,29 @@ class TestPaths:
         if self.warm is not None:
             self.warm.close()
             self.warm = None
+
+
+def check_harness(tasks: Sequence[Task], environments: Mapping[str, TaskEnvironment],
+                  test_workers: str) -> None:
+    """Refuse, before any rollout, a run whose test harness cannot start as the slot uid.
+
+    Host tasks whose tests run in a fresh process of their backend (``--test-workers fresh``,
+    or no warm workers here, and every stdio task) start this interpreter -- with pytest, for
+    pytest tasks -- as the slot uid; a backend without a private file-system view (namespaces)
+    needs the interpreter, its venv and pytest reachable by that uid on the host
+    (``harness_problem``). A clone in a 0700 folder is not: every rollout would fail.
+
+    Raises:
+        PreflightError: One line: which path is unreachable and what to do.
+    """
+    fresh_host = test_workers == "fresh" or (test_workers == "auto" and warm_unavailable_reason() is not None)
+    for task in tasks:
+        if task.environment.kind != "host" or (task.stdio is None and not fresh_host):
+            continue
+        check = getattr(environments[task.id].backend, "harness_problem", None)
+        if check is None:
+            continue
+        why = check(sys.executable, () if task.stdio is not None else ("pytest",))
+        if why is not None:
+            raise PreflightError(f"the test harness cannot start as the slot uid "
+                                 f"({environments[task.id].backend.name} backend): {why}")

@@ -328,6 +328,15 @@ class HostBackend:
         finally:
             environment.close()
 
+    def harness_problem(self, python: str, modules: Sequence[str]) -> str | None:
+        """Why the slot uid cannot start ``python`` importing ``modules`` here (None: it can).
+
+        A backend that shows the interpreter through its own binds (bubblewrap, warm) or runs
+        as the caller (none) always can; :class:`~reliabench.sandbox.namespaces.NamespacesBackend`
+        checks the host's permissions.
+        """
+        return None
+
     def probe(self) -> str | None:
         """Run ``true`` once on an empty workspace: why this backend does not work here, or None."""
         with tempfile.TemporaryDirectory(prefix="rb-probe-") as tmp:

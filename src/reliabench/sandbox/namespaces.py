@@ -90,6 +90,10 @@ class NamespacesBackend(HostBackend):
         if self.prlimit is None or self.setpriv is None or (self.unshare is None and not active_filter()):
             raise SandboxError("namespaces backend needs unshare, prlimit and setpriv (util-linux)")
 
+    def harness_problem(self, python: str, modules: Sequence[str]) -> str | None:
+        """Why the slot uids cannot start ``python`` with ``modules`` (:func:`harness_unreachable`)."""
+        return harness_unreachable(python, slot_uid(0), modules)
+
     def spawn(self, argv: Sequence[str], *, view: HostView, env: Mapping[str, str] | None,
               limits: Limits, network: bool, slot: int, stdin: Path | None) -> SandboxResult:
         """Run ``argv`` in new namespaces as the slot uid; see :class:`HostBackend`."""
