@@ -76,3 +76,57 @@ def test_test_workers_keep_their_meaning() -> None:
     with pytest.raises(InvalidArgumentError, match="test_workers must be one of auto, warm, fresh, got 'hot'"):
         TestPaths.open("hot")
     assert TestPaths.open("fresh").warm is None
+
+
+class _Unreachable:
+    """A backend whose slot uid cannot start the harness from here."""
+
+    name = "namespaces"
+
+    def __init__(self) -> None:
+        self.asked: list[tuple[str, tuple[str, ...]]] = []
+
+    def harness_problem(self, python: str, modules: tuple[str, ...]) -> str | None:
+        self.asked.append((python, tuple(modules)))
+        return "uid 61000 cannot reach the interpreter /x/.venv/bin/python (/x is not accessible to it): ..."
+
+
+def test_a_harness_the_slot_uid_cannot_start_refuses_the_run(tmp_path: Path) -> None:
+    import sys
+
+    from reliabench.errors import PreflightError
+    from reliabench.run.test_paths import check_harness
+    from reliabench.sandbox import HOST, PreparedSpec
+    from reliabench.sandbox.choice import TaskEnvironment
+
+    suite = _suite(tmp_path)
+    backend = _Unreachable()
+    where = {t.id: TaskEnvironment(backend, PreparedSpec(HOST, "namespaces")) for t in suite.tasks}  # type: ignore[arg-type]
+    with pytest.raises(PreflightError) as info:
+        check_harness([suite.task("pytest")], where, "fresh")
+    assert str(info.value) == ("the test harness cannot start as the slot uid (namespaces backend): uid 61000 "
+                               "cannot reach the interpreter /x/.venv/bin/python (/x is not accessible to it): ...")
+    assert backend.asked == [(sys.executable, ("pytest",))]
+    with pytest.raises(PreflightError):  # stdio programs run in the backend whatever the test workers
+        check_harness([suite.task("io")], where, "warm")
+    assert backend.asked[-1] == (sys.executable, ())
+    check_harness([suite.task("pytest"), suite.task("boxed")], where, "warm")  # warm jail; an image
+
+
+def test_harness_unreachable_names_the_private_folder(base: Path) -> None:
+    import os
+
+    from reliabench.sandbox.namespaces import harness_unreachable
+
+    if os.geteuid() != 0:
+        pytest.skip("checks another uid's view")
+    private = base / "private"
+    (private / "venv" / "bin").mkdir(parents=True)
+    python = private / "venv" / "bin" / "python"
+    python.write_text("")
+    python.chmod(0o755)
+    os.chmod(private, 0o700)
+    why = harness_unreachable(str(python), 61000, ())
+    assert why is not None and f"({private} is not accessible to it)" in why and "chmod o+x" in why
+    os.chmod(private, 0o755)
+    assert harness_unreachable(str(python), 61000, ()) is None
