@@ -141,3 +141,11 @@ def test_a_plugin_backend_that_contains_passes_by_name(capsys: pytest.CaptureFix
     assert code == 0, out
     assert out["backend"] == "wrapping-plugin"
     assert [c["status"] for c in out["checks"]] == ["passed", "passed"]
+
+
+def test_a_host_backend_refuses_an_image_by_name(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["sandbox", "check", "--backend", "none", "--image", "debian:bookworm",
+                 "--check", "network"]) == 3
+    err = capsys.readouterr().err
+    assert "cannot run the self-check: --image: runs in a container (debian:bookworm)" in err
+    assert "Traceback" not in err
