@@ -82,6 +82,18 @@ def python_for(backend: SandboxBackend, slot: int, modules: tuple[str, ...] = ()
                 f"slot uid from this location: {why}")
 
 
+def fresh_harness_or_skip(backend: Any) -> None:
+    """Skip (with the reason) where the run's fresh test harness cannot start as the slot uid.
+
+    From a clone in a 0700 folder the namespaces backend cannot run this interpreter as a
+    slot uid: a run refuses to start there (reliabench.run.test_paths.check_harness).
+    """
+    check = getattr(backend, "harness_problem", None)
+    why = None if check is None else check(sys.executable, ("pytest",))
+    if why is not None:
+        pytest.skip(f"the {backend.name} backend cannot start the test harness from this location: {why}")
+
+
 def _imports(python: str, uid: int, modules: tuple[str, ...]) -> bool:
     """Whether ``python``, run as ``uid``, imports ``modules``."""
     import subprocess

@@ -26,6 +26,7 @@ from sandbox_helpers import (
     HiddenTestPath,
     backend_or_skip,
     deep_chain,
+    fresh_harness_or_skip,
     hidden_test_path_or_skip,
     python_for,
 )
@@ -201,6 +202,7 @@ subprocess.Popen([sys.executable, sys.argv[1]], start_new_session=True,
 def test_a_process_left_by_the_agent_phase_cannot_reach_the_tests_socket(base: Path, sandbox: str) -> None:
     """An agent leaves a setsid() process that waits for the tests' outcome socket to appear."""
     backend = backend_or_skip(sandbox)
+    fresh_harness_or_skip(backend)
     os.chmod(base, 0o755)
     lurker, spawner = base / "lurker.py", base / "spawner.py"
     lurker.write_text(LURKER)
