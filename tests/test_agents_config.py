@@ -163,7 +163,7 @@ def test_missing_required_kind_key(tmp_path: Path) -> None:
         ("env = 3", "agents[1].env: expected a table, got an integer"),
         ("env = { A = 1 }", "agents[1].env.A: expected a string, got an integer"),
         ('env = { A = "${oops" }', "agents[1].env.A: malformed ${...} reference"),
-        ('sandbox = "docker"', "agents[1].sandbox: unknown sandbox 'docker'"),
+        ('sandbox = "lxc"', "agents[1].sandbox: unknown sandbox 'lxc'"),
         ('readonly = "x"', "agents[1].readonly: expected an array of strings"),
         ('readonly = ["does-not-exist"]', "agents[1].readonly: no such file or directory"),
         ("memory_mb = 0", "agents[1].memory_mb: expected an integer >= 1, got 0"),
@@ -298,12 +298,12 @@ def test_command_sandbox_accepts_a_plugin_backend(tmp_path: Path, monkeypatch: p
 
     from reliabench.sandbox import ENTRY_POINT_GROUP
 
-    fake_entry_points(monkeypatch, ENTRY_POINT_GROUP, podman="my_sandbox.podman_backend:PodmanBackend")
-    text = '[[agents]]\nname = "a"\nkind = "command"\ncommand = "true"\nsandbox = "podman"\n'
+    fake_entry_points(monkeypatch, ENTRY_POINT_GROUP, lxd="my_sandbox.lxd_backend:LxdBackend")
+    text = '[[agents]]\nname = "a"\nkind = "command"\ncommand = "true"\nsandbox = "lxd"\n'
     (agent,) = load_agents(write(tmp_path, text))
-    assert agent.sandbox == "podman"  # type: ignore[attr-defined]
-    msg = error_of(write(tmp_path, text.replace("podman", "docker")))
-    assert "unknown sandbox 'docker' (choose one of: auto, bubblewrap, namespaces, none, podman)" in msg
+    assert agent.sandbox == "lxd"  # type: ignore[attr-defined]
+    msg = error_of(write(tmp_path, text.replace("lxd", "lxc")))
+    assert "unknown sandbox 'lxc' (choose one of: auto, bubblewrap, namespaces, none, podman, docker, lxd)" in msg
 
 
 def test_broken_agent_kind_plugin_is_one_usage_error(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -155,3 +155,68 @@ def test_bad_stop_option(tmp_path: Path) -> None:
     path = jsonl(tmp_path / "s.jsonl", [{"task_id": "a", "completion": "x"}])
     with pytest.raises(ConfigError, match="stop: expected an array of non-empty strings"):
         load_agents(agents_file(tmp_path, path, "stop = 'x'\n"))
+
+
+# ---- SWE-bench predictions: {"instance_id", "model_name_or_path", "model_patch"} -----------------
+
+_BASE = "a = 1\nb = 2\n"
+_FIX = ("diff --git a/m.py b/m.py\n--- a/m.py\n+++ b/m.py\n@@ -1,2 +1,2 @@\n a = 1\n-b = 2\n+b = 3\n")
+
+
+def _predictions(tmp_path: Path, rows: list[dict[str, Any]]) -> Path:
+    path = tmp_path / "preds.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return path
+
+
+def _checkout(tmp_path: Path, name: str) -> Path:
+    ws = tmp_path / name
+    ws.mkdir()
+    (ws / "m.py").write_text(_BASE)
+    return ws
+
+
+def test_predictions_repeated_ids_are_rollouts_one_agent_per_model(tmp_path: Path) -> None:
+    rows = [
+        {"instance_id": "org__repo-1", "model_name_or_path": "m1", "model_patch": _FIX},
+        {"instance_id": "org__repo-1", "model_name_or_path": "m2", "model_patch": ""},
+        {"instance_id": "org__repo-1", "model_name_or_path": "m1", "model_patch": None},
+        {"instance_id": "org__repo-1", "model_name_or_path": "m1", "model_patch": _FIX.replace("-b = 2", "-b = 9")},
+    ]
+    path = _predictions(tmp_path, rows)
+    assert detect_format(rows[0]) == "predictions"
+    m1 = ReplayAgent("m1", path)
+    assert m1.model == "m1" and len(m1) == 3
+    ws = [_checkout(tmp_path, f"w{r}") for r in range(4)]
+    first = m1.run(AgentRequest("org__repo-1", "p", ws[0], seed=0, rollout=0, timeout_s=5.0))
+    assert first.status == "completed" and (ws[0] / "m.py").read_text() == "a = 1\nb = 3\n"
+    second = m1.run(AgentRequest("org__repo-1", "p", ws[1], seed=0, rollout=1, timeout_s=5.0))
+    assert second.status == "completed" and (ws[1] / "m.py").read_text() == _BASE  # null patch: nothing
+    # a patch that does not apply: graded as it stands (unresolved), not an agent error
+    third = m1.run(AgentRequest("org__repo-1", "p", ws[2], seed=0, rollout=2, timeout_s=5.0))
+    assert third.status == "completed" and third.meta["patch_applied"] is False
+    assert (ws[2] / "m.py").read_text() == _BASE
+    assert m1.run(AgentRequest("org__repo-1", "p", ws[3], seed=0, rollout=3, timeout_s=5.0)).status == "agent_error"
+    m2 = ReplayAgent("other-name", path, agent_filter="m2")
+    assert m2.model == "m2" and len(m2) == 1
+    with pytest.raises(ConfigError, match="the file has 'm1', 'm2'"):
+        ReplayAgent("nobody", path)
+
+
+def test_predictions_never_write_outside_the_checkout(tmp_path: Path) -> None:
+    evil = _FIX.replace("m.py", "../outside.py")
+    path = _predictions(tmp_path, [{"instance_id": "t", "model_name_or_path": "m", "model_patch": evil}])
+    ws = _checkout(tmp_path, "w")
+    res = ReplayAgent("m", path).run(AgentRequest("t", "p", ws, seed=0, rollout=0, timeout_s=5.0))
+    assert res.meta["patch_applied"] is False and "refusing the path" in res.log
+    assert not (tmp_path / "outside.py").exists()
+
+
+@pytest.mark.parametrize(("row", "field"), [
+    ({"instance_id": "", "model_name_or_path": "m", "model_patch": ""}, "instance_id"),
+    ({"instance_id": "t", "model_name_or_path": 3, "model_patch": ""}, "model_name_or_path"),
+    ({"instance_id": "t", "model_name_or_path": "m", "model_patch": ["x"]}, "model_patch"),
+])
+def test_malformed_predictions(tmp_path: Path, row: dict[str, Any], field: str) -> None:
+    with pytest.raises(ConfigError, match=rf"preds.jsonl:1: {field}"):
+        ReplayAgent("m", _predictions(tmp_path, [row]))

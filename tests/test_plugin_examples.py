@@ -257,7 +257,7 @@ def test_converter_example(monkeypatch: pytest.MonkeyPatch, site: Path, tmp_path
     _install(monkeypatch, site, "converters")
     assert "cases" in CONVERTERS
     import_command = suites_command.commands["import"]  # type: ignore[attr-defined]
-    assert _choices(import_command, "fmt") == ["humaneval", "mbpp", "stdio", "cases"]
+    assert _choices(import_command, "fmt") == ["humaneval", "mbpp", "stdio", "swebench", "harbor", "cases"]
 
     source = tmp_path / "problems.jsonl"
     rows = [

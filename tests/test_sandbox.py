@@ -58,7 +58,7 @@ def _workspace(base: Path, name: str = "ws") -> Path:
 
 
 def test_registry_names() -> None:
-    assert list(BACKENDS) == ["bubblewrap", "namespaces", "none"]
+    assert list(BACKENDS) == ["bubblewrap", "namespaces", "none", "podman", "docker"]
     for name, cls in BACKENDS.items():
         assert cls.name == name
 
@@ -130,8 +130,9 @@ def test_broken_entry_point_backends_are_usage_errors(monkeypatch: pytest.Monkey
 
 def test_unknown_backend_lists_plugins(monkeypatch: pytest.MonkeyPatch) -> None:
     _fake_sandbox_entry_points(monkeypatch, **{"plugin-test": "reliabench_fake_sandbox:PluginBackend"})
-    with pytest.raises(SandboxError, match=r"choose one of: auto, bubblewrap, namespaces, none, plugin-test$"):
-        get_backend("docker")
+    with pytest.raises(SandboxError, match=r"choose one of: auto, bubblewrap, namespaces, none, podman, docker, "
+                                           r"plugin-test$"):
+        get_backend("lxc")
 
 
 def test_cli_sandbox_choices_come_from_the_registry(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -152,8 +153,8 @@ def test_cli_sandbox_choices_come_from_the_registry(monkeypatch: pytest.MonkeyPa
 
 
 def test_unknown_backend_raises() -> None:
-    with pytest.raises(SandboxError, match="unknown sandbox backend 'docker'"):
-        get_backend("docker")
+    with pytest.raises(SandboxError, match="unknown sandbox backend 'lxc'"):
+        get_backend("lxc")
 
 
 def test_none_backend_warns_and_logs(caplog: pytest.LogCaptureFixture) -> None:

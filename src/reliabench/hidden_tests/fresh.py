@@ -56,16 +56,16 @@ from collections.abc import Collection, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from reliabench.errors import SandboxError
 from reliabench.hidden_tests.channel import parse_channel
 from reliabench.hidden_tests.judging import (
     HiddenTestRun,
     HiddenTestStatus,
     RawTestRunner,
     collected_tests,
-    copy_of_starter,
     judge_hidden_tests,
 )
-from reliabench.hidden_tests.layer import EnvironmentOpener, TestRequest, fresh_opener
+from reliabench.hidden_tests.layer import EnvironmentOpener, OpenAt, TestRequest, fresh_open_at
 from reliabench.hidden_tests.outcome_socket import OutcomeSocket
 from reliabench.hidden_tests.staging import (
     PLUGIN_MODULE,
@@ -112,15 +112,21 @@ class FreshPytest:
         self.python = python
 
     def raw_runner(self, open_environment: EnvironmentOpener, tests_dir: Path, *, slot: int,
-                   limits: Limits) -> RawTestRunner:
-        """The one raw run of ``tests_dir`` in an environment of ``open_environment``."""
+                   limits: Limits, open_at: OpenAt | None = None) -> RawTestRunner:
+        """The one raw run of ``tests_dir`` in an environment of ``open_environment`` (or ``open_at``)."""
 
         def raw(workspace: Path | None, *, collect_only: bool, expected: set[str] | None,
                 order_seed: int | None) -> RawRun:
             key = secrets.token_hex(32).encode("ascii")
             extra = ["--collect-only"] if collect_only else []
             with staged(Path(tests_dir), slot) as staging:
-                env = open_environment([Mount(staging)], workspace=workspace)
+                mounts = [Mount(staging)]
+                if workspace is None:
+                    env = open_environment(mounts)
+                elif open_at is not None:
+                    env = open_at(workspace, mounts)
+                else:
+                    raise SandboxError("no environment can be opened on another workspace here")
                 try:
                     python = self.python or (sys.executable if env.image is None else "python3")
                     with OutcomeSocket(env.channel_host, key) as channel:
@@ -139,16 +145,14 @@ class FreshPytest:
 
     def collect(self, task: Task, open_environment: EnvironmentOpener, *, starter: Path,
                 limits: Limits, slot: int) -> tuple[TestOutcome, ...]:
-        """The task's expected tests: ``pytest --collect-only`` on a fresh copy of the starter (trusted).
+        """The task's expected tests: ``pytest --collect-only`` on the caller's copy of the starter.
 
         Raises:
             SuiteError: The tests cannot be collected on the starter.
             SandboxError: The harness could not run at all.
         """
         raw = self.raw_runner(open_environment, task.tests_dir, slot=slot, limits=limits)
-        with copy_of_starter(starter) as ws:
-            run = raw(ws, collect_only=True, expected=None, order_seed=None)
-        return collected_tests(run, task.tests_dir)
+        return collected_tests(raw(None, collect_only=True, expected=None, order_seed=None), task.tests_dir)
 
     def run(self, request: TestRequest) -> HiddenTestRun:
         """Run the hidden tests of one rollout (:func:`reliabench.hidden_tests.judging.judge_hidden_tests`).
@@ -157,7 +161,7 @@ class FreshPytest:
             SandboxError: The environment could not be started (the harness's failure).
         """
         raw = self.raw_runner(request.open_environment, request.task.tests_dir, slot=request.slot,
-                              limits=request.limits)
+                              limits=request.limits, open_at=request.open_at)
         return judge_hidden_tests(raw, workspace=request.workspace, tests_dir=request.task.tests_dir,
                                   expected=request.expected, wall_s=request.limits.wall_s,
                                   starter=request.starter, order_seed=request.order_seed,
@@ -171,8 +175,9 @@ def _host_raw(workspace: Path, tests_dir: Path, backend: EnvironmentBackend | No
               slot: int, python: str | None) -> tuple[RawTestRunner, Limits]:
     chosen = backend or get_backend("auto")
     lim = limits or Limits()
-    opener = fresh_opener(chosen, chosen.prepare(HOST), Path(workspace), slot=slot, limits=lim)
-    return FreshPytest(python).raw_runner(opener, Path(tests_dir), slot=slot, limits=lim), lim
+    open_at = fresh_open_at(chosen, chosen.prepare(HOST), slot=slot, limits=lim)
+    return FreshPytest(python).raw_runner(lambda mounts: open_at(Path(workspace), mounts), Path(tests_dir),
+                                          slot=slot, limits=lim, open_at=open_at), lim
 
 
 def collect_hidden_tests(

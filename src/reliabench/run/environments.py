@@ -149,12 +149,12 @@ class RolloutEnvironments:
             self._opened.append(env)
             return env
 
-    def open_tests(self, mounts: Sequence[Mount] = (), *, workspace: Path | None = None) -> Environment:
-        """The environment of the hidden tests (an :class:`~reliabench.hidden_tests.layer.EnvironmentOpener`).
+    def open_tests(self, mounts: Sequence[Mount] = ()) -> Environment:
+        """The environment of the hidden tests (an :data:`~reliabench.hidden_tests.layer.EnvironmentOpener`).
 
-        ``tests = "same"`` (and ``workspace`` None): the agent's own environment, its
-        processes stopped, ``mounts`` copied in at their targets; the caller now owns it.
-        Otherwise a fresh environment from the task's prepared spec (no network).
+        ``tests = "same"``: the agent's own environment, its processes stopped, ``mounts``
+        copied in at their targets; the caller now owns it. Otherwise a fresh environment from
+        the task's prepared spec on the workspace (no network).
 
         Raises:
             SandboxError: It could not be started (the harness's failure).
@@ -163,7 +163,7 @@ class RolloutEnvironments:
             if self._closed:
                 raise SandboxError("the rollout's environments are closed")
             agent_env = self._agent_env
-            same = (workspace is None and self.task.environment.tests == "same" and agent_env is not None
+            same = (self.task.environment.tests == "same" and agent_env is not None
                     and agent_env.backend == self.where.backend.name)
             if same and agent_env is not None:
                 agent_env.stop_processes()
@@ -171,8 +171,19 @@ class RolloutEnvironments:
                     agent_env.copy_in(m.source, m.target or os.path.realpath(m.source))
                 self._agent_env = None  # handed over: the tests' runner closes it
                 return agent_env
-        env = self.where.backend.start(self.where.prepared, workspace=workspace or self.workspace,
-                                       slot=self.slot, mounts=mounts, network="none", limits=self.limits)
+        return self.open_at(self.workspace, mounts)
+
+    def open_at(self, workspace: Path, mounts: Sequence[Mount] = ()) -> Environment:
+        """A fresh environment of the task's kind on the host folder ``workspace`` (an ``OpenAt``).
+
+        Raises:
+            SandboxError: It could not be started (the harness's failure).
+        """
+        with self._lock:
+            if self._closed:
+                raise SandboxError("the rollout's environments are closed")
+        env = self.where.backend.start(self.where.prepared, workspace=workspace, slot=self.slot,
+                                       mounts=mounts, network="none", limits=self.limits)
         with self._lock:
             self._opened.append(env)
         return env

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import queue
 import tempfile
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -17,7 +18,7 @@ from reliabench.run.environments import TaskEnvironment
 from reliabench.run.test_paths import TestPaths
 from reliabench.sandbox import Limits
 from reliabench.sandbox.environment import EnvironmentBackend
-from reliabench.tasks.suite import Task
+from reliabench.tasks.suite import Task, materialize
 from reliabench.warm.plain_tests import collect_plain_tests
 
 __all__ = ["collect_expected"]
@@ -46,19 +47,29 @@ def collect_expected(backend: EnvironmentBackend, workers: int, tasks: Sequence[
     scratch = Path(tempfile.mkdtemp(prefix="reliabench-collect-"))
     os.chmod(scratch, 0o711)
 
-    def one(task_slot: tuple[Task, int]) -> tuple[str, tuple[TestOutcome, ...]]:
-        task, slot = task_slot
+    slots: queue.Queue[int] = queue.Queue()
+    for slot in range(workers):
+        slots.put(slot)
+
+    def one(task: Task) -> tuple[str, tuple[TestOutcome, ...]]:
         where = (environments or {}).get(task.id)
         chosen, prepared = ((where.backend, where.prepared) if where is not None
                             else (backend, backend.prepare(task.environment)))
         limits = Limits(wall_s=max(60.0, task.timeout_s))
-        opener = fresh_opener(chosen, prepared, scratch, slot=slot, limits=limits)
-        return task.id, chooser.for_task(task).collect(task, opener, starter=task.workspace_dir,
-                                                       limits=limits, slot=slot)
+        ws = scratch / task.id
+        materialize(ws, [task.workspace_dir])
+        os.chmod(ws, 0o755)
+        slot = slots.get()  # environments of one slot never overlap
+        try:
+            opener = fresh_opener(chosen, prepared, ws, slot=slot, limits=limits)
+            return task.id, chooser.for_task(task).collect(task, opener, starter=task.workspace_dir,
+                                                           limits=limits, slot=slot)
+        finally:
+            slots.put(slot)
 
     try:
         with ThreadPoolExecutor(max_workers=workers) as pool:
-            out.update(pool.map(one, [(t, i % workers) for i, t in enumerate(tasks)]))
+            out.update(pool.map(one, tasks))
     finally:
         remove_tree(scratch)
     problems = [f"{task.root / 'task.toml'}: allowed_skips: {name!r} is not a hidden test of this task "

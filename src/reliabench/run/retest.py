@@ -45,7 +45,7 @@ from typing import Any
 from reliabench.errors import InvalidArgumentError, SandboxError, UsageError
 from reliabench.files.untrusted import remove_tree
 from reliabench.hidden_tests.judging import HiddenTestRun, HiddenTestStatus
-from reliabench.hidden_tests.layer import TestRequest, fresh_opener
+from reliabench.hidden_tests.layer import TestRequest, fresh_open_at
 from reliabench.meta_keys import CHANGED_FILES, DELETED_FILES, RETEST, TEST_PATH
 from reliabench.records import Rollout, TestOutcome
 from reliabench.run.artifacts import open_artifacts, restore_workspace
@@ -222,10 +222,11 @@ def _run_on_path(path: str, task: Task, ws: Path, *, expected: Sequence[TestOutc
     environment is gone: the re-test sees what the run kept, the workspace).
     """
     runner = paths.for_path(path, task)
-    opener = fresh_opener(where.backend, where.prepared, ws, slot=slot, limits=limits)
+    open_at = fresh_open_at(where.backend, where.prepared, slot=slot, limits=limits)
     return runner.run(TestRequest(task=task, workspace=ws, expected=tuple(expected), limits=limits,
-                                  slot=slot, open_environment=opener, starter=task.workspace_dir,
-                                  order_seed=seed, allowed_skips=task.allowed_skips))
+                                  slot=slot, open_environment=lambda mounts: open_at(ws, mounts),
+                                  starter=task.workspace_dir, open_at=open_at, order_seed=seed,
+                                  allowed_skips=task.allowed_skips))
 
 
 def _rerun(task: Task, key: tuple[str, str, int], path: str, build: Callable[[Path], None], *,

@@ -173,7 +173,8 @@ class RolloutRunner:
             draft.meta[TEST_RUNNER] = self.paths.test_runner(task)
             request = TestRequest(task=task, workspace=workspace, expected=self.expected[task.id],
                                   limits=limits, slot=slot, open_environment=envs.open_tests,
-                                  starter=task.workspace_dir, allowed_skips=task.allowed_skips)
+                                  starter=task.workspace_dir, open_at=envs.open_at,
+                                  allowed_skips=task.allowed_skips)
             try:
                 hidden = runner.run(request)
             except SandboxError as exc:

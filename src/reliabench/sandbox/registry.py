@@ -78,7 +78,9 @@ LIFECYCLE: Final = ("refuse", "prepare", "start", "sweep")
 _BUILTIN_TARGETS: dict[str, str] = {
     **{name: f"{cls.__module__}:{cls.__name__}" for name, cls in BACKENDS.items()},
     "warm": "reliabench.warm.backend:WarmBackend",
-    # container runtimes (podman, docker) are registered here, in CONTAINER_RUNTIMES order
+    # the container runtimes, in CONTAINER_RUNTIMES order (reliabench.sandbox.containers)
+    "podman": "reliabench.sandbox.podman:PodmanBackend",
+    "docker": "reliabench.sandbox.docker:DockerBackend",
 }
 
 

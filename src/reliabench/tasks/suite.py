@@ -35,7 +35,7 @@ import shutil
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Final, cast
+from typing import TYPE_CHECKING, Any, Final, cast
 
 from reliabench.errors import SuiteError, UsageError
 from reliabench.files.toml import tomllib
@@ -46,6 +46,9 @@ from reliabench.sandbox import MAX_SECONDS
 from reliabench.sandbox.environment import HOST, EnvironmentSpec
 from reliabench.tasks.environment_spec import parse_environment
 from reliabench.tasks.test_command import TestCommand
+
+if TYPE_CHECKING:
+    from reliabench.tasks.repository import RepositoryConfig
 
 __all__ = ["Suite", "Task", "Variant", "bundled_suites", "hash_suite_files", "load_suite", "materialize",
            "resolve_suite", "suite_files"]
@@ -93,7 +96,9 @@ class Task:
     (:mod:`reliabench.hidden_tests.skips`). ``environment`` is where the task runs (its
     ``[environment]`` table or its suite's; the host when neither has one);
     ``test_command`` is the ``[test_command]`` table of a ``test_runner = "command"`` task
-    (:mod:`reliabench.tasks.test_command`).
+    (:mod:`reliabench.tasks.test_command`); ``repository`` the ``[repository]`` table of a
+    ``test_runner = "repository"`` task (:mod:`reliabench.tasks.repository`: no
+    ``workspace/`` or ``tests/`` folder, the checkout and the test patch instead).
     """
 
     id: str
@@ -112,6 +117,7 @@ class Task:
     allowed_skips: tuple[str, ...] = ()
     environment: EnvironmentSpec = HOST
     test_command: TestCommand | None = None
+    repository: RepositoryConfig | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -277,9 +283,11 @@ def _load_task(tdir: Path, problems: list[str], root: Path, default: Environment
     prompt_path = tdir / "prompt.md"
     prompt = _read_text(prompt_path, problems, root, _PROMPT_BYTES, " (what the agent is asked to do)")
     for sub in ("workspace", "tests"):
-        if file_kind(tdir / sub) != "dir":
+        if file_kind(tdir / sub) != "dir" and (meta or {}).get("test_runner") != "repository":
             problems.append(f"{tdir / sub}: missing directory")
     runner = meta.get("test_runner", "pytest") if meta is not None else "pytest"
+    if runner == "repository":
+        return _load_repository_task(tdir, meta, prompt, problems, root, before)
     stdio: StdioConfig | None = None
     if runner not in _TEST_RUNNERS:
         problems.append(f"{tdir / 'task.toml'}: test_runner: expected one of "
@@ -338,6 +346,32 @@ def _load_task(tdir: Path, problems: list[str], root: Path, default: Environment
         allowed_skips=allowed_skips,
         environment=environment,
     )
+
+
+def _load_repository_task(tdir: Path, meta: dict[str, Any] | None, prompt: str | None, problems: list[str],
+                          root: Path, before: int) -> Task | None:
+    """A ``test_runner = "repository"`` task (:mod:`reliabench.tasks.repository`)."""
+    from reliabench.tasks.repository import parse_repository
+
+    if meta is None or prompt is None:
+        return None
+    repo = parse_repository(meta, tdir, problems, root)
+    if meta.get("id") != tdir.name:
+        problems.append(f"{tdir / 'task.toml'}: id: expected {tdir.name!r} (the folder name), "
+                        f"got {meta.get('id')!r}")
+    timeout = meta.get("timeout_s", 1800)
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not 0 < timeout <= MAX_SECONDS:
+        problems.append(f"{tdir / 'task.toml'}: timeout_s: expected a number of seconds in "
+                        f"(0, {MAX_SECONDS:g}]")
+    tags = meta.get("tags", [])
+    if not isinstance(tags, list) or not all(isinstance(t, str) for t in tags):
+        problems.append(f"{tdir / 'task.toml'}: tags: expected a list of strings")
+    if repo is None or len(problems) > before:
+        return None
+    return Task(id=tdir.name, language=str(meta.get("language", "python")), timeout_s=float(timeout),
+                tags=tuple(tags), prompt=prompt, root=tdir, workspace_dir=tdir / "workspace",
+                tests_dir=tdir / "tests", solution_dir=None, feedback_dir=None, variants=(),
+                test_runner="repository", repository=repo)
 
 
 def load_suite(path: str | Path) -> Suite:

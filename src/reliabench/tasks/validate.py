@@ -32,7 +32,7 @@ from pathlib import Path
 
 from reliabench.errors import SuiteError
 from reliabench.hidden_tests.fresh import FreshPytest
-from reliabench.hidden_tests.layer import HiddenTestRunner, TestRequest, fresh_opener
+from reliabench.hidden_tests.layer import HiddenTestRunner, TestRequest, fresh_open_at, fresh_opener
 from reliabench.hidden_tests.skips import unknown_skips
 from reliabench.hidden_tests.stdio import StdioCases
 from reliabench.metrics.security import DEFAULT_THRESHOLD, judge_security
@@ -116,7 +116,8 @@ def _check_task(task: Task, backend: EnvironmentBackend, scanners: Sequence[Scan
     try:
         try:
             collect_limits = Limits(wall_s=60.0)
-            opener = fresh_opener(backend, spec, scratch, slot=slot, limits=collect_limits)
+            opener = fresh_opener(backend, spec, workspace("collect", [task.workspace_dir]), slot=slot,
+                                  limits=collect_limits)
             expected = runner.collect(task, opener, starter=task.workspace_dir, limits=collect_limits,
                                       slot=slot)
         except SuiteError as exc:
@@ -128,6 +129,7 @@ def _check_task(task: Task, backend: EnvironmentBackend, scanners: Sequence[Scan
             hidden = runner.run(TestRequest(
                 task=task, workspace=ws, expected=expected, limits=limits, slot=slot,
                 open_environment=fresh_opener(backend, spec, ws, slot=slot, limits=limits),
+                open_at=fresh_open_at(backend, spec, slot=slot, limits=limits),
                 starter=task.workspace_dir, allowed_skips=task.allowed_skips))
             nonlocal isolation
             isolation = hidden.isolation

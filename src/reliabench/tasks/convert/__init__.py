@@ -56,11 +56,15 @@ class ConvertOptions:
             3 s by default); stdio converters use it per case.
         name: The suite's name (None: the converter's default).
         limit: Convert only the first ``limit`` problems (None: all).
+        repos: A folder of repositories (``swebench``: trees, tarballs or git mirrors).
+        specs: A TOML file of environment specs that win over the shipped ones (``swebench``).
     """
 
     time_limit_s: float = 3.0
     name: str | None = None
     limit: int | None = None
+    repos: Path | None = None
+    specs: Path | None = None
 
     def __post_init__(self) -> None:
         if isinstance(self.time_limit_s, bool) or not self.time_limit_s > 0:
@@ -116,6 +120,8 @@ CONVERTER_REGISTRY: Registry[Callable[[], Converter]] = Registry(
         "humaneval": "reliabench.tasks.convert.humaneval:HumanEvalConverter",
         "mbpp": "reliabench.tasks.convert.mbpp:MbppConverter",
         "stdio": "reliabench.tasks.convert.stdio:StdioConverter",
+        "swebench": "reliabench.tasks.convert.swebench:SwebenchConverter",
+        "harbor": "reliabench.tasks.convert.harbor:HarborConverter",
     },
     what="suite format",
     expected="a converter factory (a callable returning a Converter)",
@@ -183,7 +189,7 @@ def import_suite(fmt: str, source: str | Path | None, out: str | Path,
     path = Path(source) if source is not None else converter.default_source()
     if path is None:
         raise UsageError(f"suites import {fmt}: give the SOURCE file (this format has no default)")
-    if not path.is_file():
+    if not path.is_file() and not (path.is_dir() and getattr(converter, "source_is_folder", False)):
         raise UsageError(f"suites import {fmt}: SOURCE {path}: not a file")
     out_dir = Path(out)
     existed = out_dir.is_dir()
@@ -226,7 +232,14 @@ def check_collects(suite: Suite, expected_tests: int | None = None) -> list[str]
     from reliabench.warm.plain_tests import collect_plain_tests
 
     problems: list[str] = []
+    found: dict[str, tuple[TestOutcome, ...]] = {}
     for task in suite.tasks:
+        if task.repository is not None:  # its tests are the FAIL_TO_PASS / PASS_TO_PASS lists
+            names = dict.fromkeys((*task.repository.fail_to_pass, *task.repository.pass_to_pass))
+            found[task.id] = tuple(TestOutcome(n, "skipped") for n in names)
+    for task in suite.tasks:
+        if task.repository is not None:
+            continue
         for entry in walk_tree(task.tests_dir):
             if entry.kind != "file" or not entry.rel.endswith(".py"):
                 continue
@@ -237,10 +250,9 @@ def check_collects(suite: Suite, expected_tests: int | None = None) -> list[str]
                 problems.append(f"{path}: does not compile ({type(exc).__name__}: {exc})")
     if problems:
         return problems
-    found: dict[str, tuple[TestOutcome, ...]] = {}
     in_sandbox = [t for t in suite.tasks if t.test_runner == "pytest"]
     for task in suite.tasks:
-        if task.test_runner == "pytest":
+        if task.test_runner == "pytest" or task.repository is not None:
             continue
         try:
             found[task.id] = (expected_stdio_tests(task.stdio) if task.stdio is not None

@@ -1,0 +1,536 @@
+"""Hidden tests of a repository task, graded as SWE-bench grades them.
+
+:class:`RepositoryTests` implements :class:`~reliabench.hidden_tests.layer.HiddenTestRunner`
+for ``test_runner = "repository"`` tasks (:mod:`reliabench.tasks.repository`). Per task,
+once (:meth:`RepositoryTests.prepare`): the checkout at the base commit, its environment
+(:mod:`reliabench.repository.venv`, cached by spec hash) and the result of the test patch on
+the untouched base tree (:func:`~reliabench.repository.patches.patched_test_files`). A
+repository not at its base commit, an environment that fails to build or a test patch that
+does not apply is found here, before any rollout: the harness's failure, never an agent's.
+
+Per rollout (:meth:`RepositoryTests.run`), on the workspace the agent left:
+
+1. the agent's patch is taken (:func:`~reliabench.repository.patches.repository_diff`, the
+   ``git diff`` of the checkout against the base tree, bounded) -- an artifact of every rollout;
+2. every file the test patch touches is written as base + test patch
+   (:func:`~reliabench.repository.patches.lay_files`): the agent's edits to those files are
+   reverted, exactly SWE-bench's ``git checkout BASE -- FILES; git apply test.patch``, but
+   from a result computed on the trusted tree (no git runs on the agent's ``.git``, so a
+   rewritten ``.git`` changes nothing here);
+3. the test command runs in the task's environment (the workspace at its ``workdir``, the
+   venvs read-only, no network) and its output is parsed by the task's log parser;
+4. :func:`~reliabench.repository.grading.grade` gives one outcome per FAIL_TO_PASS and
+   PASS_TO_PASS test and SWE-bench's ``RESOLVED_FULL`` / ``PARTIAL`` / ``NO``
+   (:attr:`RepositoryTestRun.swebench`, for the record's meta).
+
+When the log has no test line at all, a control run of the same command on a fresh copy of
+the base tree (with the test patch) decides who is to blame, as for fresh pytest runs: if the
+control run reports tests, this workspace broke the checkout (the rollout failed, every test
+``failed``); if not, the harness is broken (``test_error``, the runner's ``infra_error``).
+
+Residual (documented in docs/repository-tasks.md): the outcomes come from the test log, as
+in SWE-bench, and the agent's code runs in the test process: it can print lines that look
+like passes. The signed outcome channel of fresh pytest runs needs the channel folder of the
+environment contract (phase 2).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import secrets
+import shutil
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Final
+
+from reliabench.errors import SandboxError, SuiteError
+from reliabench.files.untrusted import remove_tree
+from reliabench.hidden_tests.channel import Channel, parse_channel
+from reliabench.hidden_tests.fresh import HiddenTestRun, HiddenTestStatus, find_tamper_files
+from reliabench.hidden_tests.layer import EnvironmentOpener, TestRequest
+from reliabench.hidden_tests.staging import PLUGIN_MODULE
+from reliabench.meta_keys import TestPath
+from reliabench.records import TestOutcome
+from reliabench.repository.grading import RepositoryGrade, grade
+from reliabench.repository.logs import normalise_name, parse_log
+from reliabench.repository.patches import PatchApplyError, lay_files, patched_test_files, repository_diff
+from reliabench.repository.source import RepositorySourceError, checkout, tree_id
+from reliabench.repository.venv import TaskEnv, build_base, build_task, venv_env
+from reliabench.sandbox.base import Limits, SandboxResult
+from reliabench.sandbox.environment import Environment, Mount
+
+if TYPE_CHECKING:
+    from reliabench.tasks.repository import RepositoryConfig
+    from reliabench.tasks.suite import Task
+
+__all__ = ["PreparedRepository", "RepositoryTestRun", "RepositoryTests", "diagnose", "open_at_type"]
+
+open_at_type = Callable[[Path, Sequence[Mount]], Environment]
+"""Starts an environment on a host folder shown at the task's ``workdir`` (builds, control runs)."""
+
+_LOG_BYTES: Final = 256 * 1024
+_MIN_OUTPUT: Final = 16 * 1024 * 1024
+_DIAGNOSES: Final = (
+    (
+        "network-bound",
+        re.compile(
+            r"Temporary failure in name resolution|Name or service not known|"
+            r"Network is unreachable|ConnectionError|urlopen error|"
+            r"Failed to establish a new connection|No address associated"
+        ),
+    ),
+    (
+        "python-version",
+        re.compile(
+            r"module '(?:collections|inspect|asyncio)' has no attribute|cannot import name '\w+' from "
+            r"'(?:collections|inspect|asyncio)|SyntaxError: invalid syntax|removed in Python 3\.1"
+        ),
+    ),
+    (
+        "missing-file",
+        # pydicom's get_testdata_file() gives None for a file it would download at test time
+        re.compile(
+            r"FileNotFoundError|No such file or directory|"
+            r"Expected a file path or a file-like, but got NoneType"
+        ),
+    ),
+    (
+        "dependency-drift",
+        re.compile(
+            r"ImportError|ModuleNotFoundError|AttributeError|DeprecationWarning|"
+            r"TypeError: .*unexpected keyword"
+        ),
+    ),
+)
+
+
+def diagnose(log: str) -> str:
+    """A short reason a test log failed for every rollout alike, from what it says (best effort).
+
+    ``network-bound``, ``python-version``, ``missing-file``, ``dependency-drift``, or
+    ``unknown``: what ``validate`` prints next to a task that does not flip. Where pytest
+    printed a FAILURES section, only that part is read (the warnings summary says nothing about
+    why a test failed).
+    """
+    cut = log.find("= FAILURES =")
+    part = log[cut:] if cut >= 0 else log
+    if cut >= 0:
+        ends = [i for i in (part.find(" warnings summary "), part.find(" short test summary info ")) if i > 0]
+        part = part[: min(ends)] if ends else part
+    for name, pattern in _DIAGNOSES:
+        if pattern.search(part):
+            return name
+    return "unknown"
+
+
+@dataclass(frozen=True, slots=True)
+class RepositoryTestRun(HiddenTestRun):
+    """A :class:`~reliabench.hidden_tests.fresh.HiddenTestRun` with what SWE-bench reports next to it.
+
+    Attributes:
+        swebench: ``resolution`` (``RESOLVED_FULL`` / ``RESOLVED_PARTIAL`` / ``RESOLVED_NO``),
+            ``resolved``, ``fail_to_pass`` and ``pass_to_pass`` as ``[passed, total]``: the
+            record's ``meta["swebench"]``.
+        patch: The agent's patch (``git diff`` of the checkout against the base commit, bounded).
+        status_map: The parsed test log (test -> SWE-bench status).
+        output: The test command's whole output (stdout then stderr), for the SWE-bench log file.
+    """
+
+    swebench: dict[str, Any] = field(default_factory=dict)
+    patch: str = ""
+    status_map: dict[str, str] = field(default_factory=dict)
+    output: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class PreparedRepository:
+    """What a repository task needs before its first rollout.
+
+    Attributes:
+        env: The built environment (base venv, task venv, checkout after the install command).
+        test_files: Path -> content after the test patch (None: deleted).
+    """
+
+    env: TaskEnv
+    test_files: dict[str, bytes | None]
+
+    @property
+    def starter(self) -> Path:
+        """The checkout every rollout's workspace is a copy of."""
+        return self.env.tree
+
+
+def _cfg(task: Task) -> Any:
+    if task.repository is None:
+        raise SuiteError([f'{task.root}: not a repository task (test_runner = "repository")'])
+    return task.repository
+
+
+_SIGNED_PARSERS: Final = ("pytest", "pytest-options", "pytest-v2")
+_WORD: Final = {
+    "passed": "PASSED",
+    "failed": "FAILED",
+    "error": "ERROR",
+    "skipped": "SKIPPED",
+    "xfailed": "XFAIL",
+}
+_SUCCESS: Final = ("PASSED", "XFAIL")
+_MAX_CHANNEL: Final = 32 * 1024 * 1024
+_WRAP: Final = (
+    "import os, sys\n"
+    "k = os.open(sys.argv[1], os.O_RDONLY | os.O_NOFOLLOW); os.unlink(sys.argv[1])\n"
+    "o = os.open(sys.argv[2], os.O_WRONLY | os.O_APPEND | os.O_NOFOLLOW); os.unlink(sys.argv[2])\n"
+    "os.set_inheritable(k, True); os.set_inheritable(o, True)\n"
+    "os.environ['RELIABENCH_OUTCOME_FD'] = str(o); os.environ['RELIABENCH_OUTCOME_KEY_FD'] = str(k)\n"
+    "os.execv(sys.argv[3], sys.argv[3:])\n"
+)
+"""Starts pytest with the outcome channel: the key and outcome files are opened, then removed
+from the workspace before anything of the repository runs."""
+
+
+def _signs(cfg: RepositoryConfig) -> bool:
+    """The task's tests are pytest's: they report through the signed outcome plugin too."""
+    return cfg.log_parser in _SIGNED_PARSERS and bool(cfg.test_command) and cfg.test_command[0] == "pytest"
+
+
+class _SignedChannel:
+    """The outcome plugin's channel for one run of a repository's own pytest.
+
+    The plugin (:mod:`reliabench.hidden_tests._outcome_plugin`, staged alone: no import guard,
+    the repository's tests import as they always do) signs one line per test with a fresh key.
+    The key and the outcome file are handed over as files in the workspace that the starting
+    wrapper opens and removes before pytest starts; the harness reads the outcome file through
+    a descriptor it opened before the run. The tested code can truncate its own outcomes
+    (tests without a line fail) but cannot write a line that verifies.
+    """
+
+    def __init__(self, workspace: Path) -> None:
+        self.workspace = workspace
+        self.key = secrets.token_hex(32).encode("ascii")
+        self.tag = secrets.token_hex(8)
+        self.stage = Path(tempfile.mkdtemp(prefix="rb-plugin-"))
+        self._fd = -1
+
+    def __enter__(self) -> _SignedChannel:
+        os.chmod(self.stage, 0o755)
+        target = self.stage / f"{PLUGIN_MODULE}.py"
+        shutil.copyfile(Path(__file__).with_name("_outcome_plugin.py"), target)
+        os.chmod(target, 0o644)
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW
+        with os.fdopen(os.open(self._key_path, flags, 0o600), "wb") as fh:
+            fh.write(self.key)
+        os.close(os.open(self._out_path, flags, 0o600))
+        self._fd = os.open(self._out_path, os.O_RDONLY | os.O_NOFOLLOW)
+        return self
+
+    @property
+    def _key_path(self) -> Path:
+        return self.workspace / f".rb-key-{self.tag}"
+
+    @property
+    def _out_path(self) -> Path:
+        return self.workspace / f".rb-out-{self.tag}"
+
+    def wrap(self, workdir: str, venv: Path, argv: Sequence[str]) -> list[str]:
+        """``pytest ARGS`` as the wrapper that hands the channel over, with the plugin loaded."""
+        return [
+            str(venv / "bin" / "python"),
+            "-c",
+            _WRAP,
+            f"{workdir}/.rb-key-{self.tag}",
+            f"{workdir}/.rb-out-{self.tag}",
+            str(venv / "bin" / "pytest"),
+            "-p",
+            PLUGIN_MODULE,
+            *argv[1:],
+        ]
+
+    def read(self) -> bytes:
+        """What the plugin wrote (at most 32 MiB; more is cut, and the end line is then missing)."""
+        chunks, total = [], 0
+        os.lseek(self._fd, 0, os.SEEK_SET)
+        while total < _MAX_CHANNEL and (chunk := os.read(self._fd, 1 << 20)):
+            chunks.append(chunk)
+            total += len(chunk)
+        return b"".join(chunks)[:_MAX_CHANNEL]
+
+    def __exit__(self, *exc: object) -> None:
+        if self._fd >= 0:
+            os.close(self._fd)
+        for path in (self._key_path, self._out_path):
+            with contextlib.suppress(OSError):
+                os.unlink(path)  # never follows a link
+        remove_tree(self.stage)
+
+
+def _trusted_map(
+    parser: str, listed: Sequence[str], log_map: dict[str, str], channel: Channel | None
+) -> tuple[dict[str, str], list[str]]:
+    """The statuses to grade by, and the listed tests whose passing the log claims without a signed line.
+
+    The log decides, as in SWE-bench; the signed outcomes can only take a pass away: a listed
+    test the log calls passed gets the signed status instead (``FAILED`` when it has none),
+    so text the tested code printed never passes a test. Without the channel, the log alone.
+    """
+    if channel is None:
+        return log_map, []
+    signed: dict[str, str] = {}
+    for name, (outcome, _sec) in channel.tests.items():
+        key = normalise_name(parser, name)
+        status = "FAILED" if name in channel.poisoned else _WORD.get(outcome, "FAILED")
+        if signed.get(key, "PASSED") in _SUCCESS:  # names cut alike: any non-pass wins
+            signed[key] = status
+    out = dict(log_map)
+    lowered: list[str] = []
+    for name in dict.fromkeys(listed):
+        if log_map.get(name) in _SUCCESS and signed.get(name) not in _SUCCESS:
+            out[name] = signed.get(name, "FAILED")
+            lowered.append(name)
+    return out, lowered
+
+
+@dataclass(frozen=True, slots=True)
+class _Executed:
+    result: SandboxResult
+    output: str
+    log_map: dict[str, str]
+    channel: Channel | None
+    isolation: str
+
+
+class RepositoryTests:
+    """The hidden-test runner of repository tasks (see the module docstring)."""
+
+    path: TestPath = "repository"
+
+    def __init__(
+        self,
+        open_at: open_at_type,
+        *,
+        cache: Path | None = None,
+        slot: int = 0,
+        max_patch_bytes: int = 8 * 1024 * 1024,
+    ) -> None:
+        """A runner over ``open_at``.
+
+        Args:
+            open_at: Starts an environment on a host folder shown at the task's ``workdir``
+                (the run's backend for the task's spec); used for the install command and
+                control runs. The tests of a rollout run in ``request.open_environment``.
+            cache: The environments' cache folder (default
+                :func:`reliabench.repository.venv.cache_root`).
+            slot: The worker slot of builds and control runs.
+            max_patch_bytes: The agent's patch is cut at about this many characters.
+        """
+        self.open_at = open_at
+        self._cache = cache
+        self._slot = slot
+        self._max_patch = max_patch_bytes
+        self._prepared: dict[str, PreparedRepository] = {}
+        self._control: dict[str, bool] = {}
+
+    def prepare(self, task: Task) -> PreparedRepository:
+        """Check out the repository, build its environment, apply the test patch to the base tree (once).
+
+        Raises:
+            RepositorySourceError: The repository is not at its base commit (a SandboxError).
+            EnvironmentBuildError: The environment failed to build (a SandboxError).
+            SuiteError: The test patch does not apply to the base tree.
+        """
+        if task.id in self._prepared:
+            return self._prepared[task.id]
+        from reliabench.tasks.repository import read_patch
+
+        cfg = _cfg(task)
+        where = f"task {task.id}"
+        if cfg.source is None:
+            raise RepositorySourceError(
+                f"{where}: no repository (convert it again with --repos DIR holding "
+                f"the repository at {cfg.base_commit})"
+            )
+        base = build_base(cfg.environment, cache=self._cache, where=where)
+        with tempfile.TemporaryDirectory(prefix="rb-checkout-") as tmp:
+            co = Path(tmp) / "checkout"
+            checkout(cfg.source, cfg.base_commit, co, where=f"{where}: {cfg.source}")
+            env = build_task(
+                cfg.environment,
+                base,
+                checkout=co,
+                tree_id=tree_id(co),
+                workdir=cfg.workdir,
+                open_environment=self.open_at,
+                slot=self._slot,
+                cache=self._cache,
+                where=where,
+            )
+        try:
+            files = patched_test_files(env.tree, read_patch(cfg.test_patch))
+        except PatchApplyError as exc:
+            raise SuiteError([f"{cfg.test_patch}: {exc}"]) from None
+        prepared = PreparedRepository(env, files)
+        self._prepared[task.id] = prepared
+        return prepared
+
+    def materialize(self, task: Task, dest: Path) -> None:
+        """Make ``dest`` (new) a rollout's starting workspace: a copy of the prepared checkout."""
+        shutil.copytree(self.prepare(task).starter, dest, symlinks=True)
+
+    def collect(
+        self, task: Task, open_environment: EnvironmentOpener, *, starter: Path, limits: Limits, slot: int
+    ) -> tuple[TestOutcome, ...]:
+        """The FAIL_TO_PASS then PASS_TO_PASS tests (each once), after :meth:`prepare`."""
+        cfg = _cfg(task)
+        self.prepare(task)
+        names = dict.fromkeys((*cfg.fail_to_pass, *cfg.pass_to_pass))
+        return tuple(TestOutcome(n, "skipped") for n in names)
+
+    def agent_patch(self, task: Task, workspace: Path) -> str:
+        """The agent's patch: the checkout's ``git diff`` against the base commit, bounded."""
+        return repository_diff(self.prepare(task).starter, workspace, max_bytes=self._max_patch)
+
+    def _execute(self, task: Task, open_env: EnvironmentOpener, workspace: Path, limits: Limits) -> _Executed:
+        """Run the test command on ``workspace`` (the signed outcome channel where it is pytest)."""
+        cfg = _cfg(task)
+        prepared = self.prepare(task)
+        venv = prepared.env.venv
+        argv = [str(venv / "bin" / "python") if a == "python" else a for a in cfg.test_command]
+        wall = cfg.test_timeout_s or limits.wall_s
+        lim = Limits(
+            wall_s=wall,
+            cpu_s=max(limits.cpu_s, wall),
+            memory_bytes=limits.memory_bytes,
+            max_procs=limits.max_procs,
+            file_size_bytes=limits.file_size_bytes,
+            output_bytes=max(limits.output_bytes, _MIN_OUTPUT),
+            tmp_bytes=limits.tmp_bytes,
+        )
+        variables = venv_env(prepared.env, dict(cfg.environment.env))
+        mounts = list(prepared.env.mounts)
+        with contextlib.ExitStack() as stack:
+            channel = stack.enter_context(_SignedChannel(workspace)) if _signs(cfg) else None
+            if channel is not None:
+                mounts.append(Mount(channel.stage))
+                variables["PYTHONPATH"] = str(channel.stage)
+            env = open_env(mounts)
+            try:
+                if channel is not None:
+                    argv = channel.wrap(env.workdir, venv, argv)
+                res = env.exec(argv, env=variables, limits=lim)
+                isolation = env.isolation
+            finally:
+                env.close()
+            signed = None if channel is None else parse_channel(channel.read(), channel.key, None)
+        output = res.stdout + ("\n" + res.stderr if res.stderr else "")
+        return _Executed(res, output, parse_log(cfg.log_parser, output), signed, isolation)
+
+    def _control_reports(self, task: Task, limits: Limits) -> bool:
+        """Whether the tests report on the base tree with the test patch (cached per task).
+
+        A report is a signed start line where the outcome channel is used, else a test line
+        in the log.
+        """
+        if task.id not in self._control:
+            prepared = self.prepare(task)
+            base = Path(tempfile.mkdtemp(prefix="rb-control-"))
+            try:
+                ws = base / "workspace"
+                shutil.copytree(prepared.starter, ws, symlinks=True)
+                lay_files(ws, prepared.test_files)
+                ex = self._execute(task, lambda m: self.open_at(ws, m), ws, limits)
+                self._control[task.id] = ex.channel.started if ex.channel is not None else bool(ex.log_map)
+            except (OSError, SandboxError):
+                self._control[task.id] = False
+            finally:
+                remove_tree(base)
+        return self._control[task.id]
+
+    def run(self, request: TestRequest) -> RepositoryTestRun:
+        """Grade one rollout's workspace (see the module docstring).
+
+        Raises:
+            SandboxError: The environment could not be started (the harness's failure).
+        """
+        task = request.task
+        cfg = _cfg(task)
+        prepared = self.prepare(task)
+        started = time.monotonic()
+        patch = repository_diff(prepared.starter, request.workspace, max_bytes=self._max_patch)
+        tamper = find_tamper_files(request.workspace, starter=prepared.starter)
+        lay_files(request.workspace, prepared.test_files)
+        ex = self._execute(task, request.open_environment, request.workspace, request.limits)
+        res, output = ex.result, ex.output
+        status_map, lowered = _trusted_map(
+            cfg.log_parser, (*cfg.fail_to_pass, *cfg.pass_to_pass), ex.log_map, ex.channel
+        )
+        graded: RepositoryGrade = grade(status_map, cfg.fail_to_pass, cfg.pass_to_pass)
+        reasons: list[str] = []
+        status: HiddenTestStatus = "completed"
+        reported = ex.channel.started if ex.channel is not None else bool(ex.log_map)
+        if res.timed_out:
+            status = "timeout"
+            reasons.append(f"wall time limit of {cfg.test_timeout_s or request.limits.wall_s:g} s reached")
+        elif not reported:
+            if self._control_reports(task, request.limits):
+                reasons.append(
+                    f"the tests reported nothing on this workspace (exit {res.returncode}), but they "
+                    "do on the base checkout: the rollout's changes broke it"
+                )
+            else:
+                status = "test_error"
+                reasons.append(
+                    f"the tests reported nothing, on the base checkout either "
+                    f"({diagnose(output)}; exit {res.returncode}): {_tail(output)}"
+                )
+        if res.killed_reason and not res.timed_out:
+            reasons.append(f"killed: {res.killed_reason}")
+        forged = bool(lowered) or bool(ex.channel is not None and ex.channel.started and ex.channel.problems)
+        if lowered:
+            reasons.append(
+                f"the log claims {len(lowered)} test(s) passed that the signed outcomes do not: {lowered[:3]}"
+            )
+        if ex.channel is not None and ex.channel.problems:
+            reasons.append("forged or inconsistent outcome lines: " + "; ".join(ex.channel.problems[:3]))
+        if ex.channel is not None and ex.channel.started and not ex.channel.ended and not res.timed_out:
+            reasons.append(f"the test process ended before the session finished (exit {res.returncode})")
+        failing = [o.name for o in graded.outcomes if o.failing]
+        if failing and reported:
+            reasons.append(f"{len(failing)} of {len(graded.outcomes)} test(s) did not pass: {failing[:3]}")
+        if tamper:
+            reasons.append("files that may change how tests run: " + ", ".join(tamper[:5]))
+        meta = graded.meta()
+        meta["signed"] = ex.channel is not None
+        return RepositoryTestRun(
+            outcomes=graded.outcomes,
+            status=status,
+            reason="; ".join(reasons) or None,
+            tamper_suspected=bool(tamper),
+            tamper_files=tamper,
+            forged=forged,
+            isolation=ex.isolation,
+            seconds=time.monotonic() - started,
+            log=_cut(output),
+            swebench=meta,
+            patch=patch,
+            status_map=ex.log_map,
+            output=output,
+        )
+
+    def close(self) -> None:
+        """Forget prepared tasks (the built environments stay in the cache)."""
+        self._prepared.clear()
+        self._control.clear()
+
+
+def _tail(text: str, lines: int = 3) -> str:
+    return " | ".join(line.strip() for line in text.strip().splitlines()[-lines:])
+
+
+def _cut(text: str) -> str:
+    if len(text) <= _LOG_BYTES:
+        return text
+    return text[: _LOG_BYTES // 2] + "\n[... log cut ...]\n" + text[-_LOG_BYTES // 2 :]
