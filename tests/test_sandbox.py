@@ -21,6 +21,7 @@ from reliabench.sandbox import (
     BACKENDS,
     ENTRY_POINT_GROUP,
     HOST,
+    SANDBOXES,
     HostBackend,
     Limits,
     SandboxBackend,
@@ -57,10 +58,15 @@ def _workspace(base: Path, name: str = "ws") -> Path:
 # ------------------------------------------------------------------------------------------
 
 
+RUNTIMES = ["podman", "docker"]
+
+
 def test_registry_names() -> None:
-    assert list(BACKENDS) == ["bubblewrap", "namespaces", "none", "podman", "docker"]
+    assert list(BACKENDS) == ["bubblewrap", "namespaces", "none"]  # the host backends, strongest first
     for name, cls in BACKENDS.items():
         assert cls.name == name
+    assert SANDBOXES.names() == [*BACKENDS, "warm", *RUNTIMES]
+    assert available_backends() == [*BACKENDS, *RUNTIMES]  # warm is reached through --test-workers
 
 
 class _PluginBackend(HostBackend):
@@ -98,7 +104,7 @@ def test_entry_point_backend_is_listed_probed_and_used(
     _fake_sandbox_entry_points(monkeypatch, **{"plugin-test": "reliabench_fake_sandbox:PluginBackend"})
     registry._probe.cache_clear()
     try:
-        assert available_backends() == [*BACKENDS, "plugin-test"]
+        assert available_backends() == [*BACKENDS, *RUNTIMES, "plugin-test"]
         backend = get_backend("plugin-test")
         assert isinstance(backend, _PluginBackend)
         result = backend.run(["/bin/echo", "hi"], workdir=_workspace(base), limits=FAST)
@@ -113,7 +119,7 @@ def test_entry_point_backend_is_listed_probed_and_used(
 
 def test_entry_point_cannot_shadow_a_builtin(monkeypatch: pytest.MonkeyPatch) -> None:
     _fake_sandbox_entry_points(monkeypatch, none="reliabench_fake_sandbox:PluginBackend")
-    assert available_backends() == list(BACKENDS)
+    assert available_backends() == [*BACKENDS, *RUNTIMES]
     with pytest.warns(RuntimeWarning, match="WITHOUT a sandbox"):
         assert get_backend("none").name == "none"
 
@@ -149,7 +155,7 @@ def test_cli_sandbox_choices_come_from_the_registry(monkeypatch: pytest.MonkeyPa
 
     option = next(p for p in cmd.params if p.name == "sandbox")
     # warm is registered (a run refuses it with one line: it is reached through --test-workers)
-    assert list(option.type.choices) == ["auto", *BACKENDS, "warm", "plugin-test"]  # type: ignore[attr-defined]
+    assert list(option.type.choices) == ["auto", *BACKENDS, "warm", *RUNTIMES, "plugin-test"]  # type: ignore[attr-defined]
 
 
 def test_unknown_backend_raises() -> None:
