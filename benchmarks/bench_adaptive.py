@@ -16,7 +16,8 @@ from __future__ import annotations
 import argparse
 import time
 
-from reliabench.studies.adaptive import AdaptiveDesign, Scenario, simulate_design
+from reliabench.sim.design import Scenario, simulate_design
+from reliabench.studies.adaptive import AdaptiveDesign
 from reliabench.studies.adaptive_estimate import DEFAULT_DRAWS, INTERVAL_RULES
 from reliabench.studies.planning import AgentModel
 

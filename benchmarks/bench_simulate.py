@@ -1,4 +1,4 @@
-"""Speed and memory of ``reliabench.studies.synthetic`` at 10**3 tasks x 10 agents x 100 rollouts x 50 tests.
+"""Speed and memory of ``reliabench.sim.synthetic`` at 10**3 tasks x 10 agents x 100 rollouts x 50 tests.
 
 Run: ``PYTHONPATH=src python3 benchmarks/bench_simulate.py [--repeat 3]``. Prints one line per
 stage with the best wall time of ``--repeat`` runs and the peak of traced allocations
@@ -20,8 +20,8 @@ from typing import Any
 import numpy as np
 
 from reliabench.metrics.analysis import count_pairs, score, score_counts
+from reliabench.sim.synthetic import count_table, default_config, generate, to_records
 from reliabench.studies.proxy_validity import proxy_study
-from reliabench.studies.synthetic import count_table, default_config, generate, to_records
 
 
 def measure(fn: Callable[[], Any], repeat: int, *, trace: bool = True) -> tuple[float, float, Any]:

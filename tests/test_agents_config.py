@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from reliabench.agents import (
-    AGENT_KINDS,
+    AGENT_KIND_REGISTRY,
     CommandAgent,
     OpenAIAgent,
     PythonAgent,
@@ -39,7 +39,7 @@ def error_of(path: Path) -> str:
 
 
 def test_builtin_kinds_registered() -> None:
-    assert {"command", "openai", "replay", "python"} <= set(AGENT_KINDS)
+    assert {"command", "openai", "replay", "python", "simulated"} <= set(AGENT_KIND_REGISTRY.names())
 
 
 def test_loads_every_kind_in_order(tmp_path: Path) -> None:
@@ -336,7 +336,7 @@ def test_agent_kinds_load_lazily_and_a_broken_one_only_when_named(
 
 
 def test_register_agent_kind_in_process() -> None:
-    from reliabench.agents import AGENT_KIND_REGISTRY, AGENT_KINDS, register_agent_kind
+    from reliabench.agents import AGENT_KIND_REGISTRY, register_agent_kind
     from reliabench.errors import InvalidArgumentError
 
     def factory(table: Any, ctx: Any) -> Any:
@@ -344,9 +344,9 @@ def test_register_agent_kind_in_process() -> None:
 
     try:
         assert register_agent_kind("tmp-kind")(factory) is factory
-        assert AGENT_KINDS["tmp-kind"] is factory
+        assert AGENT_KIND_REGISTRY.get("tmp-kind") is factory
         register_agent_kind("tmp-kind")(print)  # a later registration replaces an earlier one
-        assert AGENT_KINDS["tmp-kind"] is print
+        assert AGENT_KIND_REGISTRY.get("tmp-kind") is print
     finally:
         AGENT_KIND_REGISTRY.unregister("tmp-kind")
     with pytest.raises(InvalidArgumentError, match=r"name: 'command' is a built-in agent kind"):

@@ -14,7 +14,7 @@ import types
 import click
 import pytest
 
-from reliabench.cli import COMMANDS, cli, main
+from reliabench.cli import COMMANDS, CommandSpec, cli, main
 from reliabench.errors import (
     AgentError,
     InfraStopError,
@@ -27,11 +27,19 @@ from reliabench.errors import (
 
 
 def test_every_command_module_exposes_a_click_command() -> None:
-    for name, module in COMMANDS.items():
-        mod = importlib.import_module(f"reliabench.commands.{module}")
+    for name, spec in COMMANDS.items():
+        mod = importlib.import_module(spec.module)
         assert isinstance(mod.command, click.Command), name
         assert mod.command.name == name
         assert "command" in mod.__all__
+
+
+def test_each_summary_is_the_first_paragraph_of_its_commands_help() -> None:
+    """``--help`` lists the summaries of :data:`COMMANDS`: they must say what the commands say."""
+    for name, spec in COMMANDS.items():
+        command = importlib.import_module(spec.module).command
+        assert command.help is not None, name
+        assert spec.summary == " ".join(command.help.split("\n\n")[0].split()), name
 
 
 def _all_commands(cmd: click.Command, path: tuple[str, ...]) -> list[tuple[str, ...]]:
@@ -62,11 +70,22 @@ def test_help_lists_every_command(capsys: pytest.CaptureFixture[str]) -> None:
     assert listed == set(COMMANDS)
 
 
-def test_sub_commands_are_imported_only_when_used() -> None:
-    code = ("import sys; from reliabench.cli import main; main(['--version']); "
-            "print(sorted(m for m in sys.modules if m.startswith('reliabench.commands.')))")
+@pytest.mark.parametrize("args", [["--version"], ["--help"], []], ids=["version", "help", "bare"])
+def test_sub_commands_are_imported_only_when_used(args: list[str]) -> None:
+    """Listing the commands imports none of them (nor the renderers, runner or sandbox)."""
+    code = (f"import sys; from reliabench.cli import main; main({args!r}); "
+            "print(sorted(m for m in sys.modules if m.startswith(('reliabench.commands.', "
+            "'reliabench.sim', 'reliabench.report', 'reliabench.run', 'reliabench.sandbox'))))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.splitlines()[-1] == "['reliabench.commands._common']"
+
+
+def test_a_commands_own_help_imports_only_that_command() -> None:
+    code = ("import sys; from reliabench.cli import main; main(['proxy', '--help']); "
+            "print(sorted(m for m in sys.modules if m.startswith('reliabench.commands.')))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.splitlines()[-1] == "['reliabench.commands._common', 'reliabench.commands._registry_choice', " \
+                                   "'reliabench.commands.proxy']"
 
 
 def test_version(capsys: pytest.CaptureFixture[str]) -> None:
@@ -87,7 +106,7 @@ def _fake(monkeypatch: pytest.MonkeyPatch, exc: BaseException) -> None:
     module = types.ModuleType("reliabench.commands._boom_for_cli_tests")
     module.command = boom  # type: ignore[attr-defined]
     monkeypatch.setitem(sys.modules, module.__name__, module)
-    monkeypatch.setitem(COMMANDS, "boom", "_boom_for_cli_tests")
+    monkeypatch.setitem(COMMANDS, "boom", CommandSpec(module.__name__, "Boom."))
 
 
 @pytest.mark.parametrize(
@@ -116,10 +135,10 @@ def test_a_bug_is_not_swallowed(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_a_module_that_fails_to_import_is_not_hidden(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setitem(COMMANDS, "ghost", "_no_such_module_for_tests")
+    monkeypatch.setitem(COMMANDS, "ghost", CommandSpec("reliabench.commands._no_such_module_for_tests", "G."))
     assert cli.get_command(click.Context(cli), "ghost") is None  # a missing module: no such command
     broken = types.ModuleType("reliabench.commands._broken_for_tests")
-    monkeypatch.setitem(COMMANDS, "broken", "_broken_for_tests")
+    monkeypatch.setitem(COMMANDS, "broken", CommandSpec(broken.__name__, "Broken."))
     monkeypatch.setitem(sys.modules, broken.__name__, broken)  # imports, but has no command
     assert cli.get_command(click.Context(cli), "broken") is None
 

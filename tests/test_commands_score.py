@@ -130,3 +130,11 @@ def test_stdin(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPat
     monkeypatch.setattr("sys.stdin", io.StringIO(EXAMPLE.read_text()))
     code, out, _ = run(capsys, "score", "-", "-k", "1", "--format", "json", "--resamples", "0")
     assert code == 0 and len(json.loads(out)["agents"]) == 3
+
+
+def test_a_folder_of_foreign_results_is_not_taken_for_a_run(capsys: pytest.CaptureFixture[str]) -> None:
+    """A folder is a run only when it holds a store: another harness's folder is scored as such."""
+    folder = Path(__file__).parent / "fixtures" / "foreign" / "terminal_bench"
+    code, out, err = run(capsys, "score", str(folder), "-k", "1", "--format", "json", "--resamples", "0")
+    assert code == 0, err
+    assert [a["agent"] for a in json.loads(out)["agents"]] == ["agent-t"]

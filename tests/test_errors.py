@@ -6,6 +6,7 @@ How the CLI turns an escaped error into one line and its exit code: tests/test_c
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import pytest
 
@@ -13,13 +14,17 @@ from reliabench import errors
 from reliabench.errors import (
     ConfigError,
     InfraStopError,
+    InfrastructureError,
     InputError,
     InvalidArgumentError,
     MissingExtraError,
+    OutputError,
+    PluginError,
     RecordError,
     ReliabenchError,
     SandboxError,
     SuiteError,
+    UnknownNameError,
     UsageError,
 )
 
@@ -60,9 +65,25 @@ def test_exit_codes_are_the_drawn_ones() -> None:
         assert cls.exit_code == expected, name
     # the mapping the CLI promises: usage 2, infrastructure 3, the rest 1
     assert {c.exit_code for c in (UsageError, InputError, RecordError, ConfigError, SuiteError,
-                                   InvalidArgumentError, MissingExtraError)} == {2}
-    assert SandboxError.exit_code == InfraStopError.exit_code == 3
+                                   InvalidArgumentError, MissingExtraError, UnknownNameError,
+                                   PluginError)} == {2}
+    assert SandboxError.exit_code == InfraStopError.exit_code == OutputError.exit_code == 3
     assert ReliabenchError.exit_code == 1
+
+
+def test_a_full_disk_is_not_a_usage_error() -> None:
+    """The machine failed, not the request: exit 3 with the infrastructure, never 2."""
+    assert issubclass(OutputError, InfrastructureError) and not issubclass(OutputError, UsageError)
+
+
+def test_every_exit_code_is_in_the_guide() -> None:
+    guide = (Path(__file__).resolve().parents[1] / "docs" / "guide.md").read_text(encoding="utf-8")
+    section = guide[guide.index("## Exit codes"):]
+    section = section[:section.index("\n## ", 5)]
+    for code in ("0", "1", "2", "3", "130"):
+        assert f"| {code} |" in section, code
+    for name in errors.__all__:
+        assert name in section, f"{name} is not in docs/guide.md's exit codes"
 
 
 def test_invalid_argument_is_also_a_value_error() -> None:

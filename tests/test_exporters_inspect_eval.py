@@ -17,6 +17,7 @@ from reliabench.importers import load_foreign
 from reliabench.metrics.analysis import score
 from reliabench.records import rollout_to_dict
 from reliabench.report.score_render import score_to_json
+from reliabench.runs import RunDirectory
 from reliabench.store import RunStore
 
 ilog = pytest.importorskip("inspect_ai.log")
@@ -60,9 +61,10 @@ def test_one_file_needs_one_agent(tmp_path: Path) -> None:
     from reliabench.exporters import export_inspect
 
     run_dir = copy_run(tmp_path)
-    with pytest.raises(UsageError, match=r"one \.eval file holds one model, the run has 2 agents"):
-        export_inspect(run_dir, tmp_path / "x.eval")
-    [path] = export_inspect(run_dir, tmp_path / "x.eval", agent="sim-hasty")
+    with RunDirectory.open(run_dir) as run:
+        with pytest.raises(UsageError, match=r"one \.eval file holds one model, the run has 2 agents"):
+            export_inspect(run, tmp_path / "x.eval")
+        [path] = export_inspect(run, tmp_path / "x.eval", agent="sim-hasty")
     assert zipfile.is_zipfile(path)
     assert main(["import", str(path), "-o", str(tmp_path / "x.jsonl")]) == 0
     assert main(["export", str(run_dir), "--format", "inspect", "-o", str(tmp_path / "y.eval"),
@@ -81,7 +83,7 @@ def test_missing_extra_prints_the_install_command(tmp_path: Path, monkeypatch: p
     monkeypatch.setattr(builtins, "__import__", fake_import)
     from reliabench.exporters.inspect_eval import export_inspect
 
-    with pytest.raises(MissingExtraError):
-        export_inspect(copy_run(tmp_path), tmp_path / "x.eval")
+    with RunDirectory.open(copy_run(tmp_path)) as run, pytest.raises(MissingExtraError):
+        export_inspect(run, tmp_path / "x.eval")
     assert main(["export", str(tmp_path / "run"), "--format", "inspect", "-o", str(tmp_path / "z")]) == 2
     assert "pip install 'reliabench[inspect]'" in capsys.readouterr().err

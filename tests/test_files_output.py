@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from reliabench.errors import OutputError
 from reliabench.files.output import open_output
 
 
@@ -78,6 +79,25 @@ def test_a_fifo_is_written_through(tmp_path: Path) -> None:
 
 
 def test_a_directory_is_refused(tmp_path: Path) -> None:
-    with pytest.raises(IsADirectoryError), open_output(tmp_path) as fh:
+    with pytest.raises(OutputError, match="is a directory"), open_output(tmp_path) as fh:
         fh.write("x")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_what_cannot_be_written_is_one_output_error(tmp_path: Path) -> None:
+    """A place that cannot take the file: one line naming it (exit 3, not a usage error)."""
+    # a file nobody may replace, in a folder nobody may write
+    with pytest.raises(OutputError, match=r"/proc/version: cannot write the output") as info, \
+            open_output("/proc/version") as fh:
+        fh.write("x")
+    assert info.value.exit_code == 3
+    full = tmp_path / "out.txt"
+    with pytest.raises(OutputError, match="No space left on device"), open_output(full) as fh:
+        raise OSError(28, "No space left on device")  # what a write to a full disk raises
+    assert list(tmp_path.iterdir()) == []  # nothing half-written
+
+
+def test_an_error_of_the_caller_is_its_own(tmp_path: Path) -> None:
+    with pytest.raises(KeyError), open_output(tmp_path / "x.txt"):
+        raise KeyError("not an output problem")
     assert list(tmp_path.iterdir()) == []

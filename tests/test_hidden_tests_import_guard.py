@@ -422,7 +422,7 @@ def test_bundled_roman_numerals_with_a_shadowing_test_module(base: Path, sandbox
     assert summary.executed == 1 and summary.infra_errors == 0
     with RunStore.open_existing(out, readonly=True) as store:
         (r,) = store.rollouts()
-        adir = store.existing_artifact_dir(r.task_id, r.agent, r.rollout)
+        adir = store.artifact_dir(r.task_id, r.agent, r.rollout)
     assert r.status == "completed", r.meta.get("reason")
     assert len(r.tests) >= 20 and all(t.outcome == "failed" for t in r.tests), r.meta.get("reason")
     assert r.tamper_suspected

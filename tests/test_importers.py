@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from reliabench.errors import InputError, InvalidArgumentError
-from reliabench.importers import FORMATS, detect_format, load_foreign
+from reliabench.importers import IMPORTERS, detect_format, load_foreign
 from reliabench.metrics.analysis import score
 from reliabench.records import read_jsonl, write_jsonl
 
@@ -253,7 +253,7 @@ def test_errors(tmp_path: Path) -> None:
         load_foreign(unknown, format="nope")
     with pytest.raises(InvalidArgumentError, match="do not apply"):
         load_foreign(FIX / "tau_bench.json", scorer="x")
-    assert set(FORMATS) >= {"swebench", "terminal-bench", "tau-bench", "inspect", "evalplus", "humaneval"}
+    assert set(IMPORTERS.names()) >= {"swebench", "terminal-bench", "tau-bench", "inspect", "evalplus", "humaneval"}
 
 
 def test_import_command(tmp_path: Path) -> None:

@@ -30,12 +30,14 @@ FOREIGN = Path(__file__).parent / "fixtures" / "foreign"
 
 
 def test_detection_order_per_shape_is_the_one_reliabench_always_had() -> None:
+    """Inspect logs, read as zips from the start, are read as JSON logs and folders of logs too
+    (after the formats that were there before, whose detection they do not change)."""
     order = {shape: [name for name, _ in importers_for(shape)]
              for shape in ("folder", "zip", "json", "jsonl")}
     assert order == {
-        "folder": ["swebench", "terminal-bench"],
+        "folder": ["swebench", "terminal-bench", "inspect"],
         "zip": ["inspect"],
-        "json": ["swebench", "terminal-bench", "tau-bench", "evalplus"],
+        "json": ["swebench", "terminal-bench", "tau-bench", "inspect", "evalplus"],
         "jsonl": ["humaneval", "jsonl"],
     }
     assert [get_importer(n).name for n in IMPORTERS.names()] == IMPORTERS.names()
@@ -62,12 +64,12 @@ def test_a_folder_with_both_kinds_of_results_is_swebench_as_before(tmp_path: Pat
 
 def test_messages_name_what_was_looked_for(tmp_path: Path) -> None:
     (tmp_path / "empty").mkdir()
-    with pytest.raises(InputError, match=r"looked for SWE-bench and Terminal-Bench results"):
+    with pytest.raises(InputError, match=r"looked for SWE-bench and Terminal-Bench and Inspect results"):
         detect_format(tmp_path / "empty")
     other = tmp_path / "other.json"
     other.write_text('{"x": 1}')
     with pytest.raises(InputError, match=r"JSON of no known format \(SWE-bench, Terminal-Bench, "
-                                        r"tau-bench, EvalPlus\)"):
+                                        r"tau-bench, Inspect, EvalPlus\)"):
         detect_format(other)
 
 

@@ -165,10 +165,11 @@ def test_bootstrap_skips_nan_and_validates() -> None:
         bootstrap_task_means([1.0], confidence=1.5)
 
 
-def test_simulated_agents_are_marked() -> None:
+def test_simulated_agents_are_said_and_not_marked_here() -> None:
+    """The analysis says which agents are simulated; the renderers write the mark (report.marks)."""
     rep = score([Rollout("t", "sim", 0, verdict=True, simulated=True)], [1], n_resamples=0)
-    assert rep.agents[0].simulated
-    assert any("simulated" in n for n in rep.notes)
+    assert rep.agents[0].simulated and rep.counts.simulated == {"sim"}
+    assert not any("SIMULATED" in n or "simulated" in n for n in rep.notes)
 
 
 def test_ranking_change_reports_swapped_pairs() -> None:

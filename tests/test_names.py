@@ -77,18 +77,6 @@ def test_agent_names_that_used_to_collide(tmp_path: Path) -> None:
             assert len(d.relative_to((tmp_path / "run" / "artifacts").resolve()).parts) == 3
 
 
-def test_old_runs_artifact_layout_is_still_found(tmp_path: Path) -> None:
-    store, _ = RunStore.create_or_resume(tmp_path / "run", config={}, config_hash="h", suite={},
-                                         packages={}, isolation="none")
-    with store:
-        legacy = tmp_path / "run" / "artifacts" / "task_1" / "m_v1" / "0"
-        legacy.mkdir(parents=True)
-        assert store.existing_artifact_dir("task 1", "m v1", 0) == legacy
-        new = store.artifact_dir("task 1", "m v1", 0)
-        new.mkdir(parents=True)
-        assert store.existing_artifact_dir("task 1", "m v1", 0) == new
-
-
 # ------------------------------------------------------------------------------------------
 # the store and JSONL keep every name exactly
 # ------------------------------------------------------------------------------------------

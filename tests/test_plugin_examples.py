@@ -134,10 +134,10 @@ def test_sandbox_backend_example(monkeypatch: pytest.MonkeyPatch, site: Path, tm
 
 
 def test_agent_kind_example(monkeypatch: pytest.MonkeyPatch, site: Path, tmp_path: Path) -> None:
-    from reliabench.agents import AGENT_KINDS, AgentRequest, load_agents
+    from reliabench.agents import AGENT_KIND_REGISTRY, AgentRequest, load_agents
 
     _install(monkeypatch, site, "agents")
-    assert "fixed-files" in AGENT_KINDS
+    assert "fixed-files" in AGENT_KIND_REGISTRY
     agents_file = tmp_path / "agents.toml"
     agents_file.write_text('[[agents]]\nname = "baseline"\nkind = "fixed-files"\n'
                            'files = { "pkg/solution.py" = "ANSWER = 42\\n" }\n')
@@ -163,10 +163,10 @@ def test_agent_kind_example(monkeypatch: pytest.MonkeyPatch, site: Path, tmp_pat
 
 def test_importer_example(monkeypatch: pytest.MonkeyPatch, site: Path, tmp_path: Path) -> None:
     from reliabench.commands.import_ import build_command
-    from reliabench.importers import FORMATS, detect_format, load_foreign, load_source
+    from reliabench.importers import IMPORTERS, detect_format, load_foreign, load_source
 
     _install(monkeypatch, site, "importers")
-    assert list(FORMATS)[-1] == "scorelog"
+    assert IMPORTERS.names()[-1] == "scorelog"
     source = tmp_path / "results.json"
     source.write_text(json.dumps({"harness": "scorelog", "agent": "m1",
                                   "scores": {"t2": [1.0, 0.5], "t1": [0.0, 1, 0.75]}}))
@@ -251,11 +251,11 @@ def test_executor_example(monkeypatch: pytest.MonkeyPatch, site: Path, tmp_path:
 
 def test_converter_example(monkeypatch: pytest.MonkeyPatch, site: Path, tmp_path: Path) -> None:
     from reliabench.commands.suites import command as suites_command
-    from reliabench.tasks.convert import CONVERTERS, import_suite
+    from reliabench.tasks.convert import CONVERTER_REGISTRY, import_suite
     from reliabench.tasks.suite import load_suite
 
     _install(monkeypatch, site, "converters")
-    assert "cases" in CONVERTERS
+    assert "cases" in CONVERTER_REGISTRY
     import_command = suites_command.commands["import"]  # type: ignore[attr-defined]
     assert _choices(import_command, "fmt") == ["humaneval", "mbpp", "stdio", "swebench", "harbor", "cases"]
 

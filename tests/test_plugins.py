@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from entry_point_helpers import fake_entry_points, install_plugin_dist
 
-from reliabench.errors import InvalidArgumentError, UsageError
+from reliabench.errors import InvalidArgumentError, PluginError, UnknownNameError, UsageError
 from reliabench.plugins import KINDS, Registry, load_target, registry
 
 if sys.version_info >= (3, 11):
@@ -127,15 +127,20 @@ def test_register_in_process(monkeypatch: pytest.MonkeyPatch) -> None:
     assert "mine" not in reg
 
 
-def test_view_lists_without_loading_and_loads_on_access(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_one_error_type_per_kind_of_miss(monkeypatch: pytest.MonkeyPatch) -> None:
+    """An unknown name is an UnknownNameError everywhere; a broken plugin a PluginError (both exit 2)."""
+    from reliabench.sandbox import get_backend
+
     reg = _toy(monkeypatch, gone="reliabench_no_such_module_xyz:thing")
-    view = reg.view()
-    assert list(view) == ["join", "split", "gone"] and len(view) == 3 and "gone" in view
-    assert view["split"] is os.path.split
-    with pytest.raises(KeyError):
-        view["nope"]
-    with pytest.raises(UsageError, match="toy plugin gone"):
-        view["gone"]
+    with pytest.raises(UnknownNameError):
+        reg.get("nope")
+    with pytest.raises(UnknownNameError):
+        registry("widgets")
+    with pytest.raises(UnknownNameError, match="unknown sandbox backend 'lxc'"):
+        get_backend("lxc")
+    with pytest.raises(PluginError, match="toy plugin gone"):
+        reg.get("gone")
+    assert reg.find("nope") is None and "gone" in reg and list(reg.names()) == ["join", "split", "gone"]
 
 
 def test_a_dist_info_on_sys_path_is_found_like_an_installed_package(

@@ -15,12 +15,9 @@ from typing import Any
 from urllib.parse import quote
 
 import pytest
-from report_helpers import copy_run
+from report_helpers import copy_run, served
 
 from reliabench.cli import main
-from reliabench.metrics.analysis import score
-from reliabench.report.explorer import load_source
-from reliabench.report.serve import make_server
 
 CHROMIUM = os.environ.get("RELIABENCH_CHROMIUM", "/usr/bin/chromium")
 ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
@@ -138,11 +135,7 @@ def test_report_in_chromium(browser: Any, tmp_path: Path) -> None:
 
 def test_view_in_chromium_fetches_details_from_loopback_only(browser: Any, tmp_path: Path) -> None:
     run_dir = copy_run(tmp_path)
-    loaded = load_source(str(run_dir))
-    assert loaded.run_dir is not None
-    rep = score(loaded.records, [1], n_resamples=0)
-    server = make_server(list(loaded.records), rep, loaded.run_dir, run_info=loaded.run_info, port=0)
-    try:
+    with served(run_dir) as server:
         page = browser.new_page()
         watch = _Watch(page, server.origin)
         page.goto(server.url)
@@ -154,8 +147,6 @@ def test_view_in_chromium_fetches_details_from_loopback_only(browser: Any, tmp_p
         assert any("/rollout?id=" in u for u in watch.requests)
         assert all(u.startswith(server.origin) for u in watch.requests)
         assert any(f"token={server.token}" in u for u in watch.requests if "/rollout?id=" in u)
-    finally:
-        server.close()
 
 
 def test_report_of_records_without_artifacts_in_chromium(browser: Any, tmp_path: Path) -> None:

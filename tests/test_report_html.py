@@ -12,6 +12,7 @@ from reliabench.metrics.analysis import score
 from reliabench.records import Finding, Rollout, TestOutcome
 from reliabench.report import render_score
 from reliabench.report.html import render_html, write_html_report
+from reliabench.studies.rank import rank_for_report
 
 
 def records() -> list[Rollout]:
@@ -28,7 +29,7 @@ def records() -> list[Rollout]:
 
 def test_html_is_self_contained_and_escaped(tmp_path: Path) -> None:
     rep = score(records(), [1, 2, 5], n_resamples=200)
-    text = render_html(rep, title="demo & test")
+    text = render_html(rep, title="demo & test", ranking=rank_for_report(rep))
     assert text.startswith("<!doctype html>")
     assert "<script" not in text
     assert not re.search(r"(src|href)=[\"']https?://", text)  # nothing fetched from the network

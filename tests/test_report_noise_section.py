@@ -6,15 +6,14 @@ import re
 from pathlib import Path
 
 import pytest
-from report_helpers import copy_run
+from report_helpers import copy_run, report_page
 
 from reliabench.cli import main
-from reliabench.metrics.analysis import score
 from reliabench.records import Rollout, TestOutcome
-from reliabench.report.explorer import load_source, render_report_page
-from reliabench.report.noise_section import noise_for_run, noise_section
+from reliabench.report.noise_section import noise_section
+from reliabench.runs import RunDirectory
 from reliabench.store import REFERENCE_AGENT, RunStore
-from reliabench.studies.noise import harness_noise
+from reliabench.studies.noise import harness_noise, score_noise
 
 
 def _retest_rows(records: list[Rollout], flaky_key: tuple[str, str, int], reps: int = 3) -> list[dict]:
@@ -51,12 +50,12 @@ def test_section_for_a_run_with_retests(tmp_path: Path) -> None:
     rows = _retest_rows(records, target.key)
     with RunStore.open_existing(run) as store:
         store.add_retests(rows)
-    noise = noise_for_run(run, records)
-    assert noise is not None
+    with RunDirectory.open(run) as opened:
+        scored = score_noise(opened.records(), opened.retests())
+    assert scored is not None
+    noise = scored.report
     assert noise.flaky_rollouts == 1 and noise.noise_rate.rollouts == len(records)
-    loaded = load_source(str(run))
-    page = render_report_page(loaded.records, score(loaded.records, [1], n_resamples=50), source=str(run),
-                              source_format="run", run_dir=run)
+    page = report_page(run, n_resamples=50)
     assert 'id="harness-noise"' in page
     section = page[page.index('id="harness-noise"'):]
     rate = noise.noise_rate
@@ -75,11 +74,10 @@ def test_section_for_a_run_with_retests(tmp_path: Path) -> None:
 
 def test_no_section_without_retests(tmp_path: Path) -> None:
     run = copy_run(tmp_path)
-    loaded = load_source(str(run))
-    assert noise_for_run(run, list(loaded.records)) is None
-    assert noise_for_run(None, list(loaded.records)) is None
-    page = render_report_page(loaded.records, score(loaded.records, [1], n_resamples=50), source=str(run),
-                              source_format="run", run_dir=run)
+    with RunDirectory.open(run) as opened:
+        assert opened.retests() == ()
+        assert score_noise(opened.records(), opened.retests()) is None
+    page = report_page(run, n_resamples=50)
     assert "harness-noise" not in page
 
 

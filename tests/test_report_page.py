@@ -11,17 +11,17 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from report_helpers import copy_run, page_data
+from report_helpers import copy_run, page_data, records_page, report_page, served
 
 from reliabench.cli import main
 from reliabench.errors import InvalidArgumentError
 from reliabench.metrics.analysis import score
 from reliabench.records import Cost, Finding, Rollout, TestOutcome, write_jsonl
-from reliabench.report.explorer import embed_json, load_source, render_report_page
+from reliabench.report.explorer import embed_json
 from reliabench.report.heatmap import heatmap_rows
 from reliabench.report.provenance import mask_argv, mask_secrets
 from reliabench.report.rollout_detail import DetailLimits, build_detail, failure_messages, parse_diff
-from reliabench.report.serve import check_loopback, make_server
+from reliabench.report.serve import check_loopback
 from reliabench.store import RunStore
 
 
@@ -36,10 +36,7 @@ def recs_of(run_dir: Path) -> list[Rollout]:
 
 
 def _page(run_dir: Path, **kw: object) -> str:
-    loaded = load_source(str(run_dir))
-    rep = score(loaded.records, [1, 3], n_resamples=100)
-    return render_report_page(loaded.records, rep, source=str(run_dir), source_format=loaded.format,
-                              run_dir=loaded.run_dir, run_info=loaded.run_info, **kw)  # type: ignore[arg-type]
+    return report_page(run_dir, [1, 3], **kw)
 
 
 def test_page_of_a_real_run_has_every_part(run_dir: Path) -> None:
@@ -106,7 +103,7 @@ def test_embedded_data_cannot_close_the_script(tmp_path: Path) -> None:
     recs = [Rollout("t</script>", "a&b", i, tests=(TestOutcome(evil, "failed" if i else "passed"),))
             for i in range(3)]
     rep = score(recs, [1], n_resamples=0)
-    page = render_report_page(recs, rep, source="x.jsonl")
+    page = records_page(recs, rep, source="x.jsonl")
     assert page.count("</script>") == 2  # the data element and the script element
     assert "<script>alert" not in page
     data = page_data(page)
@@ -152,7 +149,7 @@ def test_cost_and_phases_read_only_when_present() -> None:
     recs = [Rollout("t", "a", i, verdict=bool(i % 2), cost=Cost(tokens=100 * i, usd=0.01 * i, seconds=1.0 + i),
                     meta={"agent_s": 0.5, "test_s": 0.25}) for i in range(4)]
     recs += [Rollout("t", "b", i, verdict=True) for i in range(4)]  # no cost at all: never a crash
-    page = render_report_page(recs, score(recs, [1], n_resamples=0), source="x")
+    page = records_page(recs, score(recs, [1], n_resamples=0), source="x")
     assert "mean tokens per rollout" in page and "mean USD per rollout" in page
     assert "<th>agent s</th>" in page and "0.5" in page
 
@@ -224,11 +221,7 @@ def test_view_serves_the_page_and_details_on_loopback_only(run_dir: Path,
         with pytest.raises(InvalidArgumentError, match="loopback"):
             check_loopback(bad)
     assert main(["view", str(run_dir), "--host", "0.0.0.0"]) == 2
-    loaded = load_source(str(run_dir))
-    rep = score(loaded.records, [1], n_resamples=0)
-    assert loaded.run_dir is not None
-    server = make_server(list(loaded.records), rep, loaded.run_dir, run_info=loaded.run_info, port=0)
-    try:
+    with served(run_dir) as server:
         assert server.url.startswith("http://127.0.0.1:") and server.url == f"{server.origin}?token={server.token}"
         with urllib.request.urlopen(server.url, timeout=10) as resp:
             page = resp.read().decode()
@@ -245,8 +238,6 @@ def test_view_serves_the_page_and_details_on_loopback_only(run_dir: Path,
         port = server.origin.rsplit(":", 1)[1].strip("/")
         assert main(["view", str(run_dir), "--port", port, "--resamples", "0"]) == 2  # the port is taken
         assert "cannot listen on 127.0.0.1:" in capsys.readouterr().err
-    finally:
-        server.close()
 
 
 def test_runs_keep_their_command_line(run_dir: Path) -> None:

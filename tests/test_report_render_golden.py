@@ -143,9 +143,10 @@ def test_html_report_is_golden(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
     from reliabench.metrics.security import parse_threshold
     from reliabench.report import html
     from reliabench.store import RunStore
+    from reliabench.studies.rank import rank_for_report
 
     monkeypatch.setattr(html.time, "strftime", lambda *a, **k: "2026-01-01 00:00:00")
     with RunStore.open_existing(copy_run(tmp_path), readonly=True) as store:
         records = store.rollouts()
     report = score(records, (1, 2), threshold=parse_threshold("low:low"), n_resamples=50)
-    check("html_report", html.render_html(report, title="fixture run"))
+    check("html_report", html.render_html(report, title="fixture run", ranking=rank_for_report(report)))

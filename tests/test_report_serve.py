@@ -14,11 +14,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from report_helpers import copy_run
+from report_helpers import copy_run, served
 
-from reliabench.metrics.analysis import score
-from reliabench.report.explorer import load_source
-from reliabench.report.serve import ReportServer, allowed_hosts, make_server
+from reliabench.report.serve import ReportServer, allowed_hosts
 
 RID = "run_git_log\x1fsim-hasty\x1f0"
 
@@ -26,14 +24,8 @@ RID = "run_git_log\x1fsim-hasty\x1f0"
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ReportServer]:
     run_dir = copy_run(tmp_path_factory.mktemp("serve"))
-    loaded = load_source(str(run_dir))
-    assert loaded.run_dir is not None
-    rep = score(loaded.records, [1], n_resamples=0)
-    srv = make_server(list(loaded.records), rep, loaded.run_dir, run_info=loaded.run_info, port=0)
-    try:
+    with served(run_dir) as srv:
         yield srv
-    finally:
-        srv.close()
 
 
 def _port(server: ReportServer) -> int:
@@ -113,15 +105,9 @@ def test_two_host_headers_are_refused(server: ReportServer) -> None:
 
 def test_each_start_has_its_own_token(server: ReportServer, tmp_path: Path) -> None:
     run_dir = copy_run(tmp_path)
-    loaded = load_source(str(run_dir))
-    assert loaded.run_dir is not None
-    other = make_server(list(loaded.records), score(loaded.records, [1], n_resamples=0), loaded.run_dir,
-                        port=0)
-    try:
+    with served(run_dir) as other:
         assert other.token != server.token and len(other.token) >= 40
         assert _get(other, f"/?token={server.token}", host=f"127.0.0.1:{_port(other)}")[0] == 403
-    finally:
-        other.close()
 
 
 def test_allowed_hosts_name_the_port() -> None:

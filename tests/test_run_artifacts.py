@@ -156,6 +156,6 @@ def test_the_explorer_reads_through_the_bounded_reader(tmp_path: Path) -> None:
     (adir / AGENT_LOG).unlink()
     (adir / AGENT_LOG).symlink_to(secret)
     (adir / TRANSCRIPT).symlink_to(secret)
-    detail = build_detail(Rollout("t", "a", 0, verdict=True), adir)
+    detail = build_detail(Rollout("t", "a", 0, verdict=True), StoredArtifacts(adir))
     assert detail.artifacts and [f.path for f in detail.diff] == ["x.py"]
     assert "host secret" not in detail.log and detail.log_kind == "none"

@@ -110,7 +110,7 @@ def test_killing_the_second_node_loses_and_duplicates_nothing(
     agents_file.write_text(textwrap.dedent(_SLOW_AGENTS.format(delay=1.0)))
     suite, agents = load_suite(suite_dir), load_agents(agents_file)
     n = 8
-    settings = RunSettings(n=n, workers=2, executor="ray", ray_address=cluster.address)
+    settings = RunSettings(n=n, workers=2, executor="ray", executor_options={"ray": {"address": cluster.address}})
     killed = threading.Event()
     seen_second: list[str] = []
 
@@ -167,7 +167,7 @@ def test_a_node_without_the_agents_variable_is_refused_in_one_line(
         [agents.env]
         TOKEN = "${RB_RAY_TEST_TOKEN}"
     """))
-    settings = RunSettings(n=1, workers=2, executor="ray", ray_address=cluster.address)
+    settings = RunSettings(n=1, workers=2, executor="ray", executor_options={"ray": {"address": cluster.address}})
     with pytest.raises(UsageError) as info:
         run_suite(load_suite(suite_dir), load_agents(agents_file), tmp_path / "run", settings,
                   agents_file=agents_file)

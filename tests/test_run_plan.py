@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from types import SimpleNamespace
 
 import pytest
 from hypothesis import given
@@ -119,7 +120,9 @@ def test_identity_ignores_what_does_not_change_the_rollouts(suite: Suite) -> Non
     h = _hash(suite, base)
     for same in (replace(base, n=10), replace(base, workers=4), replace(base, executor="ray"),
                  replace(base, test_workers="fresh"), replace(base, retest=2),
-                 replace(base, security_policy={"threshold": "high"}), replace(base, ray_address="x:1")):
+                 replace(base, security_policy={"threshold": "high"}),
+                 replace(base, executor_options={"ray": {"address": "x:1"}}), replace(base, suite="other"),
+                 replace(base, workers=3, preflight=False, tasks=("t",), out=None)):
         assert _hash(suite, same) == h, same
     assert _hash(suite, base, agents=("b", "a")) == h  # the agents' order neither
 
@@ -139,3 +142,53 @@ def test_identity_config_names_its_parts(suite: Suite) -> None:
     assert config["agents"] == ["a", "b"] and config["seed"] == 5
     assert config["tasks"] == sorted(t.id for t in suite.tasks[:2])
     assert config["suite_hash"] == suite.content_hash and len(digest) == 64
+
+
+# Runs made by reliabench before the identity was marked on RunSettings' fields (the allowlist
+# of run/plan.run_identity): their stored configuration and hash. The same settings must give
+# the same hash, or those runs could no longer be resumed.
+OLD_RUNS = [
+    # tests/fixtures/report/run (made with `reliabench run py30 ... -n 3 --task run_git_log
+    # --task interval_merge --test-timeout 3`)
+    ({"suite_hash": "bd9b1c52321a5969368096b3e1a47de4c32d6bbb3ee18a9af61b7d5d259f747e",
+      "agents": ["sim-flaky", "sim-hasty"], "tasks": ["interval_merge", "run_git_log"],
+      "agents_config_hash": "aa009ed1942a26ccd508a0f2baebf8b466150068a93a4e1e6fb018f41a95e64f",
+      "test_timeout_s": 3.0}, "2fcd83843676252c7fd6bc8a0334c7d46aadb32527610f0da40fa3eb9e2c9e63"),
+    # made on main before this change: `reliabench run py30 --agents demo-agents.toml -n 3
+    # --task run_git_log --task interval_merge --task roman_numerals --task reset_token`
+    ({"suite_hash": "bd9b1c52321a5969368096b3e1a47de4c32d6bbb3ee18a9af61b7d5d259f747e",
+      "agents": ["sim-careful", "sim-flaky", "sim-hasty"],
+      "tasks": ["interval_merge", "reset_token", "roman_numerals", "run_git_log"],
+      "agents_config_hash": "ef78bb0ffb8a68250f3e55f10899dbeb226efac1fa3f48f6592e1ee1877e5228",
+      "test_timeout_s": None}, "f327ee9e051615249aa9f192dbe54e9328ca0bd4c0f46a78284de5a83b1eac87"),
+]
+
+
+@pytest.mark.parametrize(("old", "digest"), OLD_RUNS)
+def test_runs_made_before_keep_their_identity(old: dict[str, object], digest: str) -> None:
+    suite = SimpleNamespace(content_hash=old["suite_hash"])
+    tasks = [SimpleNamespace(id=t) for t in old["tasks"]]  # type: ignore[attr-defined]
+    settings = RunSettings(n=3, workers=2, agents_config_hash=str(old["agents_config_hash"]),
+                           test_timeout_s=old["test_timeout_s"])  # type: ignore[arg-type]
+    config, got = run_identity(suite, tasks, list(old["agents"]), settings)  # type: ignore[arg-type, call-overload]
+    assert got == digest
+    assert config["limits"] == {"cpu_s": 60.0, "memory_bytes": 2147483648, "max_procs": 64,
+                                "file_size_bytes": 67108864, "output_bytes": 1048576}
+
+
+def test_the_fixture_runs_stored_identity_is_recomputed_from_its_own_configuration() -> None:
+    from pathlib import Path
+
+    from reliabench.runs import RunDirectory
+
+    with RunDirectory.open(Path(__file__).parent / "fixtures" / "report" / "run") as run:
+        info = run.info()
+    cfg = info.config
+    settings = RunSettings(n=int(cfg["n"]), seed=cfg["seed"], sandbox=cfg["sandbox"], scanners=tuple(cfg["scanners"]),
+                           limits=Limits(**cfg["limits"]), agents_config_hash=cfg["agents_config_hash"],
+                           test_timeout_s=cfg["test_timeout_s"])
+    suite = SimpleNamespace(content_hash=cfg["suite_hash"])
+    config, digest = run_identity(suite, [SimpleNamespace(id=t) for t in cfg["tasks"]], cfg["agents"],  # type: ignore[arg-type]
+                                  settings)
+    assert digest == info.config_hash
+    assert all(cfg[k] == v for k, v in config.items())

@@ -16,7 +16,7 @@ import pytest
 from entry_point_helpers import fake_entry_points
 from sandbox_helpers import backend_or_skip, python_for
 
-from reliabench.errors import SandboxError, UsageError
+from reliabench.errors import InvalidArgumentError, SandboxError, UnknownNameError, UsageError
 from reliabench.sandbox import (
     BACKENDS,
     ENTRY_POINT_GROUP,
@@ -136,8 +136,8 @@ def test_broken_entry_point_backends_are_usage_errors(monkeypatch: pytest.Monkey
 
 def test_unknown_backend_lists_plugins(monkeypatch: pytest.MonkeyPatch) -> None:
     _fake_sandbox_entry_points(monkeypatch, **{"plugin-test": "reliabench_fake_sandbox:PluginBackend"})
-    with pytest.raises(SandboxError, match=r"choose one of: auto, bubblewrap, namespaces, none, podman, docker, "
-                                           r"plugin-test$"):
+    with pytest.raises(UnknownNameError, match=r"choose one of: auto, bubblewrap, namespaces, none, podman, docker, "
+                                               r"plugin-test$"):
         get_backend("lxc")
 
 
@@ -159,7 +159,7 @@ def test_cli_sandbox_choices_come_from_the_registry(monkeypatch: pytest.MonkeyPa
 
 
 def test_unknown_backend_raises() -> None:
-    with pytest.raises(SandboxError, match="unknown sandbox backend 'lxc'"):
+    with pytest.raises(UnknownNameError, match="unknown sandbox backend 'lxc'"):  # a usage error (exit 2)
         get_backend("lxc")
 
 
@@ -194,9 +194,10 @@ def test_auto_picks_the_strongest_working_backend() -> None:
 
 
 def test_limits_validation() -> None:
-    with pytest.raises(SandboxError, match=r"Limits.wall_s must be > 0, got 0"):
+    # a bad argument is the user's (exit 2), not an infrastructure failure of the sandbox (exit 3)
+    with pytest.raises(InvalidArgumentError, match=r"Limits.wall_s must be > 0, got 0"):
         Limits(wall_s=0)
-    with pytest.raises(SandboxError, match=r"Limits.output_bytes must be >= 0"):
+    with pytest.raises(InvalidArgumentError, match=r"Limits.output_bytes must be >= 0"):
         Limits(output_bytes=-1)
 
 

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from sandbox_helpers import backend_or_skip, python_for
 
-from reliabench.errors import SandboxError, UsageError
+from reliabench.errors import SandboxError, UnknownNameError, UsageError
 from reliabench.sandbox import HostBackend, Limits, SandboxResult
 from reliabench.sandbox.selfcheck import (
     CHECKS,
@@ -188,7 +188,7 @@ def test_validation_messages() -> None:
         run_selfcheck("none", slot=True)  # type: ignore[arg-type]
     with pytest.raises(UsageError, match="unknown containment check 'nope'"):
         run_selfcheck("none", checks=["nope"])
-    with pytest.raises(SandboxError, match="unknown sandbox backend 'bogus'"):
+    with pytest.raises(UnknownNameError, match="unknown sandbox backend 'bogus'"):
         run_selfcheck("bogus")
 
 

@@ -12,8 +12,10 @@ from suite_helpers import one_task_suite
 from reliabench.errors import UsageError
 from reliabench.records import Finding, Rollout
 from reliabench.run.artifacts import RolloutArtifacts, StoredArtifacts, write_artifacts
+from reliabench.runs import RunDirectory
 from reliabench.scanners import get_scanner
-from reliabench.scanners.rescan import plan_rebuild, rescan_rollout, rescan_run
+from reliabench.scanners.base import Scanner
+from reliabench.scanners.rescan import RescanResult, plan_rebuild, rescan_rollout, rescan_run
 from reliabench.store import RunStore
 from reliabench.tasks.suite import load_suite
 
@@ -45,6 +47,11 @@ def _run(tmp_path: Path, rollouts: list[tuple[Rollout, RolloutArtifacts | None]]
     return out
 
 
+def _rescan(run_dir: Path, scanners: list[Scanner], *, dry_run: bool = False) -> RescanResult:
+    with RunDirectory.open(run_dir, writable=not dry_run) as run:
+        return rescan_run(run, scanners, dry_run=dry_run)
+
+
 def _art(files: dict[str, bytes], diff: str = "diff\n") -> RolloutArtifacts:
     return RolloutArtifacts("", diff, "", files)
 
@@ -52,7 +59,7 @@ def _art(files: dict[str, bytes], diff: str = "diff\n") -> RolloutArtifacts:
 def test_a_rescan_finds_what_the_kept_files_hold_and_replaces_the_findings(tmp_path: Path) -> None:
     r = _record(0, changed_files=["gone.py", "main.py"], deleted_files=["gone.py"])
     run = _run(tmp_path, [(r, _art({"main.py": BAD.encode()}))])
-    result = rescan_run(run, [get_scanner("bandit")])
+    result = _rescan(run, [get_scanner("bandit")])
     assert (result.rescanned, result.kept) == (1, 0)
     (new,) = result.records
     assert {f.rule_id for f in new.findings} == {"B404", "B602"} and all(f.path.endswith("main.py") for f in new.findings)
@@ -64,7 +71,7 @@ def test_a_rescan_finds_what_the_kept_files_hold_and_replaces_the_findings(tmp_p
 def test_a_dry_run_leaves_the_store_alone(tmp_path: Path) -> None:
     r = _record(0, changed_files=["main.py"], deleted_files=[])
     run = _run(tmp_path, [(r, _art({"main.py": BAD.encode()}))])
-    result = rescan_run(run, [get_scanner("bandit")], dry_run=True)
+    result = _rescan(run, [get_scanner("bandit")], dry_run=True)
     assert result.records[0].findings != (OLD_FINDING,)
     with RunStore.open_existing(run, readonly=True) as store:
         assert store.rollouts()[0].findings == (OLD_FINDING,)
@@ -74,7 +81,7 @@ def test_infra_errors_and_rollouts_without_artifacts_are_kept_as_recorded(tmp_pa
     infra = Rollout("t1", "agent", 0, tests=(), status="infra_error", meta={"reason": "x"})
     bare = _record(1, changed_files=["main.py"])
     run = _run(tmp_path, [(infra, _art({})), (bare, None)])
-    result = rescan_run(run, [get_scanner("bandit")])
+    result = _rescan(run, [get_scanner("bandit")])
     assert (result.rescanned, result.kept) == (0, 2)
     assert list(result.records) == [infra, bare]
 
@@ -83,7 +90,7 @@ def test_a_changed_file_not_kept_is_a_scan_error(tmp_path: Path) -> None:
     r = _record(0, changed_files=["main.py", "big.py"], deleted_files=[], artifacts_omitted=["big.py"],
                 changed_files_total=5)
     run = _run(tmp_path, [(r, _art({"main.py": b"x = 1\n"}))])
-    (new,) = rescan_run(run, [get_scanner("bandit")]).records
+    (new,) = _rescan(run, [get_scanner("bandit")]).records
     errors = {e.path: e.message for e in new.scan_errors}
     assert "not kept with the run's artifacts" in errors["big.py"]
     assert "3 more changed file(s) are not listed" in errors[""]
@@ -93,7 +100,7 @@ def test_a_file_turned_into_a_directory_is_rebuilt(tmp_path: Path) -> None:
     # the agent replaced the starter's file main.py by a directory main.py/ (not a regular file: not kept)
     r = _record(0, changed_files=["main.py", "main.py/inner.py"], deleted_files=[])
     run = _run(tmp_path, [(r, _art({"main.py/inner.py": BAD.encode()}))])
-    (new,) = rescan_run(run, [get_scanner("bandit")]).records
+    (new,) = _rescan(run, [get_scanner("bandit")]).records
     assert new.scan_errors == () and any(f.path.endswith("main.py/inner.py") for f in new.findings)
 
 
@@ -101,7 +108,7 @@ def test_a_kept_file_that_cannot_be_restored_is_a_scan_error(tmp_path: Path) -> 
     # a record that does not list main.py as changed: its file stays and blocks main.py/inner.py
     r = _record(0, changed_files=["main.py/inner.py"], deleted_files=[])
     run = _run(tmp_path, [(r, _art({"main.py/inner.py": BAD.encode()}))])
-    (new,) = rescan_run(run, [get_scanner("bandit")]).records
+    (new,) = _rescan(run, [get_scanner("bandit")]).records
     assert any(e.path == "main.py/inner.py" and "cannot be written" in e.message for e in new.scan_errors)
     assert new.findings == ()
 
@@ -110,7 +117,7 @@ def test_the_suite_must_be_the_runs(tmp_path: Path) -> None:
     run = _run(tmp_path, [])
     (tmp_path / "suite" / "tasks" / "t1" / "workspace" / "main.py").write_text("changed\n")
     with pytest.raises(UsageError, match="changed since the run"):
-        rescan_run(run, [get_scanner("bandit")])
+        _rescan(run, [get_scanner("bandit")])
 
 
 @pytest.mark.parametrize(("diff", "expected_deleted"), [

@@ -24,7 +24,7 @@ from reliabench.store import (
     STORE_SCHEMA_VERSION,
     RunStore,
     artifact_component,
-    artifact_path,
+    artifact_dir,
     is_run_directory,
     read_records,
 )
@@ -338,15 +338,7 @@ def test_artifact_dirs(tmp_path: Path) -> None:
     with store:
         d = store.artifact_dir("task/1", "model v1", 3)
         assert d == tmp_path / "run" / "artifacts" / "task%2F1" / "model%20v1" / "3"
-        # nothing there yet: where it would be written
-        assert store.existing_artifact_dir("task/1", "model v1", 3) == d
-        # a run of the older (lossy) layout: found where it is
-        legacy = tmp_path / "run" / "artifacts" / "task_1" / "model_v1" / "3"
-        legacy.mkdir(parents=True)
-        assert store.existing_artifact_dir("task/1", "model v1", 3) == legacy
-        assert artifact_path(tmp_path / "run", "task/1", "model v1", 3) == legacy
-        d.mkdir(parents=True)  # the current layout wins when both exist
-        assert artifact_path(tmp_path / "run", "task/1", "model v1", 3) == d
+        assert artifact_dir(tmp_path / "run", "task/1", "model v1", 3) == d  # one layout, one function
 
 
 def test_artifact_component_is_injective_and_bounded() -> None:

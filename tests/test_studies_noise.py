@@ -23,8 +23,9 @@ from scipy import stats
 from reliabench.cli import main
 from reliabench.errors import InvalidArgumentError
 from reliabench.records import Rollout, TestOutcome
+from reliabench.report.noise_tables import noise_to_json
 from reliabench.run.retest import NotReproducibleError, order_seed, rebuild_workspace
-from reliabench.studies.noise import apply_flaky_policy, clopper_pearson, harness_noise, noise_to_json
+from reliabench.studies.noise import apply_flaky_policy, clopper_pearson, harness_noise
 
 FIXTURE = Path(__file__).parent / "fixtures" / "flaky_suite"
 

@@ -10,18 +10,25 @@
      |    |    +-- ConfigError                     an agents / run / simulation config file
      |    +-- SuiteError                           a task suite with problems (lists them all)
      |    +-- RunMismatchError                     resuming a run with a different configuration
-     |    +-- OutputError                          the run directory cannot be written or read
-     |                                             (disk full, read-only, no permission)
+     |    +-- UnknownNameError                     a name no registry knows (lists the known ones)
+     |    +-- PluginError                          a plugin that fails to load or is not of its kind
      |    +-- MissingExtraError                    an optional extra is not installed
      |    +-- PreflightError                       an agent's API key or endpoint fails the pre-run check
-     +-- SandboxError                    exit 3   the sandbox could not start (infrastructure)
-     +-- InfraStopError                  exit 3   agents stopped: their first rollouts all failed on infra
-     +-- WorkersLostError                exit 3   an executor lost its workers (Ray nodes died): resumable
+     +-- InfrastructureError             exit 3   the machine failed, not the request nor the agent:
+     |    |                                       fix the cause and run the same command again
+     |    +-- SandboxError                         the sandbox could not start
+     |    +-- OutputError                          a run directory or an output file cannot be written
+     |    |                                        or read (disk full, read-only, no permission)
+     |    +-- InfraStopError                       agents stopped: their first rollouts all failed on infra
+     |    +-- WorkersLostError                     an executor lost its workers (Ray nodes died): resumable
      +-- AgentError                      exit 1   an agent adapter failed in a way it cannot record
      +-- StoreError                      exit 1   the run store is unreadable or inconsistent
 
 Every class carries ``exit_code``; the CLI maps an escaped ``ReliabenchError`` to a one-line
-message and that code, and never prints a traceback for a ``UsageError``.
+message and that code, and never prints a traceback for one. The CLI's other codes: 0 (done),
+2 for what ``click`` refuses (an unknown option or command), 130 when interrupted (Ctrl-C);
+``audit --strict`` exits 1 when it has findings and ``validate`` 1 when a task is invalid. The
+whole table is in ``docs/guide.md`` ("Exit codes").
 """
 
 from __future__ import annotations
@@ -32,11 +39,13 @@ from pathlib import Path
 __all__ = [
     "AgentError",
     "ConfigError",
-    "InputError",
     "InfraStopError",
+    "InfrastructureError",
+    "InputError",
     "InvalidArgumentError",
     "MissingExtraError",
     "OutputError",
+    "PluginError",
     "PreflightError",
     "RecordError",
     "ReliabenchError",
@@ -44,6 +53,7 @@ __all__ = [
     "SandboxError",
     "StoreError",
     "SuiteError",
+    "UnknownNameError",
     "UsageError",
     "WorkersLostError",
 ]
@@ -123,12 +133,17 @@ class RunMismatchError(UsageError):
     """An existing run directory was made with a different configuration."""
 
 
-class OutputError(UsageError):
-    """A run directory that cannot be written or read: full, read-only, no permission.
+class UnknownNameError(UsageError):
+    """A name that no registry knows; the message lists the names that are known.
 
-    Raised before anything half-written is recorded, so a run stopped by it resumes once the
-    cause is fixed (free space, permissions).
+    A plugin kind, a sandbox backend, a scanner, an executor, an importer's format, an agent
+    kind: every lookup of a name says it the same way (:meth:`reliabench.plugins.Registry.get`,
+    :func:`reliabench.sandbox.get_backend`).
     """
+
+
+class PluginError(UsageError):
+    """A plugin that fails to import, or is not what its kind needs (names the plugin and its target)."""
 
 
 class MissingExtraError(UsageError):
@@ -150,7 +165,25 @@ class PreflightError(UsageError):
     """A run cannot start: an agent's API key is unset or its endpoint is not usable."""
 
 
-class InfraStopError(ReliabenchError):
+class InfrastructureError(ReliabenchError):
+    """The machine failed, not the user's request nor the agent (exit code 3).
+
+    Nothing half-written is kept: fix the cause (free space, start the sandbox, bring the
+    workers back) and run the same command again.
+    """
+
+    exit_code = 3
+
+
+class OutputError(InfrastructureError):
+    """A run directory or an output file that cannot be written or read (full, read-only, no permission).
+
+    Raised before anything half-written is recorded, so a run stopped by it resumes once the
+    cause is fixed (free space, permissions).
+    """
+
+
+class InfraStopError(InfrastructureError):
     """Agents were stopped early: their first rollouts all failed for one infrastructure reason.
 
     The rollouts that ran are recorded; a re-run with the same arguments resumes (and reruns
@@ -161,27 +194,21 @@ class InfraStopError(ReliabenchError):
         summary: What the run did (a ``reliabench.run.runner.RunSummary``), when known.
     """
 
-    exit_code = 3
-
     def __init__(self, message: str, *, summary: object = None) -> None:
         super().__init__(message)
         self.summary = summary
 
 
-class SandboxError(ReliabenchError):
+class SandboxError(InfrastructureError):
     """The sandbox could not be started or set up (an infrastructure failure)."""
 
-    exit_code = 3
 
-
-class WorkersLostError(ReliabenchError):
+class WorkersLostError(InfrastructureError):
     """An executor lost its workers (e.g. Ray nodes died) before every rollout ran.
 
     The rollouts that finished are recorded, none twice; a re-run with the same arguments
     runs the rest.
     """
-
-    exit_code = 3
 
 
 class AgentError(ReliabenchError):

@@ -15,9 +15,10 @@ Rules every registry keeps:
 * a built-in name always means the built-in (an entry point reusing it is ignored), and of two
   entry points with one name the first found wins;
 * a plugin that fails to import, or is not what its kind needs, is one
-  :class:`~reliabench.errors.UsageError` naming the plugin and its target, not a traceback;
-* an unknown name is a ``UsageError`` listing the known ones, and :meth:`Registry.names` gives
-  the CLI its choices (built-ins in their declared order, then the others sorted).
+  :class:`~reliabench.errors.PluginError` naming the plugin and its target, not a traceback;
+* an unknown name is an :class:`~reliabench.errors.UnknownNameError` listing the known ones
+  (the one error of every registry miss), and :meth:`Registry.names` gives the CLI its choices
+  (built-ins in their declared order, then the others sorted).
 
 The kinds (:data:`KINDS`): ``scanners``, ``sandboxes``, ``agents``, ``importers``,
 ``executors``, ``converters``. See "Adding a plugin" in ``docs/guide.md``.
@@ -28,16 +29,15 @@ from __future__ import annotations
 import importlib
 import importlib.metadata
 import threading
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, Generic, TypeVar
 
-from reliabench.errors import InvalidArgumentError, UsageError
+from reliabench.errors import InvalidArgumentError, PluginError, UnknownNameError
 
 __all__ = [
     "ENTRY_POINT_PREFIX",
     "KINDS",
     "Registry",
-    "RegistryView",
     "entry_points",
     "load_entry_point",
     "load_target",
@@ -85,12 +85,12 @@ def load_entry_point(ep: importlib.metadata.EntryPoint, what: str) -> Any:
         what: What it is, for the message (``scanner plugin``, ``sandbox backend plugin``).
 
     Raises:
-        UsageError: the plugin failed to import.
+        PluginError: the plugin failed to import.
     """
     try:
         return ep.load()
     except Exception as exc:
-        raise UsageError(
+        raise PluginError(
             f"{what} {ep.name} ({ep.value}) failed to load: {type(exc).__name__}: {exc}"
         ) from exc
 
@@ -115,7 +115,7 @@ class Registry(Generic[T]):
         >>> reg.get("nope")
         Traceback (most recent call last):
         ...
-        reliabench.errors.UsageError: unknown example 'nope'; known examples: path
+        reliabench.errors.UnknownNameError: unknown example 'nope'; known examples: path
     """
 
     def __init__(
@@ -175,12 +175,12 @@ class Registry(Generic[T]):
         """The entry registered as ``name``, loaded on first use.
 
         Raises:
-            UsageError: ``name`` is unknown (the message lists the known names), or the
-                plugin failed to load or is not a valid entry of this kind.
+            UnknownNameError: ``name`` is unknown (the message lists the known names).
+            PluginError: the plugin failed to load or is not a valid entry of this kind.
         """
         found = self.find(name)
         if found is None:
-            raise UsageError(f"unknown {self.what} {name!r}; known {self.plural}: "
+            raise UnknownNameError(f"unknown {self.what} {name!r}; known {self.plural}: "
                              f"{', '.join(self.names())}")
         return found
 
@@ -197,13 +197,13 @@ class Registry(Generic[T]):
             return None
         loaded = load_entry_point(ep, f"{self.what} plugin")
         if not self._check(loaded):
-            raise UsageError(f"{self.what} plugin {name} ({ep.value}) is not {self._expected}, "
+            raise PluginError(f"{self.what} plugin {name} ({ep.value}) is not {self._expected}, "
                              f"got {loaded!r}")
         plugin: T = loaded
         return plugin
 
     def load_all(self) -> dict[str, T]:
-        """Every entry loaded, by name (a broken plugin raises ``UsageError``)."""
+        """Every entry loaded, by name (a broken plugin raises ``PluginError``)."""
         return {name: self.get(name) for name in self.names()}
 
     # ------------------------------------------------------------------ in-process entries
@@ -243,46 +243,14 @@ class Registry(Generic[T]):
         with self._lock:
             self._registered.pop(name, None)
 
-    def view(self) -> RegistryView[T]:
-        """A read-only mapping over this registry (names listed, entries loaded on access)."""
-        return RegistryView(self)
-
-
-class RegistryView(Mapping[str, T]):
-    """A read-only ``Mapping`` over a :class:`Registry`, for names that used to be dicts.
-
-    Iterating lists :meth:`Registry.names` without loading anything; ``view[name]`` loads.
-    """
-
-    def __init__(self, reg: Registry[T]) -> None:
-        self._registry = reg
-
-    def __getitem__(self, name: str) -> T:
-        found = self._registry.find(name) if isinstance(name, str) else None
-        if found is None:
-            raise KeyError(name)
-        return found
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._registry.names())
-
-    def __len__(self) -> int:
-        return len(self._registry.names())
-
-    def __contains__(self, name: object) -> bool:
-        return name in self._registry
-
-    def __repr__(self) -> str:
-        return f"RegistryView({self._registry.kind!r}: {self._registry.names()!r})"
-
 
 def registry(kind: str) -> Registry[Any]:
     """The registry of ``kind`` (a key of :data:`KINDS`).
 
     Raises:
-        UsageError: ``kind`` is not a pluggable kind.
+        UnknownNameError: ``kind`` is not a pluggable kind.
     """
     if kind not in KINDS:
-        raise UsageError(f"unknown plugin kind {kind!r}; known kinds: {', '.join(KINDS)}")
+        raise UnknownNameError(f"unknown plugin kind {kind!r}; known kinds: {', '.join(KINDS)}")
     reg: Registry[Any] = load_target(KINDS[kind])
     return reg

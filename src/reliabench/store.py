@@ -7,17 +7,16 @@ r"""The run store: one directory per run, an SQLite database plus artifacts.
 
 Names are data. ``<task>`` and ``<agent>`` are percent-encoded byte for byte (see
 :func:`artifact_component`): the encoding is injective, so ``"m v1"`` and ``"m/v1"`` get two
-folders, and ``"."``/``".."`` cannot climb out. Runs written before this layout used a lossy
-encoding; :meth:`RunStore.existing_artifact_dir` still finds their artifacts.
+folders, and ``"."``/``".."`` cannot climb out.
 
 The full record is JSON in ``rollouts.record_json``: UTF-8 when it can be, otherwise
 ``\uXXXX`` escapes (a lone surrogate -- from a non-UTF-8 file name or a JSON ``"\ud800"``
 escape -- survives the round trip exactly). The other text columns are for queries: a string
 that is not valid Unicode is stored there with backslash escapes.
 
-Reading never writes: :meth:`RunStore.open_existing` with ``readonly=True`` (what ``score``,
-``export`` and the reports use) opens the database with SQLite's ``mode=ro``, so a run on a
-read-only mount can be read.
+Reading never writes: :meth:`RunStore.open_existing` with ``readonly=True`` (what the read
+side, :class:`reliabench.runs.RunDirectory`, uses for ``score``, ``export`` and the reports)
+opens the database with SQLite's ``mode=ro``, so a run on a read-only mount can be read.
 
 Tables: ``run`` (one row: configuration, its hash, suite name/version/hash, package
 versions, isolation), ``rollouts`` (one row per recorded rollout, with the full record as
@@ -66,7 +65,7 @@ __all__ = [
     "RunStore",
     "SuiteInfo",
     "artifact_component",
-    "artifact_path",
+    "artifact_dir",
     "is_run_directory",
     "read_records",
 ]
@@ -115,7 +114,7 @@ CREATE TABLE IF NOT EXISTS retests (
 
 
 # kept in the run's configuration for reports, never part of its identity
-_PROVENANCE_KEYS = frozenset({"command_line", "agents_config"})
+_PROVENANCE_KEYS = frozenset({"command_line", "agents_config", "settings"})
 
 
 REFERENCE_AGENT: Final = ""
@@ -189,6 +188,9 @@ class RunInfo:
         security_policy: The security policy given to the run (``--security-config``).
         command_line: The command line of the run, secrets masked.
         agents_config: The agents file's content, secrets masked.
+        settings: The effective run configuration (``reliabench.run.settings.settings_to_dict``
+            of the settings the run was created with), secrets masked; None for runs made before
+            reliabench kept it.
     """
 
     created_at: float
@@ -210,6 +212,7 @@ class RunInfo:
     security_policy: Mapping[str, Any] | None = None
     command_line: tuple[str, ...] | None = None
     agents_config: Mapping[str, Any] | None = None
+    settings: Mapping[str, Any] | None = None
 
     @classmethod
     def from_stored(cls, row: Mapping[str, Any], *, where: str = "run store") -> RunInfo:
@@ -289,6 +292,8 @@ class RunInfo:
             command_line=strings(config.get("command_line"), "config.command_line"),
             agents_config=(obj(config["agents_config"], "config.agents_config")
                            if config.get("agents_config") is not None else None),
+            settings=(obj(config["settings"], "config.settings")
+                      if config.get("settings") is not None else None),
         )
 
 
@@ -656,32 +661,23 @@ class RunStore:
              "packages": packages, "isolation": row[7]}, where=where)
 
     def artifact_dir(self, task_id: str, agent: str, rollout: int) -> Path:
-        """``RUN/artifacts/<task>/<agent>/<rollout>/``, names encoded by :func:`artifact_component`."""
-        return (self.root / "artifacts" / artifact_component(task_id) / artifact_component(agent)
-                / str(int(rollout)))
-
-    def existing_artifact_dir(self, task_id: str, agent: str, rollout: int) -> Path:
-        """Where a recorded rollout's artifacts are: this layout, or that of older runs."""
-        return artifact_path(self.root, task_id, agent, rollout)
+        """``RUN/artifacts/<task>/<agent>/<rollout>/`` of this run (:func:`artifact_dir`)."""
+        return artifact_dir(self.root, task_id, agent, rollout)
 
 
 _SIDE_FILES: Final = ("-wal", "-shm", "-journal")
 """The files SQLite opens beside a database (write-ahead log, shared memory index, rollback journal)."""
 
 
-def artifact_path(run_dir: str | Path, task_id: str, agent: str, rollout: int) -> Path:
-    """Where the artifacts of a recorded rollout of ``run_dir`` are, for reading.
+def artifact_dir(run_dir: str | Path, task_id: str, agent: str, rollout: int) -> Path:
+    """``RUN/artifacts/<task>/<agent>/<rollout>/``, names encoded by :func:`artifact_component`.
 
-    ``RUN/artifacts/<task>/<agent>/<rollout>/`` with names encoded by
-    :func:`artifact_component`; for a run made before that encoding, the folder of its older
-    (lossy) layout when only that one exists.
+    Examples:
+        >>> artifact_dir("RUN", "task 1", "m/v1", 2).as_posix()
+        'RUN/artifacts/task%201/m%2Fv1/2'
     """
-    root = Path(run_dir) / "artifacts"
-    new = root / artifact_component(task_id) / artifact_component(agent) / str(int(rollout))
-    if new.is_dir():
-        return new
-    old = root / _legacy_safe(task_id) / _legacy_safe(agent) / str(int(rollout))
-    return old if old.is_dir() else new
+    return (Path(run_dir) / "artifacts" / artifact_component(task_id) / artifact_component(agent)
+            / str(int(rollout)))
 
 
 _SAFE_BYTES: Final = frozenset(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.@+")
@@ -707,11 +703,6 @@ def artifact_component(name: str) -> str:
     if len(out) > _MAX_COMPONENT:
         out = out[:_MAX_COMPONENT - 65] + "~" + hashlib.sha256(raw).hexdigest()
     return out
-
-
-def _legacy_safe(s: str) -> str:
-    """The artifact folder names of runs made before :func:`artifact_component` (lossy)."""
-    return "".join(ch if ch.isalnum() or ch in "-_.@+" else "_" for ch in s) or "_"
 
 
 def _text(value: str | None) -> str | None:
@@ -766,6 +757,11 @@ def is_run_directory(path: str | Path) -> bool:
 
 
 def read_records(run_dir: str | Path) -> list[Rollout]:
-    """Every rollout record of a run directory (opened read-only)."""
+    """Every rollout record of a run directory (opened read-only), for scripts and tests.
+
+    reliabench's own commands, renderers and exporters read a run through
+    :class:`reliabench.runs.RunDirectory` instead (one open per command, artifacts and
+    adaptive state included).
+    """
     with RunStore.open_existing(run_dir, readonly=True) as store:
         return store.rollouts()

@@ -7,7 +7,6 @@ The kinds live in one registry (:data:`AGENT_KIND_REGISTRY`): the built-ins ``co
 
 from reliabench.agents.base import (
     AGENT_KIND_REGISTRY,
-    AGENT_KINDS,
     Agent,
     AgentContext,
     AgentFactory,
@@ -30,7 +29,6 @@ from reliabench.agents.python_agent import PythonAgent
 from reliabench.agents.replay import ReplayAgent, read_replay_file
 
 __all__ = [
-    "AGENT_KINDS",
     "AGENT_KIND_REGISTRY",
     "INFRA_REASONS",
     "Agent",

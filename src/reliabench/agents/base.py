@@ -20,9 +20,9 @@ from reliabench.plugins import Registry
 if TYPE_CHECKING:
     from reliabench.sandbox.base import Limits
     from reliabench.sandbox.environment import Environment, EnvironmentSpec, Mount, NetworkMode
+    from reliabench.tasks.suite import Suite
 
 __all__ = [
-    "AGENT_KINDS",
     "AGENT_KIND_REGISTRY",
     "AGENT_STATUSES",
     "Agent",
@@ -90,8 +90,6 @@ class AgentRequest:
         rollout: The rollout index (0-based).
         timeout_s: Wall-clock budget for the agent.
         feedback_dir: Visible tests the agent may run, when the task provides some.
-        solution_dir: The task's reference files; only simulated agents may read them.
-        variants: ``(name, dir)`` of the task's alternative solutions; simulated agents only.
         prompt_file: The prompt written to a file outside the workspace, for agent CLIs.
         slot: The worker slot running this rollout. Sandboxed agents run as the slot's uid,
             and runs of one slot must never overlap, so concurrent rollouts need distinct
@@ -108,8 +106,6 @@ class AgentRequest:
     rollout: int
     timeout_s: float
     feedback_dir: Path | None = None
-    solution_dir: Path | None = None
-    variants: tuple[tuple[str, Path], ...] = ()
     prompt_file: Path | None = None
     slot: int = 0
     environment: AgentEnvironment | None = None
@@ -175,10 +171,13 @@ class AgentContext:
     Attributes:
         config_path: The agents file (relative paths in it are relative to its folder).
         table_index: 1-based position of the ``[[agents]]`` table, for error messages.
+        suite: The suite the agents will run on, when the caller knows it (a kind whose agents
+            need more of a task than its request, such as ``simulated``, reads it from here).
     """
 
     config_path: Path
     table_index: int
+    suite: Suite | None = None
 
     def error(self, field_name: str, message: str) -> ConfigError:
         """Build a ConfigError pointing at this agent's table."""
@@ -194,15 +193,13 @@ AGENT_KIND_REGISTRY: Registry[AgentFactory] = Registry(
         "openai": "reliabench.agents.openai_agent:_make_openai",
         "replay": "reliabench.agents.replay:_make_replay",
         "python": "reliabench.agents.python_agent:_make_python",
-        "simulated": "reliabench.agents.simulated:simulated_agent_factory",
+        "simulated": "reliabench.sim.agent:simulated_agent_factory",
     },
     what="agent kind",
     expected="an agent factory (a callable (table, context) -> Agent)",
 )
 """The agent kind registry (entry-point group ``reliabench.agents``: kind -> factory)."""
 
-AGENT_KINDS: Mapping[str, AgentFactory] = AGENT_KIND_REGISTRY.view()
-"""Kind -> factory, read-only (a view of :data:`AGENT_KIND_REGISTRY`; loads on access)."""
 
 
 def register_agent_kind(kind: str) -> Callable[[AgentFactory], AgentFactory]:

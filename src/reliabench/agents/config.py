@@ -29,11 +29,14 @@ from collections.abc import Iterable, Iterator, Mapping
 from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from reliabench.agents.base import AGENT_KIND_REGISTRY, Agent, AgentContext
 from reliabench.errors import ConfigError
 from reliabench.files.toml import read_toml
+
+if TYPE_CHECKING:
+    from reliabench.tasks.suite import Suite
 
 __all__ = ["COMMON_KEYS", "FieldReader", "PathReference", "load_agents", "load_builtin_kinds",
            "recording_paths"]
@@ -262,11 +265,14 @@ def _read_toml(path: Path) -> dict[str, Any]:
     return read_toml(path, "an agents file")
 
 
-def load_agents(path: str | Path) -> list[Agent]:
+def load_agents(path: str | Path, *, suite: Suite | None = None) -> list[Agent]:
     """Load and validate an agents file.
 
     Args:
         path: The agents file (TOML with one ``[[agents]]`` table per agent).
+        suite: The suite the agents will run on; kinds that need more of a task than its
+            request (``simulated`` agents copy its reference files) get it through their
+            :class:`~reliabench.agents.base.AgentContext`.
 
     Returns:
         The agents in file order.
@@ -292,7 +298,7 @@ def load_agents(path: str | Path) -> list[Agent]:
     agents: list[Agent] = []
     seen: dict[str, int] = {}
     for i, table in enumerate(tables, start=1):
-        ctx = AgentContext(config_path=config_path, table_index=i)
+        ctx = AgentContext(config_path=config_path, table_index=i, suite=suite)
         name = table.get("name")
         if name is None:
             raise ctx.error("name", "missing required key")

@@ -2,24 +2,19 @@
 
 from __future__ import annotations
 
-import hashlib
 import itertools
 import sys
-from collections.abc import Collection
-from dataclasses import replace
-from pathlib import Path
 
-from reliabench.agents.config import load_agents
-from reliabench.commands._common import console, run_provenance
+from reliabench.commands._common import console, prepare_run
 from reliabench.errors import InvalidArgumentError
+from reliabench.report.adaptive_tables import render_estimates, render_step
 from reliabench.report.marks import simulated_agents_note
-from reliabench.run.adaptive import ADAPTIVE_FILE, AdaptiveRunResult, run_adaptive
+from reliabench.run.adaptive import AdaptiveRunResult, run_adaptive
 from reliabench.run.runner import ProgressEvent, RunSettings
+from reliabench.runs.adaptive_file import ADAPTIVE_FILE
 from reliabench.studies.adaptive import AdaptiveDesign, Step
-from reliabench.studies.adaptive_estimate import StopEstimates
-from reliabench.tasks.suite import resolve_suite
 
-__all__ = ["execute_adaptive", "parse_settle", "render_estimates", "render_step"]
+__all__ = ["execute_adaptive", "parse_settle"]
 
 
 def parse_settle(values: tuple[str, ...], agents: list[str]) -> tuple[tuple[str, str], ...]:
@@ -47,72 +42,24 @@ def parse_settle(values: tuple[str, ...], agents: list[str]) -> tuple[tuple[str,
     return tuple(dict.fromkeys(pairs))
 
 
-def render_step(step: Step, k: int) -> list[str]:
-    """Lines describing one look."""
-    lines = []
-    for a in step.agents:
-        iv = a.interval
-        lines.append(f"  {a.agent:<20} n={a.n:<3} reliability@{k} {iv.value:.3f} "
-                     f"[{iv.low:.3f}, {iv.high:.3f}] (+-{iv.half_width:.3f}); first-look {a.first_value:.3f}"
-                     + (" target met" if a.met else ""))
-    for p in step.pairs:
-        iv = p.interval
-        lines.append(f"  {p.a} - {p.b}: {iv.value:+.3f} [{iv.low:+.3f}, {iv.high:+.3f}] -> {p.decision}; "
-                     f"first-look {p.first_value:+.3f}")
-    if step.advance:
-        lines.append("  next: " + ", ".join(f"{a} to n={n}" for a, n in sorted(step.advance.items())))
-    return lines
+def execute_adaptive(settings: RunSettings) -> AdaptiveRunResult:
+    """Load suite and agents, check them (as ``run`` does), run adaptively, print each round.
 
-
-def render_estimates(est: StopEstimates, design: AdaptiveDesign,
-                     simulated: Collection[str] = ()) -> list[str]:
-    """Lines with the reported estimates at the stop (Rao-Blackwellised, unbiased).
-
-    Agents named in ``simulated`` are marked ``[SIMULATED]``.
+    ``settings.adaptive`` is the target; ``settings.n`` the first round's n.
     """
-    from reliabench.report.marks import mark_agent
-
-    k = design.k
-    if est.draws:
-        accepted = ", ".join(f"{a} {n}" for a, n in est.accepted.items())
-        lines = [f"estimates at the stop (Rao-Blackwellised first-look estimate, unbiased under the "
-                 f"stopping rule; {est.draws} orderings drawn, consistent: {accepted}; seed {est.seed}):"]
-    else:
-        lines = ["estimates at the stop (one look: the plain estimate, unbiased; t-interval over tasks):"]
-    level = round(100 * design.confidence)
-    for e in est.agents:
-        iv = e.interval
-        name = mark_agent(e.target, simulated)
-        lines.append(f"  {name:<20} reliability@{k} {iv.value:.3f} [{iv.low:.3f}, {iv.high:.3f}] "
-                     f"({level}% t-interval over {iv.tasks} tasks); plain at stop {e.plain_value:.3f}, "
-                     f"first-look {e.first_value:.3f}")
-    pair_level = 100 * (1 - design.pair_alpha)
-    for e in est.pairs:
-        iv = e.interval
-        lines.append(f"  {e.target}: {iv.value:+.3f} [{iv.low:+.3f}, {iv.high:+.3f}] "
-                     f"({pair_level:.4g}% interval); "
-                     f"plain at stop {e.plain_value:+.3f}, first-look {e.first_value:+.3f}")
-    return lines
-
-
-def execute_adaptive(suite_spec: str, agents_file: Path, out: Path, settings: RunSettings, *,
-                     first: int, max_n: int, k: int, half_width: float | None, settle: tuple[str, ...],
-                     margin: float, tasks: tuple[str, ...] = (), preflight: bool = True) -> AdaptiveRunResult:
-    """Load suite and agents, check them (as ``run`` does), run adaptively, print each round."""
-    from reliabench.agents.preflight import check_agents, preflight_error
-
-    suite = resolve_suite(suite_spec)
-    agents = load_agents(agents_file)
-    problems = check_agents(agents, network=preflight)
-    if problems:
-        raise preflight_error(problems)
+    target = settings.adaptive
+    if target is None:
+        raise InvalidArgumentError("execute_adaptive needs settings.adaptive (the target)")
+    inputs = prepare_run(settings)
+    suite, agents, settings = inputs.suite, inputs.agents, inputs.settings
+    assert settings.out is not None
+    out, tasks, first, k = settings.out, settings.tasks, settings.n, target.k
+    max_n, half_width, settle = target.max_n, target.target_half_width, target.settle
     names = [a.name for a in agents]
     if (half_width is None) == (not settle):
         raise InvalidArgumentError("--adaptive needs one target: --target-half-width H or --settle A,B")
     design = AdaptiveDesign(first=first, max_n=max_n, k=k, target_half_width=half_width,
-                            settle=parse_settle(settle, names) if settle else (), margin=margin)
-    settings = replace(settings, n=first,
-                       agents_config_hash=hashlib.sha256(agents_file.read_bytes()).hexdigest())
+                            settle=parse_settle(settle, names) if settle else (), margin=target.margin)
     err = console(stderr=True)
     n_tasks = len(tasks) or len(suite.tasks)
     err.print(f"suite [bold]{suite.name}[/] {suite.version}: {n_tasks} task(s) x {len(agents)} agent(s), "
@@ -133,7 +80,7 @@ def execute_adaptive(suite_spec: str, agents_file: Path, out: Path, settings: Ru
                   file=sys.stderr, flush=True)
 
     result = run_adaptive(suite, agents, out, settings, design, tasks=tasks or None, on_round=on_round,
-                          agents_file=agents_file, progress=progress, provenance=run_provenance(agents_file))
+                          agents_file=settings.agents, progress=progress, provenance=inputs.provenance)
     if result.estimates is not None:
         for line in render_estimates(result.estimates, design, simulated):
             err.print(line, highlight=False, markup=False)

@@ -4,21 +4,32 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
-from rich.console import Console
 
 from reliabench.errors import InvalidArgumentError
-from reliabench.metrics.security import FindingFilter, SecurityThreshold, parse_threshold
+
+if TYPE_CHECKING:  # imported where used: `reliabench --help` imports this module and nothing heavy
+    from rich.console import Console
+
+    from reliabench.agents.base import Agent
+    from reliabench.metrics.security import FindingFilter, SecurityThreshold
+    from reliabench.run.settings import RunSettings
+    from reliabench.runs import RunDirectory, Source
+    from reliabench.studies.scoring import ScoreResult
+    from reliabench.tasks.suite import Suite
 
 __all__ = [
+    "RunInputs",
     "console",
     "emit",
     "format_option",
     "invocation",
     "k_option",
+    "prepare_run",
     "resolve_security",
     "run_provenance",
     "sandbox_option",
@@ -27,6 +38,7 @@ __all__ = [
     "source_options",
     "test_workers_option",
     "threshold_option",
+    "write_page",
 ]
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -75,6 +87,8 @@ def bootstrap_options(resamples: int = 10_000) -> Callable[[F], F]:
 
 
 def _parse_threshold_cb(ctx: click.Context, param: click.Parameter, value: str) -> SecurityThreshold:
+    from reliabench.metrics.security import parse_threshold
+
     try:
         return parse_threshold(value)
     except InvalidArgumentError as exc:
@@ -136,9 +150,9 @@ def test_workers_option() -> Callable[[F], F]:
 
 
 def resolve_security(
-    ctx: click.Context, threshold: SecurityThreshold, config: Path | None, source: str | None = None
+    ctx: click.Context, threshold: SecurityThreshold, config: Path | None, run: RunDirectory | None = None
 ) -> tuple[SecurityThreshold, FindingFilter | None]:
-    """Combine ``--security-threshold`` and ``--security-config`` (or a run's stored policy).
+    """Combine ``--security-threshold`` and ``--security-config`` (or ``run``'s stored policy).
 
     An explicit ``--security-threshold`` wins over the policy's threshold.
     """
@@ -147,13 +161,10 @@ def resolve_security(
     policy = None
     if config is not None:
         policy = load_security_config(config)
-    elif source is not None and source != "-" and Path(source).is_dir():
-        from reliabench.store import RunStore
-
-        with RunStore.open_existing(source, readonly=True) as store:
-            stored = store.run_info().security_policy
+    elif run is not None:
+        stored = run.info().security_policy
         if stored:
-            policy = security_config_from_dict(dict(stored), f"{source} (stored security policy)")
+            policy = security_config_from_dict(dict(stored), f"{run.path} (stored security policy)")
     if policy is None:
         return threshold, None
     explicit = ctx.get_parameter_source("threshold") is click.core.ParameterSource.COMMANDLINE
@@ -163,14 +174,96 @@ def resolve_security(
 
 def console(*, stderr: bool = False) -> Console:
     """A rich console: the terminal's width on a terminal, 150 columns in a pipe or file."""
+    from rich.console import Console
+
     probe = Console(stderr=stderr)
     return Console(stderr=stderr, highlight=False, width=None if probe.is_terminal else 150)
 
 
-def run_provenance(agents_file: Path) -> dict[str, object]:
-    """The command line and the agents' configuration, secrets masked, to keep with the run."""
+def run_provenance(agents_file: Path, settings: RunSettings | None = None) -> dict[str, object]:
+    """What to keep with the run besides its identity, secrets masked.
+
+    The command line, the agents' configuration and the effective run configuration (what
+    ``reliabench show RUN`` prints).
+    """
     from reliabench.files.toml import read_toml
     from reliabench.report.provenance import mask_argv, mask_secrets
+    from reliabench.run.settings import settings_to_dict
 
-    return {"command_line": mask_argv(invocation()),
-            "agents_config": mask_secrets(dict(read_toml(agents_file, "an agents file")))}
+    out: dict[str, object] = {"command_line": mask_argv(invocation()),
+                              "agents_config": mask_secrets(dict(read_toml(agents_file, "an agents file")))}
+    if settings is not None:
+        out["settings"] = mask_secrets(settings_to_dict(settings))
+    return out
+
+
+@dataclass(frozen=True)
+class RunInputs:
+    """What ``reliabench run`` loaded before running: the suite, the agents, the settings to run.
+
+    Attributes:
+        suite: The suite.
+        agents: The agents, checked (:mod:`reliabench.agents.preflight`).
+        settings: The settings to run, with the agents file's hash.
+        provenance: What the run keeps besides its identity (:func:`run_provenance`), the
+            settings among it with absolute paths (``--config`` can take them from anywhere).
+    """
+
+    suite: Suite
+    agents: list[Agent]
+    settings: RunSettings
+    provenance: dict[str, object]
+
+
+def prepare_run(settings: RunSettings) -> RunInputs:
+    """Load and check the suite and the agents ``settings`` names, as every run does.
+
+    Raises:
+        UsageError: no suite, agents file or run directory is given.
+        PreflightError: an agent's key variable is unset or its endpoint is not usable
+            (``settings.preflight`` False checks only the variables).
+    """
+    import hashlib
+    from dataclasses import replace
+
+    from reliabench.agents.config import load_agents
+    from reliabench.agents.preflight import check_agents, preflight_error
+    from reliabench.errors import UsageError
+    from reliabench.tasks.suite import resolve_suite
+
+    spec, agents_file, out = settings.suite, settings.agents, settings.out
+    for value, flag in ((spec, "SUITE"), (agents_file, "--agents"), (out, "--out")):
+        if value is None:
+            raise UsageError(f"reliabench run needs {flag} (on the command line or in --config FILE)")
+    assert spec is not None
+    assert agents_file is not None
+    assert out is not None
+    suite = resolve_suite(spec)
+    agents = load_agents(agents_file, suite=suite)
+    problems = check_agents(agents, network=settings.preflight)
+    if problems:
+        raise preflight_error(problems)
+    settings = replace(settings, agents_config_hash=hashlib.sha256(agents_file.read_bytes()).hexdigest())
+    kept = replace(settings, agents=agents_file.resolve(), out=out.absolute(),
+                   suite=str(suite.root.resolve()) if Path(spec).exists() else spec)
+    return RunInputs(suite, agents, settings, run_provenance(agents_file, kept))
+
+
+def write_page(src: Source, result: ScoreResult, path: Path, *, title: str | None = None,
+               max_bytes: int | None = None) -> int:
+    """Write the report page of ``result`` (read from ``src``) to ``path``; return its size in bytes.
+
+    The page of ``reliabench report``, ``score --html`` and ``demo``: its figures are computed
+    here (``studies.scoring.page_figures``), a run's artifacts and provenance come from
+    ``src.run``.
+    """
+    from reliabench.report.explorer import DEFAULT_MAX_BYTES, render_report_page, write_report_page
+    from reliabench.studies.scoring import page_figures
+
+    page = render_report_page(result.records, result.report,
+                              figures=page_figures(result.report, result.records), source=src.name,
+                              source_format=src.format, run=src.run,
+                              noise=None if result.noise is None else result.noise.report, title=title,
+                              max_bytes=max_bytes or DEFAULT_MAX_BYTES, notes=src.notes)
+    write_report_page(path, page)
+    return len(page.encode())

@@ -3,53 +3,30 @@
 from __future__ import annotations
 
 import json
-import math
 from pathlib import Path
 
 import click
 import numpy as np
 
-from reliabench.commands._adaptive import parse_settle, render_estimates, render_step
-from reliabench.commands._adaptive_score import adaptive_for_score
+from reliabench.commands._adaptive import parse_settle
 from reliabench.errors import InvalidArgumentError
 from reliabench.metrics.analysis import count_pairs
-from reliabench.records import Rollout
-from reliabench.run.adaptive import estimates_to_json, step_to_json
-from reliabench.studies.adaptive import AdaptiveDesign, AgentCounts, Continuation, continuation
-from reliabench.studies.adaptive_estimate import StopEstimates, stop_estimates
+from reliabench.report.adaptive_tables import continuation_to_json, render_estimates, render_step
+from reliabench.runs import open_source
+from reliabench.studies.adaptive import AdaptiveDesign, AgentCounts, continuation
+from reliabench.studies.adaptive_estimate import stop_estimates
+from reliabench.studies.adaptive_score import adaptive_score
 
-__all__ = ["continuation_to_json", "pilot_records", "plan_continuation"]
-
-
-def pilot_records(pilot: str | Path, input_format: str, leaderboard: str | None = None) -> list[Rollout]:
-    """Pilot records from a run directory or any importable source (one loader for every command)."""
-    from reliabench.importers import load_source
-
-    return list(load_source(str(pilot), input_format, leaderboard=leaderboard).records)
-
-
-def continuation_to_json(c: Continuation, estimates: StopEstimates | None = None) -> dict[str, object]:
-    """JSON view of a continuation (``estimate``: the estimates if the run stops here)."""
-    extra = {} if estimates is None else {"estimate": estimates_to_json(estimates)}
-    def num(x: float) -> float | None:
-        return round(x, 6) if math.isfinite(x) else None
-
-    return {
-        **extra,
-        "pilot_n": c.design.first, "max_n": c.design.max_n, "schedule": list(c.design.schedule),
-        "settled": c.settled, "now": step_to_json(c.now),
-        "extra_rollouts": c.extra_rollouts,
-        "projected_looks": [{"n": dict(x.n), "extra_rollouts": x.extra_rollouts, "met": x.met,
-                             "half_widths": {k: num(v) for k, v in x.half_widths.items()}}
-                            for x in c.looks],
-    }
+__all__ = ["plan_continuation"]
 
 
 def plan_continuation(pilot: str | Path, input_format: str, leaderboard: str | None = None, *,
                       k: int, max_n: int, half_width: float | None,
                       settle: tuple[str, ...], margin: float, confidence: float, output: str) -> None:
     """Print whether the pilot's decision is settled and what an adaptive continuation needs."""
-    records = pilot_records(pilot, input_format, leaderboard)
+    with open_source(str(pilot), input_format, leaderboard=leaderboard) as src:
+        records = list(src.records)
+        state = src.run.adaptive() if src.run is not None else None
     table = count_pairs(records)
     present = table.n[table.n > 0]
     if present.size == 0:
@@ -67,7 +44,7 @@ def plan_continuation(pilot: str | Path, input_format: str, leaderboard: str | N
     result = continuation(design, counts)
     # the estimates to quote if the run stops here: an adaptive pilot's own (unbiased at its
     # stop); otherwise the pilot is one fixed look, whose plain estimate is unbiased
-    adaptive = adaptive_for_score(str(pilot), records)
+    adaptive = adaptive_score(records, state) if state is not None else None
     estimates = (adaptive.estimates if adaptive is not None
                  else stop_estimates(design, [{a: first for a in counts}], [counts]))
     if output == "json":

@@ -7,7 +7,6 @@ import json
 import click
 
 from reliabench.commands._common import console, source_options
-from reliabench.importers import load_source
 from reliabench.metrics.analysis import parse_ks
 from reliabench.report.audit_tables import audit_tables, audit_to_dict
 from reliabench.report.terminal import print_parts
@@ -31,7 +30,9 @@ __all__ = ["command"]
 def command(path: str, input_format: str, leaderboard: str | None, ks: str | None, agent: str | None,
             scorer: str | None, strict: bool, resamples: int, seed: int, output: str) -> None:
     """Check PATH (rollout JSONL, a foreign result file or folder) for misapplied pass@k."""
-    loaded = load_source(path, input_format, agent=agent, scorer=scorer, leaderboard=leaderboard)
+    from reliabench.runs import read_source
+
+    loaded = read_source(path, input_format, agent=agent, scorer=scorer, leaderboard=leaderboard)
     report = audit_records(loaded.records, ks=parse_ks(ks) if ks else None, reported=loaded.reported,
                            stated=loaded.stated, source=str(path), format=loaded.format,
                            notes=loaded.notes, n_resamples=resamples, seed=seed)

@@ -9,7 +9,6 @@ import click
 from reliabench.commands._common import console as make_console
 from reliabench.commands._common import source_options
 from reliabench.errors import InvalidArgumentError
-from reliabench.importers import load_source
 from reliabench.metrics.analysis import count_pairs
 from reliabench.report.compare_tables import (
     comparison_table,
@@ -45,7 +44,9 @@ def command(records: str, agent_a: str | None, agent_b: str | None, k: int, resa
     """
     if (agent_a is None) != (agent_b is None):
         raise InvalidArgumentError("give both --a and --b, or neither (to rank all agents)")
-    table = count_pairs(load_source(records, input_format, leaderboard=leaderboard).records)
+    from reliabench.runs import read_source
+
+    table = count_pairs(read_source(records, input_format, leaderboard=leaderboard).records)
     if agent_a is not None and agent_b is not None:
         r = compare_agents(table, agent_a, agent_b, k, n_resamples=resamples,
                            confidence=confidence, seed=seed)

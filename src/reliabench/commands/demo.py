@@ -15,13 +15,13 @@ from pathlib import Path
 import click
 
 from reliabench.commands._common import console as make_console
-from reliabench.commands._common import sandbox_option, test_workers_option
+from reliabench.commands._common import sandbox_option, test_workers_option, write_page
 from reliabench.commands.run import execute_run
-from reliabench.metrics.analysis import score
 from reliabench.report import render_score
-from reliabench.report.explorer import write_source_page
 from reliabench.report.marks import SIMULATED
-from reliabench.store import RunStore
+from reliabench.run.settings import RunSettings
+from reliabench.runs import open_source
+from reliabench.studies.scoring import score_result
 
 __all__ = ["DEMO_AGENTS", "command"]
 
@@ -47,17 +47,18 @@ def command(out: Path, n: int, workers: int, seed: int, tasks: tuple[str, ...], 
     console.print(f"Three [yellow]{SIMULATED}[/] agents (known behaviour, real code, really executed and "
                   f"scanned) x the bundled py30 suite x n={n} rollouts.\n"
                   f"Agents file: {DEMO_AGENTS}\n")
-    execute_run("py30", DEMO_AGENTS, n, out, workers=workers, seed=seed, sandbox=sandbox,
-                scanners=("bandit",), tasks=tasks, test_timeout=test_timeout, test_workers=test_workers)
-    with RunStore.open_existing(out, readonly=True) as store:
-        records = store.rollouts()
+    execute_run(RunSettings(n=n, workers=workers, seed=seed, sandbox=sandbox, scanners=("bandit",),
+                            test_timeout_s=test_timeout, test_workers=test_workers, suite="py30",
+                            agents=DEMO_AGENTS, out=out, tasks=tasks))
     ks = tuple(k for k in (1, 5, 10) if k <= n) or (1,)
-    report = score(records, ks, seed=seed)
-    console.print()
-    console.print(render_score(report, "table", color=console.is_terminal, width=console.width), end="")
-    console.print()
-    html_path = write_source_page(str(out), records, report, out / "report.html",
-                                  title="reliabench demo (simulated agents)")
+    html_path = out / "report.html"
+    with open_source(str(out)) as src:
+        result = score_result(src.records, ks, seed=seed, retests=src.run.retests() if src.run else ())
+        console.print()
+        console.print(render_score(result.report, "table", color=console.is_terminal, width=console.width),
+                      end="")
+        console.print()
+        write_page(src, result, html_path, title="reliabench demo (simulated agents)")
     console.print("How to read this: [bold]misapplied pass@k[/] is what a harness reports when it feeds the "
                   "tests of ONE rollout to the estimator; [bold]reliability@k[/] uses n independent rollouts "
                   "and counts a rollout only if it passes ALL hidden tests. The gap is the inflation.")

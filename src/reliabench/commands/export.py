@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 
 from reliabench.records import write_jsonl
-from reliabench.store import RunStore
+from reliabench.runs import RunDirectory
 
 __all__ = ["command"]
 
@@ -29,13 +29,15 @@ def command(run_dir: Path, fmt: str, output: Path | None, agent: str | None) -> 
         if output is None:
             raise click.BadParameter("--format inspect writes files: give -o run.eval or -o DIR",
                                      param_hint="-o")
-        for path in export_inspect(run_dir, output, agent=agent):
+        with RunDirectory.open(run_dir) as run:
+            written = export_inspect(run, output, agent=agent)
+        for path in written:
             click.echo(f"wrote {path} (open it with: inspect view --log-dir {path.parent})", err=True)
         return
     if agent is not None:
         raise click.BadParameter("--agent applies to --format inspect", param_hint="--agent")
-    with RunStore.open_existing(run_dir, readonly=True) as store:
-        records = store.rollouts()
+    with RunDirectory.open(run_dir) as run:
+        records = run.records()
     if output is None:
         write_jsonl(records, sys.stdout)
     else:

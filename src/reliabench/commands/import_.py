@@ -16,7 +16,7 @@ from typing import Any
 import click
 
 from reliabench.commands._registry_choice import RegistryChoice
-from reliabench.importers import IMPORTERS, declared_options, load_foreign
+from reliabench.importers import IMPORTERS, declared_options
 from reliabench.records import write_jsonl
 
 __all__ = ["build_command", "command"]
@@ -29,7 +29,9 @@ def _run(path: Path, output: Path | None, input_format: str, agent: str | None,
     The format is detected from the content unless --format names it; the options after
     --agent belong to the formats named in their help.
     """
-    result = load_foreign(path, format=input_format, agent=agent, **options)
+    from reliabench.runs import read_source
+
+    result = read_source(path, input_format, agent=agent, **options)
     n = write_jsonl(result.records, output if output is not None else sys.stdout)
     agents = Counter(r.agent for r in result.records)
     tasks = len({r.task_id for r in result.records})

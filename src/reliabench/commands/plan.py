@@ -8,7 +8,6 @@ import click
 
 from reliabench.commands._common import console, source_options
 from reliabench.errors import InvalidArgumentError
-from reliabench.importers import load_source
 from reliabench.report.plan_tables import plan_tables, plan_to_dict
 from reliabench.report.terminal import print_parts
 from reliabench.studies.planning import (
@@ -107,7 +106,9 @@ def command(pilot: str | None, input_format: str, leaderboard: str | None, rates
                           settle=settle, margin=margin, confidence=confidence, output=output)
         return
     if pilot is not None:
-        records = load_source(pilot, input_format, leaderboard=leaderboard).records
+        from reliabench.runs import read_source
+
+        records = read_source(pilot, input_format, leaderboard=leaderboard).records
         models = list(fit_pilot(records))
         simulated: set[str] | None = {r.agent for r in records if r.simulated}
     else:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import click
 
 from reliabench.commands._common import emit, format_option, source_options
-from reliabench.importers import load_source
 from reliabench.report.marks import simulated_agents_note
 from reliabench.report.proxy_tables import render_proxy_output
 from reliabench.studies.proxy_validity import proxy_study
@@ -31,7 +30,9 @@ def command(source: str, input_format: str, leaderboard: str | None, k: int, fmt
     over (task, agent) pairs and over agents, Kendall tau of the agent ranking, each with a
     seeded bootstrap CI over tasks.
     """
-    records = list(load_source(source, input_format, leaderboard=leaderboard).records)
+    from reliabench.runs import read_source
+
+    records = list(read_source(source, input_format, leaderboard=leaderboard).records)
     study = proxy_study(records, k=k, confidence=confidence, n_resamples=resamples, seed=seed)
     simulated = sorted({r.agent for r in records if r.simulated})
     emit(render_proxy_output(study, fmt, simulated))

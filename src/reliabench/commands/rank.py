@@ -10,7 +10,6 @@ import click
 
 from reliabench.commands._common import console as make_console
 from reliabench.commands._common import source_options
-from reliabench.importers import load_source
 from reliabench.report.rank_tables import ranking_tables, ranking_to_dict
 from reliabench.report.terminal import print_parts
 from reliabench.studies.rank import (
@@ -56,7 +55,9 @@ def command(source: str, input_format: str, leaderboard: str | None, k: int, met
 
     SOURCE: rollout JSONL (- for stdin), a run directory, or any format `import` reads.
     """
-    loaded = load_source(source, input_format, leaderboard=leaderboard)
+    from reliabench.runs import read_source
+
+    loaded = read_source(source, input_format, leaderboard=leaderboard)
     r = rank_agents(loaded.records, k, metric=cast(Metric, metric), level=level,
                     correction=cast(Correction, correction), sampling=cast(Sampling, sampling),
                     n_resamples=resamples, power=power, seed=seed)

@@ -47,12 +47,10 @@ def command(ctx: click.Context, source: str, input_format: str, leaderboard: str
     The HTML page is one self-contained file (no network): heatmap, figures, provenance and,
     for run directories, the rollout explorer. Tables: leaderboard with CIs and per-task c/n.
     """
-    from reliabench.report.explorer import (
-        DEFAULT_MAX_BYTES,
-        load_source,
-        render_report_page,
-        write_report_page,
-    )
+    from reliabench.commands._common import write_page
+    from reliabench.report.explorer import write_report_page
+    from reliabench.runs import open_source
+    from reliabench.studies.scoring import score_result
 
     try:
         k_values = parse_ks(ks)
@@ -60,19 +58,19 @@ def command(ctx: click.Context, source: str, input_format: str, leaderboard: str
         raise click.BadParameter(str(exc), param_hint="-k") from None
     if fmt == "html" and output is None:
         raise UsageError("report --format html needs -o/--output FILE (the page is one file)")
-    loaded = load_source(source, input_format, leaderboard)
-    run_source = source if loaded.run_dir is not None else None
-    threshold, finding_filter = resolve_security(ctx, threshold, security_config, run_source)
-    rep = score(loaded.records, k_values, threshold=threshold, finding_filter=finding_filter,
-                confidence=confidence, n_resamples=resamples, seed=seed)
-    if fmt == "html":
-        assert output is not None
-        page = render_report_page(loaded.records, rep, source=source, source_format=loaded.format,
-                                  run_dir=loaded.run_dir, run_info=loaded.run_info, title=title,
-                                  max_bytes=max_bytes or DEFAULT_MAX_BYTES, notes=loaded.notes)
-        write_report_page(output, page)
-        click.echo(f"HTML report: {output} ({len(page.encode()) // 1024} KiB)", err=True)
-        return
+    with open_source(source, input_format, leaderboard=leaderboard) as src:
+        threshold, finding_filter = resolve_security(ctx, threshold, security_config, src.run)
+        if fmt == "html":
+            assert output is not None
+            result = score_result(src.records, k_values, threshold=threshold, finding_filter=finding_filter,
+                                  confidence=confidence, n_resamples=resamples, seed=seed,
+                                  retests=src.run.retests() if src.run is not None else (), source=source)
+            size = write_page(src, result, output, title=title, max_bytes=max_bytes)
+            click.echo(f"HTML report: {output} ({size // 1024} KiB)", err=True)
+            return
+        rep = score(src.records, k_values, threshold=threshold, finding_filter=finding_filter,
+                    confidence=confidence, n_resamples=resamples, seed=seed)
+        notes = src.notes
     from reliabench.report.tables import render_tables
 
     text = render_tables(rep, fmt, title=title)
@@ -81,7 +79,7 @@ def command(ctx: click.Context, source: str, input_format: str, leaderboard: str
     else:
         write_report_page(output, text)
         click.echo(f"{fmt} tables: {output}", err=True)
-    if loaded.notes and fmt != "csv":
-        for note in loaded.notes:
+    if notes and fmt != "csv":
+        for note in notes:
             click.echo(f"note: {note}", err=True)
     sys.stdout.flush()

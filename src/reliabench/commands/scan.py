@@ -23,6 +23,7 @@ from reliabench.metrics.analysis import parse_ks, score
 from reliabench.metrics.security import SecurityThreshold
 from reliabench.report.scan_tables import security_tables
 from reliabench.report.terminal import print_parts
+from reliabench.runs import RunDirectory
 from reliabench.scanners import get_scanner
 from reliabench.scanners.rescan import rescan_run
 
@@ -46,8 +47,9 @@ def command(ctx: click.Context, run_dir: Path, scanners: tuple[str, ...], thresh
     replaces it; an explicit ``--security-threshold`` wins over its threshold).
     """
     k_values = parse_ks(ks)
-    threshold, finding_filter = resolve_security(ctx, threshold, security_config, str(run_dir))
-    result = rescan_run(run_dir, [get_scanner(name) for name in scanners], dry_run=dry_run)
+    with RunDirectory.open(run_dir, writable=not dry_run) as run:
+        threshold, finding_filter = resolve_security(ctx, threshold, security_config, run)
+        result = rescan_run(run, [get_scanner(name) for name in scanners], dry_run=dry_run)
     console = make_console()
     console.print(f"re-scanned {result.rescanned} rollout(s) with {', '.join(scanners)}"
                   + (" (dry run: store unchanged)" if dry_run else "")

@@ -18,10 +18,8 @@ from reliabench.commands._common import (
     threshold_option,
 )
 from reliabench.errors import InvalidArgumentError
-from reliabench.importers import load_source
-from reliabench.metrics.analysis import parse_ks, score
+from reliabench.metrics.analysis import parse_ks
 from reliabench.metrics.security import SecurityThreshold
-from reliabench.report import render_score
 
 __all__ = ["command"]
 
@@ -47,32 +45,25 @@ def command(ctx: click.Context, source: str, input_format: str, leaderboard: str
             resamples: int, seed: int, html_path: Path | None, exclude_flaky_tests: bool,
             flaky_verdict: str) -> None:
     """Score SOURCE: rollout JSONL (- for stdin), a run directory, or any importable format."""
+    from reliabench.commands._common import write_page
+    from reliabench.report.score_render import render_score_result
+    from reliabench.runs import open_source
+    from reliabench.studies.scoring import score_result
+
     try:
         k_values = parse_ks(ks)
     except InvalidArgumentError as exc:
         raise click.BadParameter(str(exc), param_hint="-k") from None
-    loaded = load_source(source, input_format, leaderboard=leaderboard)
-    records = list(loaded.records)
-    from reliabench.commands._noise_score import noise_for_score
-
-    noise = noise_for_score(source, records, exclude_flaky_tests=exclude_flaky_tests,
-                            flaky_verdict=flaky_verdict)
-    if noise is not None:
-        records = list(noise.records)
-    threshold, finding_filter = resolve_security(ctx, threshold, security_config, source)
-    report = score(records, k_values, threshold=threshold, finding_filter=finding_filter,
-                   confidence=confidence, n_resamples=resamples, seed=seed)
-    text = render_score(report, fmt, color=fmt == "table" and sys.stdout.isatty())
-    if noise is not None:
-        text = noise.attach(text, fmt)
-    from reliabench.commands._adaptive_score import adaptive_for_score
-
-    adaptive = adaptive_for_score(source, records)
-    if adaptive is not None:
-        text = adaptive.attach(text, fmt)
-    emit(text)
-    if html_path is not None:  # the same page as `reliabench report SOURCE -o FILE`
-        from reliabench.report.explorer import write_source_page
-
-        write_source_page(source, records, report, html_path)
-        click.echo(f"HTML report: {html_path}", err=True)
+    with open_source(source, input_format, leaderboard=leaderboard) as src:
+        run = src.run
+        threshold, finding_filter = resolve_security(ctx, threshold, security_config, run)
+        result = score_result(src.records, k_values, threshold=threshold, finding_filter=finding_filter,
+                              confidence=confidence, n_resamples=resamples, seed=seed,
+                              retests=run.retests() if run is not None else (),
+                              adaptive=run.adaptive() if run is not None else None,
+                              exclude_flaky_tests=exclude_flaky_tests, flaky_verdict=flaky_verdict,
+                              source=source)
+        emit(render_score_result(result, fmt, color=fmt == "table" and sys.stdout.isatty()))
+        if html_path is not None:  # the same page as `reliabench report SOURCE -o FILE`
+            write_page(src, result, html_path)
+            click.echo(f"HTML report: {html_path}", err=True)

@@ -8,7 +8,7 @@ import click
 
 from reliabench.commands._common import k_option, resolve_security, security_config_option, threshold_option
 from reliabench.errors import InvalidArgumentError, UsageError
-from reliabench.metrics.analysis import parse_ks, score
+from reliabench.metrics.analysis import parse_ks
 from reliabench.metrics.security import SecurityThreshold
 
 __all__ = ["command"]
@@ -35,30 +35,34 @@ def command(ctx: click.Context, run_dir: Path, host: str, port: int, ks: str,
     The same page as `reliabench report RUN -o FILE`, for runs too large for one file.
     Stop with Ctrl-C.
     """
-    from reliabench.report.explorer import load_source
     from reliabench.report.serve import check_loopback, make_server
+    from reliabench.runs import open_source
+    from reliabench.studies.scoring import page_figures, score_result
 
     try:
         k_values = parse_ks(ks)
         check_loopback(host)
     except InvalidArgumentError as exc:
         raise click.BadParameter(str(exc), param_hint="-k" if "k must" in str(exc) else "--host") from None
-    loaded = load_source(str(run_dir))
-    if loaded.run_dir is None:  # pragma: no cover - load_source of a directory is a run or an error
-        raise click.BadParameter(f"{run_dir}: not a run directory", param_hint="RUN")
-    threshold, finding_filter = resolve_security(ctx, threshold, security_config, str(run_dir))
-    rep = score(loaded.records, k_values, threshold=threshold, finding_filter=finding_filter,
-                n_resamples=resamples, seed=seed)
-    try:
-        server = make_server(list(loaded.records), rep, loaded.run_dir, run_info=loaded.run_info,
-                             host=host, port=port, background=False)
-    except OSError as exc:
-        raise UsageError(f"cannot listen on {host}:{port} ({exc.strerror or exc}); "
-                         "pick another --port (0: any free port)") from None
-    click.echo(f"serving the report of {run_dir} at {server.url} (loopback only; Ctrl-C stops)", err=True)
-    try:
-        server.httpd.serve_forever()
-    except KeyboardInterrupt:
-        pass
-    finally:
-        server.httpd.server_close()
+    with open_source(str(run_dir)) as src:
+        run = src.run
+        if run is None:  # a folder of another harness's results
+            raise click.BadParameter(f"{run_dir}: not a run directory", param_hint="RUN")
+        threshold, finding_filter = resolve_security(ctx, threshold, security_config, run)
+        result = score_result(src.records, k_values, threshold=threshold, finding_filter=finding_filter,
+                              n_resamples=resamples, seed=seed, retests=run.retests(), source=str(run_dir))
+        try:
+            figures = page_figures(result.report, result.records)
+            server = make_server(run, result.records, result.report, figures,
+                                 noise=None if result.noise is None else result.noise.report,
+                                 host=host, port=port, background=False)
+        except OSError as exc:
+            raise UsageError(f"cannot listen on {host}:{port} ({exc.strerror or exc}); "
+                             "pick another --port (0: any free port)") from None
+        click.echo(f"serving the report of {run_dir} at {server.url} (loopback only; Ctrl-C stops)", err=True)
+        try:
+            server.httpd.serve_forever()
+        except KeyboardInterrupt:
+            pass
+        finally:
+            server.httpd.server_close()

@@ -30,12 +30,15 @@ import datetime as _dt
 import json
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from reliabench.errors import InvalidArgumentError, MissingExtraError, UsageError
 from reliabench.meta_keys import REASON
 from reliabench.records import Rollout, rollout_to_dict
-from reliabench.run.artifacts import StoredArtifacts, open_artifacts
+from reliabench.run.artifacts import StoredArtifacts
+
+if TYPE_CHECKING:
+    from reliabench.runs import RunDirectory
 
 __all__ = ["EXPORT_MARK", "export_inspect"]
 
@@ -133,11 +136,11 @@ def _sample(ilog: Any, r: Rollout, adir: StoredArtifacts | None, prompt: str) ->
                            total_time=seconds, working_time=seconds)
 
 
-def export_inspect(run_dir: str | Path, output: str | Path, *, agent: str | None = None) -> list[Path]:
+def export_inspect(run: RunDirectory, output: str | Path, *, agent: str | None = None) -> list[Path]:
     """Write the run's rollouts as Inspect eval logs; return the paths written.
 
     Args:
-        run_dir: The run directory.
+        run: The run directory (records, run information and artifacts are read through it).
         output: A ``.eval`` file (one agent, or ``agent`` given), else a directory that gets
             one ``<agent>.eval`` per agent.
         agent: Export only this agent.
@@ -147,13 +150,9 @@ def export_inspect(run_dir: str | Path, output: str | Path, *, agent: str | None
         InvalidArgumentError: for an unknown agent.
         UsageError: for a ``.eval`` output with several agents.
     """
-    from reliabench.store import RunStore
-
     ilog = _inspect()
-    root = Path(run_dir)
-    with RunStore.open_existing(root, readonly=True) as store:
-        records = store.rollouts()
-        info = store.run_info()
+    records = run.records()
+    info = run.info()
     agents = sorted({r.agent for r in records})
     if agent is not None:
         if agent not in agents:
@@ -174,7 +173,7 @@ def export_inspect(run_dir: str | Path, output: str | Path, *, agent: str | None
     written = []
     for name, path in targets.items():
         recs = [r for r in records if r.agent == name]
-        written.append(_write_one(ilog, root, recs, name, path, suite, prompts, created,
+        written.append(_write_one(ilog, run, recs, name, path, suite, prompts, created,
                                   dict(info.packages)))
     return written
 
@@ -183,13 +182,13 @@ def _safe(name: str) -> str:
     return "".join(ch if ch.isalnum() or ch in "-_.@+" else "_" for ch in name) or "_"
 
 
-def _write_one(ilog: Any, root: Path, recs: Sequence[Rollout], agent: str, path: Path,
+def _write_one(ilog: Any, run: RunDirectory, recs: Sequence[Rollout], agent: str, path: Path,
                suite: dict[str, Any], prompts: dict[str, str], created: str,
                packages: dict[str, str]) -> Path:
     tasks = sorted({r.task_id for r in recs})
     samples = []
     for r in sorted(recs, key=lambda x: (x.task_id, x.rollout)):
-        adir = open_artifacts(root, r.task_id, r.agent, r.rollout)
+        adir = run.artifacts(r.task_id, r.agent, r.rollout)
         samples.append(_sample(ilog, r, adir if adir.present else None,
                                prompts.get(r.task_id) or _placeholder(r.task_id)))
     epochs = max((r.rollout + 1 for r in recs), default=1)
@@ -200,7 +199,7 @@ def _write_one(ilog: Any, root: Path, recs: Sequence[Rollout], agent: str, path:
         task_version=str(suite.get("version") or 0),
         dataset=ilog.EvalDataset(name=str(suite.get("name") or "reliabench"), samples=len(tasks)),
         model=agent, config=ilog.EvalConfig(epochs=epochs), packages=dict(packages),
-        metadata={EXPORT_MARK: 1, "suite": dict(suite), "run_dir": str(root),
+        metadata={EXPORT_MARK: 1, "suite": dict(suite), "run_dir": str(run.path),
                   "simulated": any(r.simulated for r in recs)},
     )
     results = ilog.EvalResults(

@@ -5,7 +5,9 @@ reader never sees half a file. That rename must not be done to something that is
 regular file: run as root, ``--html /dev/null`` would replace the system's ``/dev/null``
 with a regular file (mode 0600) and break every process that writes to it -- sandboxes
 included. :func:`open_output` writes straight into an existing device, FIFO or socket path,
-and atomically everywhere else.
+and atomically everywhere else. A file that cannot be written (a full disk, a read-only or
+missing place, no permission) is one :class:`~reliabench.errors.OutputError` naming it, never a
+traceback, and leaves nothing half-written.
 """
 
 from __future__ import annotations
@@ -18,7 +20,14 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import IO
 
+from reliabench.errors import OutputError
+
 __all__ = ["open_output"]
+
+
+def _cannot(dest: Path, exc: OSError) -> OutputError:
+    return OutputError(f"{dest}: cannot write the output ({exc.strerror or exc}); free space, fix the "
+                       "permissions or give another path")
 
 
 @contextlib.contextmanager
@@ -30,20 +39,32 @@ def open_output(path: str | Path) -> Iterator[IO[str]]:
         ...     _ = fh.write("nothing")
         >>> import stat as _stat; _stat.S_ISCHR(os.stat("/dev/null").st_mode)
         True
+
+    Raises:
+        OutputError: ``path`` is a directory, or cannot be written (an ``OSError`` while
+            writing to it, inside the block too).
     """
     dest = Path(path)
     try:
-        mode = os.stat(dest).st_mode
+        mode: int | None = os.stat(dest).st_mode
     except FileNotFoundError:
         mode = None
+    except OSError as exc:
+        raise _cannot(dest, exc) from None
     if mode is not None and not stat.S_ISREG(mode):
         if stat.S_ISDIR(mode):
-            raise IsADirectoryError(21, "Is a directory", str(dest))
-        with open(dest, "w", encoding="utf-8") as fh:  # a device, FIFO or socket: write through
-            yield fh
+            raise OutputError(f"{dest}: is a directory (give a file to write)")
+        try:
+            with open(dest, "w", encoding="utf-8") as fh:  # a device, FIFO or socket: write through
+                yield fh
+        except OSError as exc:
+            raise _cannot(dest, exc) from None
         return
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{dest.name}.", suffix=".tmp", dir=dest.parent)
+    try:
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{dest.name}.", suffix=".tmp", dir=dest.parent)
+    except OSError as exc:
+        raise _cannot(dest, exc) from None
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             yield fh
@@ -55,6 +76,9 @@ def open_output(path: str | Path) -> Iterator[IO[str]]:
             os.umask(umask)
             os.chmod(tmp, 0o666 & ~umask)
         os.replace(tmp, dest)
+    except OSError as exc:
+        Path(tmp).unlink(missing_ok=True)
+        raise _cannot(dest, exc) from None
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise

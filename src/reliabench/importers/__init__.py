@@ -12,20 +12,22 @@ format             what it reads                                                
                    rollout per run id), a run summary, leaderboard flags
 ``terminal-bench`` results.json (several trials per task), or a folder of them   yes
 ``tau-bench``      a JSON list of trials with rewards                            no
-``inspect``        an Inspect AI ``.eval`` log (zip of JSON), epochs = rollouts  no
+``inspect``        Inspect AI logs: ``.eval`` (zip of JSON) or ``.json``, or a  no
+                   folder of them as ``inspect eval`` leaves ``./logs/``;
+                   epochs = rollouts
 ``evalplus``       ``eval_results.json`` (base/plus status per sample)           no
 ``humaneval``      human-eval ``*_results.jsonl``                                no
 ``jsonl``          reliabench's own rollout JSONL                                as given
 =================  ===========================================================  ==========
 
 Detection looks at content, not names: a zip with ``header.json`` is Inspect; a folder with
-``report.json`` files is SWE-bench, one with Terminal-Bench results files is Terminal-Bench;
-JSON is recognized by its keys; JSONL by its first line. See ``docs/importers.md``.
+``report.json`` files is SWE-bench, one with Terminal-Bench results files is Terminal-Bench,
+one with Inspect logs is Inspect; JSON is recognized by its keys; JSONL by its first line.
+A run directory of ``reliabench run`` is not an importer's: :func:`reliabench.runs.open_source`
+reads it through its :class:`~reliabench.runs.RunDirectory`. See ``docs/importers.md``.
 """
 
 from __future__ import annotations
-
-from collections.abc import Mapping
 
 from reliabench.importers._common import (
     ImportResult,
@@ -48,7 +50,6 @@ from reliabench.importers.base import (
 from reliabench.importers.loading import detect_format, load_foreign, load_source
 
 __all__ = [
-    "FORMATS",
     "IMPORTERS",
     "DeclaredOption",
     "FormatImporter",
@@ -68,5 +69,3 @@ __all__ = [
     "read_json",
 ]
 
-FORMATS: Mapping[str, Importer] = IMPORTERS.view()
-"""Format name -> importer, read-only (a view of :data:`IMPORTERS`, in detection order)."""

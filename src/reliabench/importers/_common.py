@@ -98,7 +98,7 @@ class ImportResult:
 
     Attributes:
         records: The rollout records, in a stable order.
-        format: The format name (a key of ``reliabench.importers.FORMATS``).
+        format: The format name (a name of ``reliabench.importers.IMPORTERS``).
         notes: Decisions and oddities worth telling the user (one sentence each).
         reported: Figures the foreign harness reported itself, for ``audit``.
         stated: Totals the source states about its own rows, for ``audit``.

@@ -4,7 +4,9 @@
 in order, by the shape of the source: a folder, a zip archive, a JSON document, or JSONL (whose
 first line is decoded; a one-line JSON object with ``task_id`` counts as JSONL). ``load_foreign``
 checks the options against the chosen importer's declared ones; ``load_source`` is the one
-loader of every command that takes records.
+loader of records from foreign sources and JSONL. A run directory of ``reliabench run`` is not
+theirs to read: :class:`reliabench.runs.RunDirectory` reads it (commands go through
+:func:`reliabench.runs.open_source`, which takes both).
 """
 
 from __future__ import annotations
@@ -93,7 +95,8 @@ def load_foreign(path: str | Path, *, format: str = "auto", agent: str | None = 
     """Read any supported result file or folder into rollout records.
 
     Args:
-        path: A file or a folder (a run directory of ``reliabench run`` too).
+        path: A file or a folder (not a run directory of ``reliabench run``:
+            :class:`reliabench.runs.RunDirectory` reads those).
         format: ``auto`` (detect) or a format of the importer registry.
         agent: Name to give the agent, overriding the name the format implies.
         **options: The format's declared options (``Importer.options``: ``scorer=`` for
@@ -106,19 +109,15 @@ def load_foreign(path: str | Path, *, format: str = "auto", agent: str | None = 
     Raises:
         InputError: naming the file and position of a problem, or when nothing matches.
         InvalidArgumentError: for an unknown format name or an option the format lacks.
+        UsageError: ``path`` is a run directory (read it with :func:`reliabench.runs.open_source`).
     """
     p = Path(path)
     data: Any = None
-    from reliabench.store import is_run_directory, read_records
+    from reliabench.store import is_run_directory
 
     if format == "auto" and is_run_directory(p):  # a run directory of `reliabench run`
-
-        records = read_records(p)
-        if not records:
-            raise UsageError(f"{p}: the run has no recorded rollouts yet")
-        if agent is not None:
-            records = [dataclasses.replace(r, agent=agent) for r in records]
-        return ImportResult(tuple(records), "run")
+        raise UsageError(f"{p}: a run directory of reliabench run, not a foreign source: read it with "
+                         "reliabench.runs.open_source (or RunDirectory)")
     if format == "auto":
         fmt, data = detect_format(p)
     elif format in IMPORTERS:

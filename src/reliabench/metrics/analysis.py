@@ -50,9 +50,13 @@ __all__ = [
     "metric_names",
     "parse_ks",
     "ranking_change",
+    "reliability_curve_scores",
     "score",
     "score_counts",
 ]
+
+CURVE_MAX_POINTS = 40
+"""At most this many k values in :func:`reliability_curve_scores` (the ends and an even spread)."""
 
 
 
@@ -233,7 +237,9 @@ class ScoreReport:
     """What ``score`` computed, with the settings that produced it.
 
     ``costs`` (cost and time per agent, :mod:`reliabench.metrics.costs`) is filled by :func:`score`;
-    a report made from counts alone has none.
+    a report made from counts alone has none. ``notes`` say what limits the figures; which
+    agents are simulated is in ``counts.simulated`` (and each ``AgentSummary.simulated``):
+    the renderers write the mark and its note (:mod:`reliabench.report.marks`).
     """
 
     agents: tuple[AgentSummary, ...]
@@ -411,16 +417,29 @@ def score_counts(
         if summaries[-1].infra_errors:
             notes.append(f"{agent}: {summaries[-1].infra_errors} rollout(s) lost to "
                          "infrastructure errors, excluded from n")
-    if table.simulated:
-        # imported here: the report package imports this module (the mark is a leaf module)
-        from reliabench.report.marks import marked_agents_note
-
-        notes.append(marked_agents_note(sorted(table.simulated)))
     return ScoreReport(
         agents=tuple(summaries), ks=ks_t, metric_names=tuple(names),
         security=table.secure_known, threshold=threshold, confidence=confidence,
         n_resamples=n_resamples, seed=seed, notes=tuple(notes), counts=table,
     )
+
+
+def reliability_curve_scores(report: ScoreReport) -> ScoreReport | None:
+    """The report's counts scored at every k from 1 to the largest n (the report page's curve).
+
+    At most :data:`CURVE_MAX_POINTS` k values (the ends and an even spread between), with at
+    most 2,000 resamples; None when no pair has a rollout.
+    """
+    t = report.counts
+    max_n = int(t.n.max()) if t.n.size else 0
+    if max_n < 1:
+        return None
+    ks = list(range(1, max_n + 1))
+    if len(ks) > CURVE_MAX_POINTS:  # keep the ends and an even spread between
+        idx = np.unique(np.linspace(0, len(ks) - 1, CURVE_MAX_POINTS).round().astype(int))
+        ks = [ks[i] for i in idx]
+    return score_counts(t, ks, threshold=report.threshold, confidence=report.confidence,
+                        n_resamples=min(report.n_resamples, 2_000), seed=report.seed)
 
 
 @dataclass(frozen=True, slots=True)

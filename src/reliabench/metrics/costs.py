@@ -12,17 +12,28 @@ rollout: the expected number of successful rollouts one dollar buys; ``passes_pe
 likewise per minute of wall time (agent phase + hidden tests). Both are None unless every
 counted rollout reports the figure (a partial sum would flatter the agent), and None when the
 denominator is 0.
+
+The report page plots each agent's mean seconds, tokens and USD per rollout against its
+reliability (:func:`cost_points`), and tabulates the per-phase figures a record carries
+(:func:`phase_costs`).
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Final
+
+import numpy as np
 
 from reliabench.records import Rollout
 
-__all__ = ["AgentCost", "CostFigure", "cost_summary"]
+__all__ = ["PHASES", "AgentCost", "AgentCostPoint", "CostFigure", "CostPoints", "cost_points", "cost_summary",
+           "phase_costs"]
+
+PHASES: Final = ("agent_s", "test_s", "tokens_in", "tokens_out")
+"""The per-phase figures of a rollout (:func:`phase_costs`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -137,3 +148,80 @@ def cost_summary(records: Iterable[Rollout]) -> tuple[AgentCost, ...]:
             passes_per_minute=_rate(passes, seconds, len(rs), scale=60.0),
         ))
     return tuple(out)
+
+
+def phase_costs(r: Rollout) -> dict[str, float]:
+    """Per-phase times and token counts, when the record carries them; empty otherwise.
+
+    Read from ``Cost`` (``agent_s``, ``test_s``, ``tokens_in``, ``tokens_out``) or from ``meta``.
+    """
+    out: dict[str, float] = {}
+    for name in PHASES:
+        value = getattr(r.cost, name, None) if r.cost is not None else None
+        if value is None:
+            value = r.meta.get(name)
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            out[name] = float(value)
+    return out
+
+
+@dataclass(frozen=True, slots=True)
+class AgentCostPoint:
+    """One agent's means per rollout, as the report page plots and tabulates them.
+
+    Attributes:
+        agent: The agent.
+        seconds: Mean wall time of its counted rollouts that report it (None: none do).
+        tokens: Mean tokens (None: none reported, or zero everywhere: an unmetered agent).
+        usd: Mean USD (None likewise).
+        phases: Mean of each of :data:`PHASES` over the agent's rollouts that record it.
+    """
+
+    agent: str
+    seconds: float | None
+    tokens: float | None
+    usd: float | None
+    phases: Mapping[str, float]
+
+
+@dataclass(frozen=True, slots=True)
+class CostPoints:
+    """The report page's cost figures: one point per agent, and whether any record has phases.
+
+    Attributes:
+        agents: Per agent, in the order asked for.
+        phases_recorded: Whether any rollout records a per-phase figure.
+    """
+
+    agents: tuple[AgentCostPoint, ...]
+    phases_recorded: bool
+
+
+def _mean(values: Sequence[float]) -> float:
+    with np.errstate(over="ignore"):
+        mean = float(np.mean(values))
+    if not math.isfinite(mean):  # in-range values whose sum is not a float
+        mean = math.fsum(v / len(values) for v in values)
+    return mean
+
+
+def cost_points(records: Sequence[Rollout], agents: Sequence[str]) -> CostPoints:
+    """Mean seconds, tokens and USD per counted rollout (``infra_error`` left out) of each agent.
+
+    Tokens and USD that are zero or missing everywhere are None (simulated or unmetered
+    agents); the phase means are over every rollout of the agent that records the phase.
+    """
+    phases = [phase_costs(r) for r in records]
+    out = []
+    for agent in agents:
+        means: dict[str, float | None] = {}
+        for attr in ("seconds", "tokens", "usd"):
+            vals = [getattr(r.cost, attr) for r in records
+                    if r.agent == agent and r.status != "infra_error" and r.cost is not None
+                    and getattr(r.cost, attr) is not None]
+            means[attr] = _mean(vals) if vals and (attr == "seconds" or any(vals)) else None
+        per = [p for r, p in zip(records, phases, strict=True) if r.agent == agent and p]
+        phase_means = {key: float(np.mean(vals)) for key in PHASES
+                       if (vals := [p[key] for p in per if key in p])}
+        out.append(AgentCostPoint(agent, means["seconds"], means["tokens"], means["usd"], phase_means))
+    return CostPoints(tuple(out), any(phases))

@@ -12,7 +12,7 @@ from typing import Any
 from rich.table import Table
 
 from reliabench.metrics.analysis import Estimate
-from reliabench.report.marks import mark_agent
+from reliabench.report.marks import mark_agent, with_simulated_note
 from reliabench.report.terminal import Parts
 from reliabench.studies.audit import AuditReport
 
@@ -76,7 +76,7 @@ def audit_tables(report: AuditReport) -> Parts:
                       _fmt(hat.value, hat.ci_low, hat.ci_high), _fmt(mis.value))
     parts.append(t)
     parts += [f"[bold]missing:[/bold] {line}" for line in report.missing]
-    parts += [f"note: {line}" for line in report.notes]
+    parts += [f"note: {line}" for line in with_simulated_note(report.notes, report.score.counts.simulated)]
     return parts
 
 
@@ -109,5 +109,5 @@ def audit_to_dict(report: AuditReport) -> dict[str, Any]:
                     "metrics": {k: _estimate_dict(v) for k, v in a.metrics.items()}}
                    for a in s.agents],
         "missing": list(report.missing),
-        "notes": list(report.notes),
+        "notes": list(with_simulated_note(report.notes, s.counts.simulated)),
     }

@@ -9,6 +9,10 @@ per-test outcomes, the scanner findings, security tests, tamper and forgery flag
 a run directory's artifacts -- the failure message of each failed test, the diff against the
 starter with the findings on their lines, and the agent's log or transcript.
 
+Everything it shows is computed before it is called (``studies.scoring``: the score, its
+noise section, the figures) or read through the run's :class:`~reliabench.runs.RunDirectory`
+(artifacts, run information): this module only renders.
+
 The data is embedded as JSON in a ``<script type="application/json">`` element (``<``, ``>``
 and ``&`` escaped, so no string in it can close the element); the page's script and styles
 are inline; nothing is fetched. The file is bounded: each rollout's detail is cut to
@@ -23,7 +27,6 @@ import hashlib
 import html
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
@@ -39,39 +42,19 @@ from reliabench.report.provenance import Provenance, collect_provenance
 from reliabench.report.rollout_detail import DetailLimits, build_detail, rollout_id
 
 if TYPE_CHECKING:
-    from reliabench.store import RunInfo
+    from reliabench.runs import RunDirectory
+    from reliabench.studies.noise import NoiseReport
+    from reliabench.studies.scoring import PageFigures
 
 __all__ = [
     "DEFAULT_MAX_BYTES",
-    "LoadedSource",
     "embed_json",
-    "load_source",
     "render_report_page",
     "rollout_detail_json",
     "write_report_page",
-    "write_source_page",
 ]
 
 DEFAULT_MAX_BYTES: Final = 20_000_000
-
-
-@dataclass(frozen=True)
-class LoadedSource:
-    """Records read from a report source.
-
-    Attributes:
-        records: The rollout records.
-        format: ``run`` for a run directory, else the importer's format (``jsonl``, ...).
-        run_dir: The run directory (None for files).
-        notes: The importer's notes.
-        run_info: ``RunStore.run_info()`` of a run directory.
-    """
-
-    records: tuple[Rollout, ...]
-    format: str
-    run_dir: Path | None
-    notes: tuple[str, ...] = ()
-    run_info: RunInfo | None = None
 
 
 def _static(name: str) -> str:
@@ -80,25 +63,6 @@ def _static(name: str) -> str:
 
     text = files("reliabench.report").joinpath("static").joinpath(name).read_text(encoding="utf-8")
     return text.replace("</", "<\\/") if name.endswith(".js") else text
-
-
-def load_source(source: str, input_format: str = "auto", leaderboard: str | None = None) -> LoadedSource:
-    """Read a run directory, a JSONL file (``-``: stdin) or any file ``reliabench import`` reads.
-
-    The records come from ``importers.load_source`` (the one loader of every command; it takes
-    ``input_format`` and ``leaderboard``); a run directory adds its path and stored run
-    information for the explorer.
-    """
-    from reliabench.importers import load_source as load_records_source
-    from reliabench.store import RunStore
-
-    result = load_records_source(source, input_format, leaderboard=leaderboard)
-    if result.format == "run":
-        path = Path(source)
-        with RunStore.open_existing(path, readonly=True) as store:
-            info = store.run_info()
-        return LoadedSource(result.records, "run", path, run_info=info, notes=result.notes)
-    return LoadedSource(result.records, result.format, None, result.notes)
 
 
 def embed_json(data: Any) -> str:
@@ -119,16 +83,15 @@ _CODE_STATUSES: Final[frozenset[RolloutStatus]] = frozenset({"completed", "no_ch
 """Statuses whose workspace diff is the agent's finished code (grouped by identical code)."""
 
 
-def _diff_hash(run_dir: Path | None, r: Rollout) -> str | None:
-    if run_dir is None:
+def _diff_hash(run: RunDirectory | None, r: Rollout) -> str | None:
+    if run is None:
         return None
-    from reliabench.run.artifacts import open_artifacts
-
-    data = open_artifacts(run_dir, r.task_id, r.agent, r.rollout).diff_bytes()
+    data = run.artifacts(r.task_id, r.agent, r.rollout).diff_bytes()
     return None if data is None else hashlib.sha256(data).hexdigest()[:16]
 
 
-def _task_views(records: Sequence[Rollout], run_dir: Path | None) -> tuple[dict[str, Any], dict[str, Any]]:
+def _task_views(records: Sequence[Rollout],
+                run: RunDirectory | None) -> tuple[dict[str, Any], dict[str, Any]]:
     """Per task: its tests and which rollouts fail them; per rollout: a one-line summary."""
     tasks: dict[str, Any] = {}
     summaries: dict[str, Any] = {}
@@ -153,7 +116,7 @@ def _task_views(records: Sequence[Rollout], run_dir: Path | None) -> tuple[dict[
             codes = ["-"] * len(names)
             for t in r.tests or ():
                 codes[col[t.name]] = _OUTCOME_CODE[t.outcome]
-            dh = _diff_hash(run_dir, r)
+            dh = _diff_hash(run, r)
             if dh is not None and r.status in _CODE_STATUSES:
                 same_code.setdefault(dh, []).append(r)
             summaries[rid] = {
@@ -176,14 +139,10 @@ def _task_views(records: Sequence[Rollout], run_dir: Path | None) -> tuple[dict[
     return tasks, summaries
 
 
-def rollout_detail_json(r: Rollout, run_dir: Path | None, limits: DetailLimits) -> dict[str, Any]:
+def rollout_detail_json(r: Rollout, run: RunDirectory | None, limits: DetailLimits) -> dict[str, Any]:
     """The explorer's JSON for one rollout (used by the page and by ``reliabench view``)."""
-    adir = None
-    if run_dir is not None:
-        from reliabench.run.artifacts import open_artifacts
-
-        adir = open_artifacts(run_dir, r.task_id, r.agent, r.rollout).directory
-    return build_detail(r, adir, limits).to_json()
+    stored = None if run is None else run.artifacts(r.task_id, r.agent, r.rollout)
+    return build_detail(r, stored, limits).to_json()
 
 
 def _provenance_html(p: Provenance) -> str:
@@ -225,26 +184,29 @@ def render_report_page(
     records: Sequence[Rollout],
     report: ScoreReport,
     *,
+    figures: PageFigures,
     source: str,
     source_format: str = "jsonl",
-    run_dir: Path | None = None,
-    run_info: RunInfo | None = None,
+    run: RunDirectory | None = None,
+    noise: NoiseReport | None = None,
     title: str | None = None,
     limits: DetailLimits | None = None,
     max_bytes: int = DEFAULT_MAX_BYTES,
     live: bool = False,
     notes: Sequence[str] = (),
 ) -> str:
-    """The full report page (``reliabench report`` and ``score --html``).
+    """The full report page (``reliabench report``, ``score --html`` and ``reliabench view``).
 
     Args:
         records: The records ``report`` was computed from.
         report: ``analysis.score`` of the records.
+        figures: ``studies.scoring.page_figures(report, records)``: rank intervals, the curve,
+            the proxy and the cost figures.
         source: What the records were read from (shown in the page).
         source_format: ``run`` or an importer's format name.
-        run_dir: The run directory, for the explorer's diffs, logs and failure messages (None:
-            what the records carry).
-        run_info: ``RunStore.run_info()`` of the run, for provenance.
+        run: The run directory, for the explorer's diffs, logs and failure messages and for
+            provenance (None: what the records carry).
+        noise: The run's harness noise (``studies.noise``), for its section (None: none).
         title: Page title (default: ``reliabench: SOURCE``).
         limits: Bounds per rollout.
         max_bytes: Bound on the embedded rollout details together; rollouts past it keep
@@ -259,13 +221,12 @@ def render_report_page(
         raise InvalidArgumentError(f"max_bytes must be an integer >= 1, got {max_bytes!r}")
     lim = limits or DetailLimits()
     recs = list(records)
-    k_proxy = report.ks[0]
     explorer = True  # records alone give outcomes, findings, flags; a run adds diffs, logs, messages
-    tasks, summaries = _task_views(recs, run_dir)
+    tasks, summaries = _task_views(recs, run)
     details: dict[str, Any] = {}
     omitted = 0
     cut_notes: list[str] = []
-    remedy = (f"open them with `reliabench view {source}`" if run_dir is not None
+    remedy = (f"open them with `reliabench view {source}`" if run is not None
               else "raise --max-bytes")
     if not live:
         used = 0
@@ -273,7 +234,7 @@ def render_report_page(
         order = sorted(recs, key=lambda r: (r.passes and not r.findings and not r.tamper_suspected,
                                             r.task_id, r.agent, r.rollout))
         for r in order:
-            d = rollout_detail_json(r, run_dir, lim)
+            d = rollout_detail_json(r, run, lim)
             size = len(embed_json(d))
             if used + size > max_bytes:
                 omitted += 1
@@ -290,7 +251,7 @@ def render_report_page(
             "message_chars": lim.message_chars, "messages": lim.messages},
         "source": source, "remedy": remedy,
     }
-    prov = collect_provenance(recs, source, source_format, run_info)
+    prov = collect_provenance(recs, source, source_format, None if run is None else run.info())
     lead = [
         '<nav class="toc"><a href="#heatmap">heatmap</a> <a href="#explorer">explorer</a> '
         '<a href="#more-figures">more figures</a> <a href="#provenance">provenance</a></nav>',
@@ -299,7 +260,7 @@ def render_report_page(
         lead.append(f'<p class="note cut">{html.escape(note)}</p>')
     lead.append(heatmap_html(report.counts, clickable=explorer))
     lead.append('<h2 id="explorer">Explorer</h2>')
-    if run_dir is None:
+    if run is None:
         lead.append('<p class="note">This report was made from '
                     f"{html.escape(source_format)} records: the explorer shows each rollout's status, "
                     "tests, findings and flags; diffs, logs and failure messages come from a run "
@@ -308,18 +269,16 @@ def render_report_page(
                 "rollouts.</p></div>")
     extra = [
         '<h2 id="more-figures">Reliability for every k, the single-rollout proxy, cost</h2>',
-        reliability_curve(report),
-        proxy_scatter(report, k_proxy),
-        cost_figures(report, recs, report.ks[0]),
+        reliability_curve(report, figures.curve),
+        proxy_scatter(report, figures.proxy),
+        cost_figures(report, figures.costs, report.ks[0]),
         _provenance_html(prov),
         f"<style>{_static('explorer.css')}</style>",
         f'<script type="application/json" id="rb-data">{embed_json(data)}</script>',
         f"<script>{_static('explorer.js')}</script>",
     ]
-    from reliabench.report.noise_section import noise_for_run
-
     return render_html(report, title=title or f"reliabench: {source}", lead_sections=lead,
-                       extra_sections=extra, noise=noise_for_run(run_dir, recs))
+                       extra_sections=extra, noise=noise, ranking=figures.ranking)
 
 
 def write_report_page(path: str | Path, text: str) -> Path:
@@ -334,24 +293,3 @@ def write_report_page(path: str | Path, text: str) -> Path:
     with open_output(dest) as fh:
         fh.write(text)
     return dest
-
-
-def write_source_page(source: str, records: Sequence[Rollout], report: ScoreReport,
-                      path: str | Path, *, title: str | None = None,
-                      max_bytes: int = DEFAULT_MAX_BYTES) -> Path:
-    """Render and write the page of ``records`` read from ``source`` (``score --html``).
-
-    A run directory as ``source`` gives the explorer its details and provenance.
-    """
-    run_dir: Path | None = None
-    run_info = None
-    if source != "-" and Path(source).is_dir():
-        from reliabench.store import RunStore
-
-        run_dir = Path(source)
-        with RunStore.open_existing(run_dir, readonly=True) as store:
-            run_info = store.run_info()
-    page = render_report_page(records, report, source=source,
-                              source_format="run" if run_dir else "jsonl", run_dir=run_dir,
-                              run_info=run_info, title=title, max_bytes=max_bytes)
-    return write_report_page(path, page)

@@ -16,20 +16,13 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-import numpy as np
-
-from reliabench.metrics.analysis import Estimate, ScoreReport, score_counts
-from reliabench.metrics.estimators import pass_at_k
-from reliabench.records import Rollout
+from reliabench.metrics.analysis import Estimate, ScoreReport
+from reliabench.metrics.costs import PHASES, CostPoints
 from reliabench.report.html import _PALETTE, _frame, _line_chart, figure_block
 from reliabench.report.marks import agent_label, fit_label
-from reliabench.report.rollout_detail import phase_costs
-from reliabench.studies.proxy_validity import proxy_study
+from reliabench.studies.proxy_validity import ProxyPoints
 
-__all__ = ["CURVE_MAX_POINTS", "ScatterPoint", "cost_figures", "proxy_scatter", "reliability_curve",
-           "scatter_svg"]
-
-CURVE_MAX_POINTS = 40
+__all__ = ["ScatterPoint", "cost_figures", "proxy_scatter", "reliability_curve", "scatter_svg"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,45 +101,35 @@ def _names(report: ScoreReport) -> list[str]:
     return [agent_label(a.agent, a.simulated) for a in report.agents]
 
 
-def reliability_curve(report: ScoreReport) -> str:
-    """reliability@k for k = 1..max n, per agent, with CI bands (a figure block)."""
-    t = report.counts
-    max_n = int(t.n.max()) if t.n.size else 0
-    if max_n < 1:
+def reliability_curve(report: ScoreReport, curve: ScoreReport | None) -> str:
+    """reliability@k for k = 1..max n, per agent, with CI bands (a figure block).
+
+    ``curve`` is ``analysis.reliability_curve_scores(report)`` (None: no rollout, no figure).
+    """
+    if curve is None:
         return ""
-    ks = list(range(1, max_n + 1))
-    if len(ks) > CURVE_MAX_POINTS:  # keep the ends and an even spread between
-        idx = np.unique(np.linspace(0, len(ks) - 1, CURVE_MAX_POINTS).round().astype(int))
-        ks = [ks[i] for i in idx]
-    full = score_counts(t, ks, threshold=report.threshold, confidence=report.confidence,
-                        n_resamples=min(report.n_resamples, 2_000), seed=report.seed)
+    ks = list(curve.ks)
+    max_n = int(report.counts.n.max())
     series = [(n, [a.metrics[f"reliability@{k}"] for k in ks])
-              for n, a in zip(_names(report), full.agents, strict=True)]
+              for n, a in zip(_names(report), curve.agents, strict=True)]
     svg = _line_chart(f"reliability@k for k = 1..{max_n}", ks, series, "reliability@k")
     return figure_block(svg, "Every k up to the number of rollouts, with the bootstrap CI band over "
                         "tasks; tasks with fewer than k rollouts leave the mean at that k.")
 
 
-def proxy_scatter(report: ScoreReport, k: int = 1) -> str:
-    """The single-rollout proxy: first rollout's test pass fraction vs reliability@k per pair."""
-    t = report.counts
-    known = t.present & (t.first_total > 0) & (t.n >= k)
-    if not known.any():
+def proxy_scatter(report: ScoreReport, proxy: ProxyPoints | None) -> str:
+    """The single-rollout proxy: first rollout's test pass fraction vs reliability@k per pair.
+
+    ``proxy`` is ``proxy_validity.proxy_points(report, k)`` (None: no pair has per-test counts).
+    """
+    if proxy is None:
         return ('<p class="note">Single-rollout proxy: no pair has per-test counts for its first '
                 "rollout, so there is nothing to plot.</p>")
-    study = proxy_study(t, k, confidence=report.confidence,
-                        n_resamples=min(report.n_resamples, 2_000), seed=report.seed)
-    rho = study.get("first_fraction", "pairs", "spearman")
-    points = []
-    for i, task in enumerate(t.tasks):
-        for j, agent in enumerate(t.agents):
-            if not known[i, j]:
-                continue
-            x = float(t.first_passed[i, j] / t.first_total[i, j])
-            y = float(pass_at_k(int(t.n[i, j]), int(t.c[i, j]), k))
-            points.append(ScatterPoint(x, y, f"{task} / {agent}: first rollout {t.first_passed[i, j]}/"
-                                       f"{t.first_total[i, j]} tests, reliability@{k} = {y:.3f} "
-                                       f"(c={t.c[i, j]}, n={t.n[i, j]})", j))
+    k = proxy.k
+    rho = proxy.rho
+    points = [ScatterPoint(p.proxy, p.reliability, f"{p.task} / {p.agent}: first rollout {p.first_passed}/"
+                           f"{p.first_total} tests, reliability@{k} = {p.reliability:.3f} "
+                           f"(c={p.c}, n={p.n})", p.series) for p in proxy.points]
 
     def r3(v: float) -> str:
         return "n/a" if math.isnan(v) else f"{v:.3f}"
@@ -162,27 +145,22 @@ def proxy_scatter(report: ScoreReport, k: int = 1) -> str:
                         "that substituted for repeated runs would put the points on a rising line.")
 
 
-def cost_figures(report: ScoreReport, records: Sequence[Rollout], k: int = 1) -> str:
-    """Mean time (and tokens, USD when present) per rollout against reliability@k, per agent."""
+def cost_figures(report: ScoreReport, costs: CostPoints, k: int = 1) -> str:
+    """Mean time (and tokens, USD when present) per rollout against reliability@k, per agent.
+
+    ``costs`` is ``costs.cost_points(records, agents)`` for the report's agents, in its order.
+    """
     blocks = []
     names = _names(report)
     axes = (("seconds", "mean seconds per rollout"), ("tokens", "mean tokens per rollout"),
             ("usd", "mean USD per rollout"))
     for attr, label in axes:
         points = []
-        for j, a in enumerate(report.agents):
-            vals = [getattr(r.cost, attr) for r in records
-                    if r.agent == a.agent and r.status != "infra_error" and r.cost is not None
-                    and getattr(r.cost, attr) is not None]
-            if attr != "seconds" and not any(vals):
-                continue  # zero tokens/usd everywhere: simulated or unmetered agents
-            if not vals:
+        for j, (a, c) in enumerate(zip(report.agents, costs.agents, strict=True)):
+            mean = getattr(c, attr)
+            if mean is None:
                 continue
             e: Estimate = a.metrics.get(f"reliability@{k}", Estimate(math.nan, math.nan, math.nan, 0))
-            with np.errstate(over="ignore"):
-                mean = float(np.mean(vals))
-            if not math.isfinite(mean):  # in-range values whose sum is not a float
-                mean = math.fsum(v / len(vals) for v in vals)
             points.append(ScatterPoint(mean, e.value, f"{names[j]}: {label} {mean:.4g}, "
                                        f"reliability@{k} {e.value:.3f}", j, e.ci_low, e.ci_high))
         if not points:
@@ -193,16 +171,11 @@ def cost_figures(report: ScoreReport, records: Sequence[Rollout], k: int = 1) ->
                           y_label=f"reliability@{k}", legend=names, x_range=(0.0, right or 1.0))
         blocks.append(figure_block(svg, f"One point per agent: {label} (infra errors excluded) against "
                                    f"reliability@{k}, whisker = CI over tasks."))
-    phases = [phase_costs(r) for r in records]
-    if any(phases):
+    if costs.phases_recorded:
         rows = []
-        for a in report.agents:
-            per = [p for r, p in zip(records, phases, strict=True) if r.agent == a.agent and p]
-            cells = []
-            for key in ("agent_s", "test_s", "tokens_in", "tokens_out"):
-                vals = [p[key] for p in per if key in p]
-                cells.append(f"{np.mean(vals):.4g}" if vals else "-")
-            rows.append(f"<tr><td>{html.escape(a.agent)}</td>" + "".join(f"<td>{c}</td>" for c in cells)
+        for c in costs.agents:
+            cells = [f"{c.phases[key]:.4g}" if key in c.phases else "-" for key in PHASES]
+            rows.append(f"<tr><td>{html.escape(c.agent)}</td>" + "".join(f"<td>{x}</td>" for x in cells)
                         + "</tr>")
         blocks.append("<table><tr><th>agent</th><th>agent s</th><th>test s</th><th>tokens in</th>"
                       f"<th>tokens out</th></tr>{''.join(rows)}</table>"

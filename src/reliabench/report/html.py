@@ -19,9 +19,16 @@ from typing import Any
 
 from reliabench.files.output import open_output
 from reliabench.metrics.analysis import AgentSummary, Estimate, ScoreReport
-from reliabench.report.marks import SIMULATED_MARK, agent_label, agent_label_html, fit_label
+from reliabench.report.marks import (
+    SIMULATED_MARK,
+    agent_label,
+    agent_label_html,
+    fit_label,
+    with_simulated_note,
+)
 from reliabench.report.score_render import _r3, score_to_json
 from reliabench.studies.noise import NoiseReport
+from reliabench.studies.rank import RankOutcome
 
 __all__ = ["figure_block", "render_html", "sweep_figures", "write_html_report"]
 
@@ -241,30 +248,26 @@ def _per_task_section(report: ScoreReport) -> str:
             f"</summary><table><tr><th>task</th>{head}</tr>{''.join(rows)}</table></details>")
 
 
-def _rank_section(report: ScoreReport) -> str:
-    """The rank-interval figure at the first k (``reliabench.studies.rank``), when it can be drawn."""
-    from reliabench.errors import InvalidArgumentError
+def _rank_section(outcome: RankOutcome | None) -> str:
+    """The rank-interval figure (``studies.rank.rank_for_report``), or why there is none."""
     from reliabench.report.rank_figure import rank_section
-    from reliabench.studies.rank import rank_agents
 
-    if len(report.agents) < 2 or report.n_resamples < 1:
+    if outcome is None:
         return ""
-    try:
-        ranking = rank_agents(report.counts, report.ks[0], level=report.confidence,
-                              n_resamples=report.n_resamples, seed=report.seed)
-    except InvalidArgumentError as exc:  # e.g. no task shared by every agent
-        return f'<h2>Ranking</h2><p class="note">No ranking: {html.escape(str(exc))}</p>'
-    return rank_section(ranking)
+    if outcome.ranking is None:
+        return f'<h2>Ranking</h2><p class="note">No ranking: {html.escape(outcome.problem or "")}</p>'
+    return rank_section(outcome.ranking)
 
 
 def render_html(report: ScoreReport, *, title: str = "reliabench report",
                 extra_sections: Sequence[str] = (), lead_sections: Sequence[str] = (),
-                noise: NoiseReport | None = None) -> str:
+                noise: NoiseReport | None = None, ranking: RankOutcome | None = None) -> str:
     """Render ``report`` as one self-contained HTML document.
 
     ``extra_sections`` are trusted HTML fragments (e.g. ``sweep_figures``) placed after the
     tables; ``lead_sections`` likewise, placed before the figures (the report page's heatmap).
-    ``noise`` (a run with re-tests) adds the harness-noise section after the tables.
+    ``noise`` (a run with re-tests) adds the harness-noise section after the tables;
+    ``ranking`` (``studies.rank.rank_for_report(report)``) the rank-interval figure.
     """
     ks = report.ks
     names = [agent_label(a.agent, a.simulated) for a in report.agents]
@@ -365,9 +368,10 @@ def render_html(report: ScoreReport, *, title: str = "reliabench report",
         out.append(_agent_table(
             "Passing but insecure rollouts, by the lens that flagged them", [html.escape(x) for x in lenses],
             report, lambda a, i: str(report.counts.lens_counts.get(a.agent, {}).get(lenses[i], 0))))
-    if report.notes:
+    notes = with_simulated_note(report.notes, report.counts.simulated)
+    if notes:
         out.append(
-            "<h2>Notes</h2><ul>" + "".join(f"<li>{html.escape(n)}</li>" for n in report.notes) + "</ul>"
+            "<h2>Notes</h2><ul>" + "".join(f"<li>{html.escape(n)}</li>" for n in notes) + "</ul>"
         )
 
 
@@ -375,7 +379,7 @@ def render_html(report: ScoreReport, *, title: str = "reliabench report",
         from reliabench.report.noise_section import noise_section
 
         out.append(noise_section(noise, simulated={a.agent for a in report.agents if a.simulated}))
-    out.append(_rank_section(report))
+    out.append(_rank_section(ranking))
     out.append(_per_task_section(report))
     out.extend(extra_sections)
     out.append(
@@ -388,9 +392,9 @@ def render_html(report: ScoreReport, *, title: str = "reliabench report",
 
 
 def write_html_report(report: ScoreReport, path: str | Path, *, title: str = "reliabench report",
-                      extra_sections: Sequence[str] = ()) -> Path:
+                      extra_sections: Sequence[str] = (), ranking: RankOutcome | None = None) -> Path:
     """Write the report atomically (no half-written file) and return its path."""
     dest = Path(path)
     with open_output(dest) as fh:  # atomic; never replaces a device such as /dev/null
-        fh.write(render_html(report, title=title, extra_sections=extra_sections))
+        fh.write(render_html(report, title=title, extra_sections=extra_sections, ranking=ranking))
     return dest

@@ -2,7 +2,9 @@
 
 A simulated agent (``Rollout.simulated``) never called a model. Terminal tables, Markdown,
 LaTeX, CSV, JSON, HTML, SVG figures and the notes under them all take the mark, the label
-and the sentences that explain it from here, so that they cannot drift apart.
+and the sentences that explain it from here, so that they cannot drift apart. What metrics
+and studies compute says which agents are simulated (``CountTable.simulated``,
+``AgentSummary.simulated``, ``AgentRank.simulated``); the words are written here only.
 
 Examples:
     >>> agent_label("sim-a", True), agent_label("real", False)
@@ -13,6 +15,8 @@ Examples:
     'a-very [SIMULATED]'
     >>> simulated_agents_note(["a", "b"])
     'SIMULATED agents (not real models): a, b'
+    >>> with_simulated_note(("ragged n",), {"b", "a"})
+    ('ragged n', 'simulated agents (marked [SIMULATED]) are not real models: a, b')
 """
 
 from __future__ import annotations
@@ -31,6 +35,7 @@ __all__ = [
     "marked_agents_note",
     "simulated_agents_note",
     "simulated_html",
+    "with_simulated_note",
 ]
 
 SIMULATED: Final = "SIMULATED"
@@ -80,3 +85,9 @@ def simulated_agents_note(agents: Iterable[str]) -> str:
 def marked_agents_note(agents: Iterable[str]) -> str:
     """The note under a table whose rows carry the mark (agents in the order given)."""
     return f"simulated agents (marked {SIMULATED_MARK}) are not real models: {', '.join(agents)}"
+
+
+def with_simulated_note(notes: Iterable[str], simulated: Collection[str]) -> tuple[str, ...]:
+    """``notes`` followed by the note of :func:`marked_agents_note` when any agent is simulated."""
+    out = tuple(notes)
+    return (*out, marked_agents_note(sorted(simulated))) if simulated else out

@@ -10,34 +10,14 @@ agent's doing.
 from __future__ import annotations
 
 import html
-from collections.abc import Collection, Sequence
-from pathlib import Path
+from collections.abc import Collection
 
-from reliabench.records import Rollout
-from reliabench.studies.noise import NoiseReport, harness_noise
+from reliabench.studies.noise import NoiseReport
 
-__all__ = ["MAX_ROWS", "noise_for_run", "noise_section"]
+__all__ = ["MAX_ROWS", "noise_section"]
 
 MAX_ROWS = 50
 _BAR_W = 260
-
-
-def noise_for_run(run_dir: Path | None, records: Sequence[Rollout]) -> NoiseReport | None:
-    """The noise report of a run directory with re-tests, else None (no run, or no re-tests)."""
-    if run_dir is None:
-        return None
-    from reliabench.store import RunStore
-
-    with RunStore.open_existing(run_dir, readonly=True) as store:
-        rows = store.retest_rows()
-    if not rows:
-        return None
-    from reliabench.errors import InvalidArgumentError
-
-    try:
-        return harness_noise(records, rows)
-    except InvalidArgumentError:  # re-tests recorded, but none usable for these records
-        return None
 
 
 def _pct(x: float) -> str:

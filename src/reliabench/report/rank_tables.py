@@ -11,7 +11,7 @@ from typing import Any
 
 from rich.table import Table
 
-from reliabench.report.marks import agent_label, mark_agent
+from reliabench.report.marks import agent_label, mark_agent, with_simulated_note
 from reliabench.report.terminal import Parts
 from reliabench.studies.rank import Ranking
 
@@ -49,7 +49,7 @@ def ranking_tables(r: Ranking) -> Parts:
                     f"groups (maximal runs of consecutive agents with no separated pair; {len(r.groups)}):"]
     parts += [f"  {i}: {', '.join(mark_agent(a, simulated) for a in group)}"
               for i, group in enumerate(r.groups, start=1)]
-    parts += [f"note: {note}" for note in r.notes]
+    parts += [f"note: {note}" for note in with_simulated_note(r.notes, simulated)]
     return parts
 
 
@@ -84,5 +84,5 @@ def ranking_to_dict(r: Ranking) -> dict[str, Any]:
                    "p_value": _num(p.p_value), "p_adjusted": _num(p.p_adjusted),
                    "separated": p.separated, "borderline": p.borderline} for p in r.pairs],
         "simulated_agents": sorted(a.agent for a in r.agents if a.simulated),
-        "notes": list(r.notes),
+        "notes": list(with_simulated_note(r.notes, {a.agent for a in r.agents if a.simulated})),
     }

@@ -27,11 +27,11 @@ import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Final
 
 from reliabench.errors import InvalidArgumentError
 from reliabench.meta_keys import FORGED_OUTCOMES, REASON, SEED, TAMPER_FILES
+from reliabench.metrics.costs import phase_costs
 from reliabench.records import Finding, Isolation, Rollout, RolloutStatus, TestOutcomeStatus
 from reliabench.run.artifacts import StoredArtifacts
 
@@ -44,7 +44,6 @@ __all__ = [
     "build_detail",
     "failure_messages",
     "parse_diff",
-    "phase_costs",
     "rollout_id",
 ]
 
@@ -52,7 +51,6 @@ _SECTION: Final = re.compile(r"^_{3,} (.+?) _{3,}$")
 _BANNER: Final = re.compile(r"^={3,}.*={3,}$")
 _SUMMARY: Final = re.compile(r"^(FAILED|ERROR) (\S+)(?: - (.*))?$")
 _HUNK: Final = re.compile(r"^@@ -\d+(?:,\d+)? \+(\d+)(?:,\d+)? @@")
-_PHASES: Final = ("agent_s", "test_s", "tokens_in", "tokens_out")
 
 
 @dataclass(frozen=True, slots=True)
@@ -297,21 +295,6 @@ def _transcript_text(raw: str | None) -> str | None:
     return "\n\n".join(parts)
 
 
-def phase_costs(r: Rollout) -> dict[str, float]:
-    """Per-phase times and token counts, when the record carries them; empty otherwise.
-
-    Read from ``Cost`` (``agent_s``, ``test_s``, ``tokens_in``, ``tokens_out``) or from ``meta``.
-    """
-    out: dict[str, float] = {}
-    for name in _PHASES:
-        value = getattr(r.cost, name, None) if r.cost is not None else None
-        if value is None:
-            value = r.meta.get(name)
-        if isinstance(value, (int, float)) and not isinstance(value, bool):
-            out[name] = float(value)
-    return out
-
-
 def rollout_id(r: Rollout) -> str:
     """A stable id for a rollout in the page: task, agent and rollout joined by U+001F."""
     return f"{r.task_id}\x1f{r.agent}\x1f{r.rollout}"
@@ -333,18 +316,17 @@ def _place_findings(files: Sequence[DiffFile],
     return out, tuple(i for i in range(len(findings)) if i not in placed)
 
 
-def build_detail(r: Rollout, artifact_dir: Path | None,
+def build_detail(r: Rollout, stored: StoredArtifacts | None,
                  limits: DetailLimits | None = None) -> RolloutDetail:
     """The explorer's view of one rollout (artifacts are optional: imported records have none).
 
     Args:
         r: The record.
-        artifact_dir: ``RunStore.artifact_dir(...)`` of the rollout, or None.
+        stored: The rollout's artifacts (``RunDirectory.artifacts(...)``), or None.
         limits: Bounds on logs, diffs and messages.
     """
     lim = limits or DetailLimits()
     cuts: list[str] = []
-    stored = StoredArtifacts(artifact_dir) if artifact_dir is not None else None
     has_art = stored is not None and stored.present
     tests_log = stored.test_log() if has_art and stored else None
     failed = [t.name for t in r.tests or () if t.failing]

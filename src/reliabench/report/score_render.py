@@ -1,6 +1,9 @@
-"""Render a ``ScoreReport`` as a rich table, JSON, CSV or Markdown.
+"""Render a ``ScoreReport`` as a rich table, JSON, CSV or Markdown; ``score``'s output with its sections.
 
 All formats show the same figures; simulated agents are marked in every one of them.
+:func:`render_score_result` renders a whole :class:`~reliabench.studies.scoring.ScoreResult`:
+the figures, then the harness-noise and adaptive sections of a run that has them (JSON: the
+keys ``harness_noise``, ``flaky_policy`` and ``adaptive``; CSV: the figures alone).
 """
 
 from __future__ import annotations
@@ -19,9 +22,13 @@ from rich.text import Text
 from reliabench.errors import InvalidArgumentError
 from reliabench.metrics.analysis import AgentSummary, Estimate, ScoreReport
 from reliabench.metrics.costs import AgentCost, CostFigure
-from reliabench.report.marks import SIMULATED_MARK, agent_label
+from reliabench.report.adaptive_tables import score_adaptive_json, score_adaptive_lines
+from reliabench.report.marks import SIMULATED_MARK, agent_label, with_simulated_note
+from reliabench.report.noise_tables import score_noise_json, score_noise_lines
+from reliabench.studies.scoring import ScoreResult
 
-__all__ = ["FORMATS", "cost_to_json", "render_score", "score_to_json"]
+__all__ = ["FORMATS", "cost_to_json", "render_score", "render_score_result", "score_result_to_json",
+           "score_to_json"]
 
 FORMATS = ("table", "json", "csv", "markdown")
 
@@ -79,7 +86,7 @@ def score_to_json(report: ScoreReport) -> dict[str, Any]:
             "security_threshold": str(report.threshold) if report.security else None,
             "ci_method": "percentile bootstrap over tasks",
         },
-        "notes": list(report.notes),
+        "notes": list(with_simulated_note(report.notes, report.counts.simulated)),
     }
 
 
@@ -201,7 +208,7 @@ def _rich_table(report: ScoreReport, console: Console) -> None:
                 label.append(SIMULATED_MARK, style="yellow")
             table.add_row(label, *row[1:])
         console.print(table)
-    for note in report.notes:
+    for note in with_simulated_note(report.notes, report.counts.simulated):
         console.print(Text(f"note: {note}", style="dim"))
 
 
@@ -226,7 +233,7 @@ def _markdown(report: ScoreReport) -> str:
         lines.append("")
     if report.n_resamples:
         lines.append(f"Values with {round(report.confidence * 100)}% percentile-bootstrap CIs over tasks.")
-    lines += [f"- note: {n}" for n in report.notes]
+    lines += [f"- note: {n}" for n in with_simulated_note(report.notes, report.counts.simulated)]
     return "\n".join(lines).rstrip() + "\n"
 
 
@@ -253,3 +260,28 @@ def render_score(report: ScoreReport, fmt: str = "table", *, width: int | None =
         assert isinstance(out, io.StringIO)
         return out.getvalue()
     raise InvalidArgumentError(f"format must be one of {', '.join(FORMATS)}, got {fmt!r}")
+
+
+def score_result_to_json(result: ScoreResult) -> dict[str, Any]:
+    """The JSON document of ``reliabench score --format json``: the figures and the sections."""
+    doc = score_to_json(result.report)
+    if result.noise is not None:
+        doc.update(score_noise_json(result.noise))
+    if result.adaptive is not None:
+        doc["adaptive"] = score_adaptive_json(result.adaptive)
+    return doc
+
+
+def render_score_result(result: ScoreResult, fmt: str = "table", *, width: int | None = None,
+                        color: bool = False) -> str:
+    """Render ``score``'s output in ``fmt``: :func:`render_score` and the run's sections."""
+    if fmt == "json":
+        return json.dumps(score_result_to_json(result), indent=2) + "\n"
+    text = render_score(result.report, fmt, width=width, color=color)
+    if fmt == "csv":
+        return text
+    if result.noise is not None:
+        text += "\n".join(score_noise_lines(result.noise)) + "\n"
+    if result.adaptive is not None:
+        text += "\n".join(score_adaptive_lines(result.adaptive, result.report.counts.simulated)) + "\n"
+    return text

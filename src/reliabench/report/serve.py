@@ -28,10 +28,10 @@ import ipaddress
 import json
 import secrets
 import threading
+from collections.abc import Sequence
 from dataclasses import dataclass
 from http.cookies import CookieError, SimpleCookie
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs, urlsplit
 
@@ -42,7 +42,9 @@ from reliabench.report.explorer import embed_json, render_report_page, rollout_d
 from reliabench.report.rollout_detail import DetailLimits, rollout_id
 
 if TYPE_CHECKING:
-    from reliabench.store import RunInfo
+    from reliabench.runs import RunDirectory
+    from reliabench.studies.noise import NoiseReport
+    from reliabench.studies.scoring import PageFigures
 
 __all__ = ["ReportServer", "allowed_hosts", "check_loopback", "make_server"]
 
@@ -111,16 +113,18 @@ class ReportServer:
             self.thread.join(timeout=5)
 
 
-def make_server(records: list[Rollout], report: ScoreReport, run_dir: Path, *,
-                run_info: RunInfo | None = None, host: str = "127.0.0.1", port: int = 0,
+def make_server(run: RunDirectory, records: Sequence[Rollout], report: ScoreReport, figures: PageFigures, *,
+                noise: NoiseReport | None = None, host: str = "127.0.0.1", port: int = 0,
                 limits: DetailLimits | None = None, background: bool = True) -> ReportServer:
-    """Start serving the report of ``run_dir`` on ``host:port`` (0: any free port).
+    """Start serving the report of ``run`` on ``host:port`` (0: any free port).
 
     Args:
+        run: The run directory (artifacts are read through it on demand, from the server's
+            threads; it must stay open while the server runs).
         records: The run's records.
         report: ``analysis.score`` of them.
-        run_dir: The run directory (artifacts are read from it on demand).
-        run_info: Its ``RunStore.run_info()``, for provenance.
+        figures: ``studies.scoring.page_figures(report, records)``.
+        noise: The run's harness noise, for its section.
         host: A loopback address.
         port: The port (0 picks a free one).
         limits: Bounds on each rollout's detail.
@@ -131,8 +135,8 @@ def make_server(records: list[Rollout], report: ScoreReport, run_dir: Path, *,
     """
     bind = check_loopback(host)
     lim = limits or DetailLimits()
-    page = render_report_page(records, report, source=str(run_dir), source_format="run",
-                              run_dir=run_dir, run_info=run_info, live=True, limits=lim).encode()
+    page = render_report_page(records, report, figures=figures, source=str(run.path), source_format="run",
+                              run=run, noise=noise, live=True, limits=lim).encode()
     by_id = {rollout_id(r): r for r in records}
     token = secrets.token_urlsafe(32)
     hosts: frozenset[str] = frozenset()  # set once the port is known
@@ -191,7 +195,7 @@ def make_server(records: list[Rollout], report: ScoreReport, run_dir: Path, *,
                 if r is None:
                     self._send(404, json.dumps({"error": "no such rollout"}).encode(), "application/json")
                     return
-                body = embed_json(rollout_detail_json(r, run_dir, lim)).encode()
+                body = embed_json(rollout_detail_json(r, run, lim)).encode()
                 self._send(200, body, "application/json; charset=utf-8")
             elif url.path == "/favicon.ico":
                 self._send(204, b"", "image/x-icon")

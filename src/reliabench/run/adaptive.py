@@ -11,13 +11,14 @@ deterministic function of the recorded rollouts) and runs only what is missing. 
 and the final decision are written atomically to ``RUN/adaptive.json`` after every round.
 At the stop, the reported estimates and intervals are the Rao-Blackwellised ones of
 ``reliabench.studies.adaptive_estimate`` (unbiased under the stopping rule), seeded with the
-run's seed; ``adaptive.json`` keeps them under ``estimate``.
+run's seed; ``adaptive.json`` keeps them under ``estimate`` (its format:
+:mod:`reliabench.runs.adaptive_file`; the records are read between rounds through
+:class:`reliabench.runs.RunDirectory`).
 """
 
 from __future__ import annotations
 
 import json
-import math
 import os
 import tempfile
 import threading
@@ -26,21 +27,17 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from reliabench.agents.base import Agent
 from reliabench.errors import InvalidArgumentError
-from reliabench.records import Rollout
 from reliabench.run.runner import ProgressEvent, RunSettings, RunSummary, run_suite
-from reliabench.store import RunStore
-from reliabench.studies.adaptive import AdaptiveDesign, AgentCounts, Step, evaluate
-from reliabench.studies.adaptive_estimate import StopEstimates, stop_estimates
+from reliabench.runs.adaptive_file import ADAPTIVE_FILE, adaptive_document
+from reliabench.runs.directory import RunDirectory
+from reliabench.studies.adaptive import AdaptiveDesign, Step, evaluate
+from reliabench.studies.adaptive_estimate import StopEstimates
+from reliabench.studies.adaptive_score import counts_at, estimates_for_run
 from reliabench.tasks.suite import Suite
 
-__all__ = ["ADAPTIVE_FILE", "AdaptiveRunResult", "counts_at", "estimates_for_run", "estimates_to_json",
-           "run_adaptive", "step_to_json"]
-
-ADAPTIVE_FILE = "adaptive.json"
+__all__ = ["AdaptiveRunResult", "run_adaptive"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,65 +62,6 @@ class AdaptiveRunResult:
     stop_reason: str
     summaries: tuple[RunSummary, ...]
     estimates: StopEstimates | None = None
-
-
-def counts_at(records: Sequence[Rollout], tasks: Sequence[str],
-              now: Mapping[str, int]) -> dict[str, AgentCounts]:
-    """Per agent, per-task counts among each task's first ``now[agent]`` rollouts (infra errors left out)."""
-    index = {t: i for i, t in enumerate(tasks)}
-    n = {a: np.zeros(len(tasks), np.int64) for a in now}
-    c = {a: np.zeros(len(tasks), np.int64) for a in now}
-    for r in records:
-        if r.agent not in now or r.task_id not in index or r.rollout >= now[r.agent]:
-            continue
-        if r.status == "infra_error":
-            continue
-        n[r.agent][index[r.task_id]] += 1
-        c[r.agent][index[r.task_id]] += r.passes
-    return {a: AgentCounts(n[a], c[a]) for a in now}
-
-
-def _num(x: float) -> float | None:
-    return None if not math.isfinite(x) else round(x, 6)
-
-
-def step_to_json(step: Step) -> dict[str, Any]:
-    """A JSON-ready view of one look."""
-    def iv(i: Any) -> dict[str, Any]:
-        return {"value": _num(i.value), "ci_low": _num(i.low), "ci_high": _num(i.high),
-                "se": _num(i.se), "tasks": i.tasks, "critical": _num(i.critical)}
-
-    return {
-        "agents": [{"agent": a.agent, "n": a.n, "met": a.met, **iv(a.interval),
-                    "first_look_value": _num(a.first_value)} for a in step.agents],
-        "pairs": [{"a": p.a, "b": p.b, "n_a": p.n_a, "n_b": p.n_b, "decision": p.decision,
-                   "difference": iv(p.interval), "first_look_difference": _num(p.first_value)}
-                  for p in step.pairs],
-        "advance": dict(step.advance),
-        "stop_reason": step.stop_reason,
-    }
-
-
-def estimates_for_run(records: Sequence[Rollout], tasks: Sequence[str], design: AdaptiveDesign,
-                      history: Sequence[Mapping[str, int]], seed: int) -> StopEstimates:
-    """The estimates at the stop of a finished run: ``history`` ends at the stopping look."""
-    return stop_estimates(design, history, [counts_at(records, tasks, h) for h in history], seed=seed)
-
-
-def estimates_to_json(est: StopEstimates) -> dict[str, Any]:
-    """A JSON-ready view of the estimates at the stop."""
-    def row(key: str, e: Any) -> dict[str, Any]:
-        i = e.interval
-        return {key: e.target, "value": _num(i.value), "ci_low": _num(i.low), "ci_high": _num(i.high),
-                "se": _num(i.se), "tasks": i.tasks, "first_look_value": _num(e.first_value),
-                "plain_value": _num(e.plain_value)}
-
-    return {"method": "Rao-Blackwellised first-look estimate (unbiased under the stopping rule), "
-                      "Student-t interval over tasks",
-            "draws": est.draws, "accepted": dict(est.accepted), "seed": est.seed,
-            "agents": [row("agent", e) for e in est.agents],
-            "pairs": [{**row("pair", e), "a": e.target.split(" - ")[0], "b": e.target.split(" - ")[1]}
-                      for e in est.pairs]}
 
 
 def _write_atomic(path: Path, doc: Mapping[str, Any]) -> None:
@@ -177,8 +115,8 @@ def run_adaptive(
         summaries.append(summary)
         if summary.skipped + summary.executed < summary.planned:
             break  # stopped before the round was complete: resume later
-        with RunStore.open_existing(out, readonly=True) as store:
-            records = store.rollouts()
+        with RunDirectory.open(out) as run:
+            records = run.records()
         step = evaluate(design, counts_at(records, task_ids, history[-1]), history,
                         counts_at(records, task_ids, history[0]))
         steps.append(step)
@@ -186,8 +124,8 @@ def run_adaptive(
             estimates = estimates_for_run(records, task_ids, design, history, settings.seed)
         if on_round is not None:
             on_round(len(steps), step)
-        _write_atomic(out / ADAPTIVE_FILE, _document(design, history, steps, len(task_ids), names,
-                                                     estimates, settings.seed))
+        _write_atomic(out / ADAPTIVE_FILE, adaptive_document(design, history, steps, len(task_ids), names,
+                                                             estimates, settings.seed))
         if not step.advance:
             reason = step.stop_reason
             break
@@ -196,25 +134,3 @@ def run_adaptive(
     return AdaptiveRunResult(tuple(steps), tuple(history), used,
                              len(task_ids) * design.max_n * len(names), reason, tuple(summaries),
                              estimates)
-
-
-def _document(design: AdaptiveDesign, history: Sequence[Mapping[str, int]], steps: Sequence[Step],
-              n_tasks: int, names: Sequence[str], estimates: StopEstimates | None,
-              seed: int) -> dict[str, Any]:
-    last = steps[-1]
-    used = n_tasks * sum(history[len(steps) - 1].values())
-    extra = {} if estimates is None else {"estimate": estimates_to_json(estimates)}
-    return {**extra,
-        "design": {"first": design.first, "max_n": design.max_n, "k": design.k,
-                   "confidence": design.confidence, "target_half_width": design.target_half_width,
-                   "settle": [list(p) for p in design.settle], "margin": design.margin,
-                   "boundary": design.boundary, "schedule": list(design.schedule),
-                   "interval": "repeated confidence interval (group-sequential, Student-t over tasks)",
-                   "seed": seed, "half_width_rule": design.half_width_rule},
-        "tasks": n_tasks,
-        "rounds": [{"round": i + 1, "n": dict(history[i]), **step_to_json(s)} for i, s in enumerate(steps)],
-        "final": step_to_json(last),
-        "finished": not last.advance,
-        "rollouts": used,
-        "fixed_rollouts": n_tasks * design.max_n * len(names),
-    }

@@ -1,7 +1,7 @@
 """What a rollout leaves beside its record, within a per-rollout budget.
 
 Every rollout keeps, under ``RUN/artifacts/<task>/<agent>/<rollout>/`` (see
-``RunStore.artifact_dir``): ``agent.log``, ``diff.patch``, ``tests.log`` and ``files/`` (the
+:func:`reliabench.store.artifact_dir`): ``agent.log``, ``diff.patch``, ``tests.log`` and ``files/`` (the
 regular files the agent added or changed, for ``reliabench scan``). All of it was produced by
 untrusted code, so all of it is bounded (:class:`ArtifactBudget`):
 
@@ -20,8 +20,8 @@ the full counts. ``reliabench scan`` turns a changed file it cannot find into a 
 never into a silently clean file.
 
 The layout of a rollout's folder is known here only: :func:`write_artifacts` writes it and
-:class:`StoredArtifacts` reads it back (``open_artifacts`` finds the folder of a recorded
-rollout, older runs' folder names included). Reading is bounded and never follows a link:
+:class:`StoredArtifacts` reads it back (the read side, :class:`reliabench.runs.RunDirectory`,
+hands one out per recorded rollout). Reading is bounded and never follows a link:
 a run directory may come from elsewhere, so every read goes through
 :func:`~reliabench.files.untrusted.read_bounded`, and a file longer than anything the
 runner writes is cut with a marker.
@@ -46,7 +46,7 @@ from reliabench.errors import OutputError
 from reliabench.files.untrusted import file_kind, read_bounded, remove_tree, walk_tree
 from reliabench.meta_keys import CAPPED_LISTS, FINDINGS_TOTAL, SCAN_ERRORS_TOTAL, total_key
 from reliabench.records import SEVERITY_LEVELS, Finding, Rollout
-from reliabench.store import artifact_path
+from reliabench.store import artifact_dir
 from reliabench.tasks.suite import materialize
 
 __all__ = [
@@ -379,10 +379,9 @@ def open_artifacts(run_dir: str | Path, task_id: str, agent: str, rollout: int) 
     """The artifacts of a recorded rollout of ``run_dir`` (its folder may not exist).
 
     The folder is ``RUN/artifacts/<task>/<agent>/<rollout>/`` with names encoded by
-    :func:`reliabench.store.artifact_component`, or that of a run made before that encoding
-    (:func:`reliabench.store.artifact_path`).
+    :func:`reliabench.store.artifact_component` (:func:`reliabench.store.artifact_dir`).
     """
-    return StoredArtifacts(artifact_path(run_dir, task_id, agent, rollout))
+    return StoredArtifacts(artifact_dir(run_dir, task_id, agent, rollout))
 
 
 def restore_workspace(dest: Path, starter: Path, files: Mapping[str, bytes],

@@ -16,7 +16,7 @@ from typing import Any
 
 from reliabench.agents.base import Agent
 from reliabench.errors import InvalidArgumentError
-from reliabench.run.settings import RunSettings
+from reliabench.run.settings import RunSettings, identity_of
 from reliabench.store import RunStore
 from reliabench.tasks.suite import Suite, Task
 
@@ -122,19 +122,18 @@ def run_identity(suite: Suite, tasks: Sequence[Task], agent_names: Sequence[str]
                  settings: RunSettings) -> tuple[dict[str, Any], str]:
     """The configuration that makes a run what it is, and its hash.
 
-    A resume must match it; n, workers, the executor, the test path and the security policy
-    are not part of it (they change neither which rollouts exist nor their verdicts).
+    A resume must match it. It holds the suite's content hash, the agents' names and the task
+    ids, and the fields of ``settings`` marked as identity (``run.settings.identity_of``);
+    the others -- n, workers, the executor, the test path, the security policy -- change
+    neither which rollouts exist nor their verdicts.
+
+    The hash is that of ``repr`` of the sorted items: runs made by earlier versions keep
+    their hash for the same settings (``tests/test_run_plan.py`` pins it on stored runs).
     """
     config: dict[str, Any] = {
         "suite_hash": suite.content_hash,
         "agents": sorted(agent_names),
-        "agents_config_hash": settings.agents_config_hash,
-        "seed": settings.seed,
-        "sandbox": settings.sandbox,
-        "scanners": list(settings.scanners),
-        "limits": {k: getattr(settings.limits, k) for k in
-                   ("cpu_s", "memory_bytes", "max_procs", "file_size_bytes", "output_bytes")},
         "tasks": sorted(t.id for t in tasks),
-        "test_timeout_s": settings.test_timeout_s,
+        **identity_of(settings),
     }
     return config, hashlib.sha256(repr(sorted(config.items())).encode()).hexdigest()

@@ -76,8 +76,6 @@ class RolloutRunner:
         request = AgentRequest(
             task_id=job.task.id, prompt=job.task.prompt, workspace=workspace, seed=job.seed,
             rollout=job.rollout, timeout_s=job.task.timeout_s * 10, feedback_dir=job.task.feedback_dir,
-            solution_dir=job.task.solution_dir if job.agent.simulated else None,
-            variants=tuple((v.name, v.dir) for v in job.task.variants) if job.agent.simulated else (),
             prompt_file=prompt_file,
             slot=slot,
             environment=environment,

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
-from reliabench.errors import SandboxError
+from reliabench.errors import InvalidArgumentError, SandboxError
 from reliabench.records import Isolation
 
 __all__ = [
@@ -76,11 +76,12 @@ class Limits:
         for name in ("wall_s", "cpu_s", "memory_bytes", "max_procs", "file_size_bytes", "tmp_bytes"):
             value = getattr(self, name)
             if not value > 0:
-                raise SandboxError(f"Limits.{name} must be > 0, got {value!r}")
+                raise InvalidArgumentError(f"Limits.{name} must be > 0, got {value!r}")
             if not value <= _LIMIT_MAX[name]:
-                raise SandboxError(f"Limits.{name} must be at most {_LIMIT_MAX[name]:g}, got {value!r}")
+                raise InvalidArgumentError(
+                    f"Limits.{name} must be at most {_LIMIT_MAX[name]:g}, got {value!r}")
         if self.output_bytes < 0:
-            raise SandboxError(f"Limits.output_bytes must be >= 0, got {self.output_bytes!r}")
+            raise InvalidArgumentError(f"Limits.output_bytes must be >= 0, got {self.output_bytes!r}")
 
 
 @dataclass(frozen=True, slots=True)

@@ -35,7 +35,7 @@ import threading
 import warnings
 from typing import Any, Final
 
-from reliabench.errors import SandboxError, UsageError
+from reliabench.errors import SandboxError, UnknownNameError, UsageError
 from reliabench.plugins import Registry
 from reliabench.sandbox.bubblewrap import BubblewrapBackend
 from reliabench.sandbox.environment import EnvironmentBackend
@@ -123,12 +123,13 @@ def _instantiate(name: str) -> Any:
     """A new instance of the backend ``name``.
 
     Raises:
-        SandboxError: ``name`` is unknown, or its constructor says it does not work here.
+        UnknownNameError: ``name`` is unknown.
+        SandboxError: its constructor says it does not work here.
         UsageError: a plugin failed to load or is not a backend.
     """
     cls = _backend_class(name)
     if cls is None:
-        raise SandboxError(
+        raise UnknownNameError(
             f"unknown sandbox backend {name!r}; choose one of: auto, {', '.join(available_backends())}")
     backend = cls()
     if not isinstance(getattr(backend, "name", None), str):
@@ -162,7 +163,8 @@ def get_backend(name: str = "auto") -> EnvironmentBackend:
         (host backends also have the one-command ``run``).
 
     Raises:
-        SandboxError: ``name`` is unknown, or the backend asked for does not work here.
+        UnknownNameError: ``name`` is unknown (the message lists the known ones).
+        SandboxError: the backend asked for does not work here.
         UsageError: a plugin backend failed to load or is not a backend.
     """
     if name == "auto":
@@ -178,7 +180,7 @@ def get_backend(name: str = "auto") -> EnvironmentBackend:
         warnings.warn(_NONE_WARNING, RuntimeWarning, stacklevel=2)
         return NoSandboxBackend()
     if _backend_class(name) is None:
-        raise SandboxError(
+        raise UnknownNameError(
             f"unknown sandbox backend {name!r}; choose one of: auto, {', '.join(available_backends())}")
     why = _probe(name)
     if why is not None:

@@ -19,17 +19,20 @@ import tempfile
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from reliabench.errors import UsageError
 from reliabench.files.untrusted import remove_tree
 from reliabench.meta_keys import ARTIFACTS_OMITTED, CHANGED_FILES, DELETED_FILES, SCANNED, total_key
 from reliabench.records import Rollout, ScanError
-from reliabench.run.artifacts import StoredArtifacts, open_artifacts, restore_workspace
+from reliabench.run.artifacts import StoredArtifacts, restore_workspace
 from reliabench.scanners.base import Scanner
 from reliabench.scanners.changes import quote_path
 from reliabench.scanners.workspace import scan_workspace
-from reliabench.store import RunStore
 from reliabench.tasks.suite import Task, load_suite
+
+if TYPE_CHECKING:
+    from reliabench.runs import RunDirectory
 
 __all__ = ["RebuildPlan", "RescanResult", "plan_rebuild", "rescan_rollout", "rescan_run"]
 
@@ -137,44 +140,43 @@ def rescan_rollout(scanners: Sequence[Scanner], r: Rollout, stored: StoredArtifa
     return replace(r, findings=findings, scan_errors=errors, meta=meta)
 
 
-def rescan_run(run_dir: str | Path, scanners: Sequence[Scanner], *, dry_run: bool = False) -> RescanResult:
-    """Re-scan every rollout of the run in ``run_dir`` and replace its stored findings.
+def rescan_run(run: RunDirectory, scanners: Sequence[Scanner], *, dry_run: bool = False) -> RescanResult:
+    """Re-scan every rollout of ``run`` and replace its stored findings.
 
     Args:
-        run_dir: The run directory.
+        run: The run directory (opened writable, unless ``dry_run``).
         scanners: The scanners to run.
-        dry_run: Leave the store as it is (opened read-only); return what would be stored.
+        dry_run: Leave the store as it is; return what would be stored.
 
     Raises:
         UsageError: the run does not record its suite, or the suite changed since the run.
     """
     updated: list[Rollout] = []
     rescanned = 0
-    with RunStore.open_existing(run_dir, readonly=dry_run) as store:
-        info = store.run_info()
-        suite_path = info.suite_path
-        if not suite_path:
-            raise UsageError(f"{run_dir}: the run does not record its suite path; it cannot be re-scanned")
-        suite = load_suite(suite_path)
-        if suite.content_hash != info.suite.hash:
-            raise UsageError(f"{run_dir}: the suite at {suite_path} changed since the run (content hash "
-                             "differs); re-scanning would compare against other starters")
-        scratch = Path(tempfile.mkdtemp(prefix="reliabench-scan-"))
-        try:
-            for r in store.rollouts():
-                stored = open_artifacts(store.root, r.task_id, r.agent, r.rollout)
-                if r.status == "infra_error" or not stored.has_diff():
-                    updated.append(r)
-                    continue
-                ws = scratch / str(len(updated))
-                try:
-                    new = rescan_rollout(scanners, r, stored, suite.task(r.task_id), ws)
-                finally:
-                    remove_tree(ws)
-                if not dry_run:
-                    new = store.replace_security(r, new.findings, new.scan_errors, new.meta)
-                updated.append(new)
-                rescanned += 1
-        finally:
-            remove_tree(scratch)
+    info = run.info()
+    suite_path = info.suite_path
+    if not suite_path:
+        raise UsageError(f"{run.path}: the run does not record its suite path; it cannot be re-scanned")
+    suite = load_suite(suite_path)
+    if suite.content_hash != info.suite.hash:
+        raise UsageError(f"{run.path}: the suite at {suite_path} changed since the run (content hash "
+                         "differs); re-scanning would compare against other starters")
+    scratch = Path(tempfile.mkdtemp(prefix="reliabench-scan-"))
+    try:
+        for r in run.records():
+            stored = run.artifacts(r.task_id, r.agent, r.rollout)
+            if r.status == "infra_error" or not stored.has_diff():
+                updated.append(r)
+                continue
+            ws = scratch / str(len(updated))
+            try:
+                new = rescan_rollout(scanners, r, stored, suite.task(r.task_id), ws)
+            finally:
+                remove_tree(ws)
+            if not dry_run:
+                new = run.replace_security(r, new.findings, new.scan_errors, new.meta)
+            updated.append(new)
+            rescanned += 1
+    finally:
+        remove_tree(scratch)
     return RescanResult(tuple(updated), rescanned, len(updated) - rescanned)

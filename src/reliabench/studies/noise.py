@@ -42,15 +42,14 @@ only its own code makes flip keeps the original run's verdict.
 from __future__ import annotations
 
 import itertools
-import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 from scipy import stats
 
-from reliabench.errors import InvalidArgumentError
+from reliabench.errors import InvalidArgumentError, UsageError
 from reliabench.meta_keys import REASON
 from reliabench.records import Rollout, RolloutStatus, TestOutcome, TestOutcomeStatus
 from reliabench.store import REFERENCE_AGENT
@@ -67,10 +66,11 @@ __all__ = [
     "PolicyResult",
     "RolloutNoise",
     "VarianceSplit",
+    "ScoreNoise",
     "apply_flaky_policy",
     "clopper_pearson",
     "harness_noise",
-    "noise_to_json",
+    "score_noise",
 ]
 
 FLAKY_VERDICT_POLICIES = ("original", "majority")
@@ -449,34 +449,46 @@ def apply_flaky_policy(records: Iterable[Rollout], report: NoiseReport,
                         sum(len(v) for v in flaky_by_task.values()), removed, changed, tuple(notes))
 
 
-def _num(x: float) -> float | None:
-    return None if math.isnan(x) else round(x, 6)
+@dataclass(frozen=True, slots=True)
+class ScoreNoise:
+    """Harness noise as a part of a run's score: the noise report, and the policy applied.
+
+    Attributes:
+        records: The records re-judged under the policy (the ones to score).
+        report: The noise report of the original records.
+        policy: The flaky-test policy applied, with what it changed.
+    """
+
+    records: tuple[Rollout, ...]
+    report: NoiseReport
+    policy: PolicyResult
 
 
-def noise_to_json(report: NoiseReport) -> dict[str, Any]:
-    """The JSON document of ``reliabench retest --format json`` (and ``score``'s ``harness_noise``)."""
-    rate = report.noise_rate
+def score_noise(records: Sequence[Rollout], retests: Sequence[RetestRow], *,
+                exclude_flaky_tests: bool = False, flaky_verdict: str = "original",
+                source: str = "the run", confidence: float = 0.95) -> ScoreNoise | None:
+    """The harness noise of a run's records, and the records re-judged by the flaky-test policy.
 
-    def flip(f: FlakyTest) -> dict[str, Any]:
-        return {"task_id": f.task_id, "test": f.test, "runs": f.runs, "flips": f.flips,
-                "rollouts": f.rollouts, "agents": f.agents, "reference_runs": f.reference_runs,
-                "reference_flips": f.reference_flips, "evidence": f.evidence}
+    None when there is nothing to say: no re-test, or none usable for these records (re-tests
+    of other rollouts), and no policy asked for.
 
-    return {
-        "flaky_tests": [flip(f) for f in report.flaky_tests],
-        "code_flips": [flip(f) for f in report.code_flips],
-        "flaky_rollouts": report.flaky_rollouts,
-        "retested_rollouts": rate.rollouts,
-        "noise_rate": {"value": _num(rate.value), "ci_low": _num(rate.ci_low),
-                       "ci_high": _num(rate.ci_high), "confidence": rate.confidence,
-                       "method": rate.method},
-        "reruns": report.reruns,
-        "max_reruns_per_rollout": report.max_reruns,
-        "test_errors": report.test_errors,
-        "variance": [{"agent": v.agent, "tasks": v.tasks, "total": _num(v.total),
-                      "harness": _num(v.harness), "agent_part": _num(v.agent_part)}
-                     for v in report.variance],
-        "rollouts": [{"task_id": r.key[0], "agent": r.key[1], "rollout": r.key[2],
-                      "verdicts": list(r.verdicts), "verdict_flaky": r.verdict_flaky,
-                      "flaky_tests": list(r.flaky_tests)} for r in report.rollouts],
-    }
+    Raises:
+        UsageError: a policy (``exclude_flaky_tests`` or ``flaky_verdict="majority"``) was
+            asked for, but ``source`` has no usable re-test.
+    """
+    asked = exclude_flaky_tests or flaky_verdict != "original"
+    report = None
+    if retests:
+        try:
+            report = harness_noise(records, retests, confidence=confidence)
+        except InvalidArgumentError:  # re-tests recorded, but none of these records'
+            if asked:
+                raise
+    if report is None:
+        if asked:
+            raise UsageError(f"{source}: no re-tests recorded; --exclude-flaky-tests and --flaky-verdict "
+                             f"need them (run: reliabench retest {source})")
+        return None
+    policy = apply_flaky_policy(records, report, retests, exclude_flaky_tests=exclude_flaky_tests,
+                                flaky_verdict=flaky_verdict)
+    return ScoreNoise(policy.records, report, policy)

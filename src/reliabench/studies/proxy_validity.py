@@ -43,7 +43,7 @@ import numpy as np
 from scipy import stats as sps
 
 from reliabench.errors import InvalidArgumentError
-from reliabench.metrics.analysis import CountTable, count_pairs
+from reliabench.metrics.analysis import CountTable, ScoreReport, count_pairs
 from reliabench.metrics.arrays import FloatArray
 from reliabench.metrics.estimators import pass_at_k
 from reliabench.metrics.stats import resample_weights
@@ -54,8 +54,11 @@ __all__ = [
     "PROXIES",
     "STATISTICS",
     "AgentProxyRow",
+    "ProxyPoint",
+    "ProxyPoints",
     "ProxyStudy",
     "RankCorrelation",
+    "proxy_points",
     "proxy_study",
 ]
 
@@ -372,3 +375,64 @@ def proxy_study(
                       tasks=n_tasks, pairs=int(ok.sum()), agents=tuple(rows),
                       correlations=tuple(correlations), notes=tuple(notes))
 
+
+@dataclass(frozen=True, slots=True)
+class ProxyPoint:
+    """One (task, agent) pair of the report page's proxy figure.
+
+    Attributes:
+        task: The task.
+        agent: The agent.
+        series: The agent's column in the report (its colour).
+        first_passed: Tests the pair's first rollout passed.
+        first_total: Its tests.
+        c: Passing rollouts of the pair.
+        n: Its rollouts.
+        proxy: ``first_passed / first_total``.
+        reliability: reliability@k over the pair's n rollouts.
+    """
+
+    task: str
+    agent: str
+    series: int
+    first_passed: int
+    first_total: int
+    c: int
+    n: int
+    proxy: float
+    reliability: float
+
+
+@dataclass(frozen=True, slots=True)
+class ProxyPoints:
+    """The single-rollout proxy of a scored report, pair by pair, with Spearman's rho over pairs.
+
+    Attributes:
+        k: The k of reliability@k.
+        rho: Spearman's rho of ``first_fraction`` over pairs, with its bootstrap interval.
+        points: One point per pair with per-test counts for its first rollout and n >= k.
+    """
+
+    k: int
+    rho: RankCorrelation
+    points: tuple[ProxyPoint, ...]
+
+
+def proxy_points(report: ScoreReport, k: int = 1) -> ProxyPoints | None:
+    """The proxy figure's points and rho (at most 2,000 resamples); None when no pair has them."""
+    t = report.counts
+    known = t.present & (t.first_total > 0) & (t.n >= k)
+    if not known.any():
+        return None
+    study = proxy_study(t, k, confidence=report.confidence,
+                        n_resamples=min(report.n_resamples, 2_000), seed=report.seed)
+    points = []
+    for i, task in enumerate(t.tasks):
+        for j, agent in enumerate(t.agents):
+            if not known[i, j]:
+                continue
+            points.append(ProxyPoint(
+                task, agent, j, int(t.first_passed[i, j]), int(t.first_total[i, j]), int(t.c[i, j]),
+                int(t.n[i, j]), float(t.first_passed[i, j] / t.first_total[i, j]),
+                float(pass_at_k(int(t.n[i, j]), int(t.c[i, j]), k))))
+    return ProxyPoints(k, study.get("first_fraction", "pairs", "spearman"), tuple(points))

@@ -69,12 +69,11 @@ import numpy.typing as npt
 from scipy import stats as sps
 
 from reliabench.errors import InvalidArgumentError
-from reliabench.metrics.analysis import CountTable, count_pairs
+from reliabench.metrics.analysis import CountTable, ScoreReport, count_pairs
 from reliabench.metrics.arrays import FloatArray, IntArray
 from reliabench.metrics.estimators import pass_at_k, pass_hat_k
 from reliabench.metrics.stats import resample_weights, sign_flip_p_values
 from reliabench.records import Rollout
-from reliabench.report.marks import marked_agents_note
 
 __all__ = [
     "CORRECTIONS",
@@ -86,10 +85,12 @@ __all__ = [
     "AdjacentGap",
     "AgentRank",
     "PairTest",
+    "RankOutcome",
     "Ranking",
     "adjust_p_values",
     "consecutive_groups",
     "rank_agents",
+    "rank_for_report",
 ]
 
 Metric = Literal["reliability", "pass_hat"]
@@ -467,11 +468,36 @@ def rank_agents(
                   int(r_lo[j]), int(r_hi[j]), names[j] in table.simulated)
         for j in order
     )
-    if table.simulated:
-        notes.append(marked_agents_note(sorted(table.simulated)))
     return Ranking(
         agents=agents, groups=groups, pairs=tuple(pairs), gaps=tuple(gaps), metric=metric, k=int(k),
         level=float(level), correction=correction, sampling=sampling, tasks=n_tasks, excluded=excluded,
         min_n=int(n_sh.min()), max_n=int(n_sh.max()), n_resamples=int(n_resamples), power=float(power),
         seed=int(seed), notes=tuple(notes),
     )
+
+
+@dataclass(frozen=True, slots=True)
+class RankOutcome:
+    """The rank intervals of a scored report, or why there are none (the HTML report's section).
+
+    Attributes:
+        ranking: The ranking, when it could be computed.
+        problem: Why not (e.g. no task shared by every agent), when it could not.
+    """
+
+    ranking: Ranking | None
+    problem: str | None = None
+
+
+def rank_for_report(report: ScoreReport) -> RankOutcome | None:
+    """The rank intervals at the report's first k, with its level, resamples and seed.
+
+    None with fewer than two agents or without resamples (nothing to rank, or no intervals).
+    """
+    if len(report.agents) < 2 or report.n_resamples < 1:
+        return None
+    try:
+        return RankOutcome(rank_agents(report.counts, report.ks[0], level=report.confidence,
+                                       n_resamples=report.n_resamples, seed=report.seed))
+    except InvalidArgumentError as exc:  # e.g. no task shared by every agent
+        return RankOutcome(None, str(exc))

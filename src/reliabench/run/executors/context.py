@@ -32,7 +32,7 @@ class ExecutionContext:
 
     Attributes:
         suite: The suite.
-        settings: The run's settings (``workers`` slots, ``ray_address``...).
+        settings: The run's settings (``workers`` slots, ``executor_options``...).
         environments: Task id -> where the task executes (its backend and prepared spec, in
             this process).
         scanners: The scanners of this process.

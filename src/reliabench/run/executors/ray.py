@@ -216,7 +216,7 @@ class RayRolloutWorker:
             raise SandboxError(f"the suite unpacked here has content hash {suite.content_hash[:12]}, "
                                f"the driver's {spec.manifest.suite_hash[:12]}")
         try:
-            agents = load_agents(unpacked.agents_file)
+            agents = load_agents(unpacked.agents_file, suite=suite)
         except UsageError as exc:
             missing = ", ".join(spec.manifest.not_shipped)
             raise UsageError(f"{exc} (not shipped, needed on every node: {missing or 'nothing'})"
@@ -388,8 +388,8 @@ def run_ray(jobs: Iterable[Job], settings: RunSettings, inputs: RayInputs,
     started = not ray.is_initialized()
     if started:
         # "local": a private cluster, never one that happens to run on this machine
-        ray.init(address=settings.ray_address or "local",
-                 num_cpus=None if settings.ray_address else settings.workers,
+        address = settings.executor_option("ray", "address")  # [executors.ray] address
+        ray.init(address=address or "local", num_cpus=None if address else settings.workers,
                  include_dashboard=False, log_to_driver=False)
     actors: list[Any] = []
     pool: _Pool | None = None

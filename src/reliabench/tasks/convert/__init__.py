@@ -18,7 +18,7 @@ converted (it is removed). Formats:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol, runtime_checkable
@@ -29,7 +29,6 @@ from reliabench.tasks.convert._common import JsonRecord, TaskFiles, field_str, t
 from reliabench.tasks.suite import Suite
 
 __all__ = [
-    "CONVERTERS",
     "CONVERTER_REGISTRY",
     "ConversionResult",
     "ConvertOptions",
@@ -127,9 +126,6 @@ CONVERTER_REGISTRY: Registry[Callable[[], Converter]] = Registry(
     expected="a converter factory (a callable returning a Converter)",
 )
 """The suite converter registry (entry-point group ``reliabench.converters``: format -> factory)."""
-
-CONVERTERS: Mapping[str, Callable[[], Converter]] = CONVERTER_REGISTRY.view()
-"""Format -> converter factory, read-only (a view of :data:`CONVERTER_REGISTRY`)."""
 
 
 def register_converter(name: str) -> Callable[[Callable[[], Converter]], Callable[[], Converter]]:

@@ -31,7 +31,6 @@ from __future__ import annotations
 import json
 import math
 import re
-import shutil
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -227,9 +226,10 @@ def _task_toml(t: HarborTask) -> str:
 
 
 def _task_folders(source: Path) -> list[Path]:
-    if (source / "task.toml").is_file():
+    if file_kind(source / "task.toml") == "file":
         return [source]
-    found = sorted(p for p in source.iterdir() if file_kind(p) == "dir" and (p / "task.toml").is_file())
+    found = sorted(p for p in source.iterdir()
+                   if file_kind(p) == "dir" and file_kind(p / "task.toml") == "file")
     if not found:
         raise InputError(source, "no Harbor task here (a folder with task.toml, or a folder of them)")
     return found
@@ -271,7 +271,7 @@ class HarborConverter:
                 _copy(t.folder / "environment", tdir / "environment")
             if t.oracle is not None:
                 (tdir / "oracle").mkdir()
-                shutil.copyfile(t.oracle, tdir / "oracle" / "solve.sh")
+                (tdir / "oracle" / "solve.sh").write_bytes(read_file(t.oracle, _MAX_FILE, under=t.folder))
         name = options.name or task_id_for(source.name).lower()
         write_suite(out, name=name, version="1", description=f"Harbor tasks from {source.name}")
         return ConversionResult(out, name, len(tasks), source, len(tasks))

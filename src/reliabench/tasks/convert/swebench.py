@@ -177,7 +177,7 @@ def _repo_tarball(source: Path, base_commit: str, where: str) -> tuple[bytes, st
         suffix = next(
             s for s in (".tar.gz", ".tgz", ".tar.bz2", ".tar.xz", ".tar") if source.name.endswith(s)
         )
-        return source.read_bytes(), "repo" + suffix
+        return read_file(source, _MAX_REPO_BYTES), "repo" + suffix
     if kind == "git":
         rc, out = _git(source, "archive", "--format=tar.gz", base_commit)
         if rc != 0:

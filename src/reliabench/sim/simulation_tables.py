@@ -12,8 +12,8 @@ from typing import Final
 from reliabench.report.marks import SIMULATED
 from reliabench.report.proxy_tables import render_proxy
 from reliabench.report.score_render import render_score, score_to_json
-from reliabench.report.sweep import render_sweep, sweep_to_json
-from reliabench.studies.synthetic import GENERATOR, SimulationConfig, SimulationResult, SweepResult
+from reliabench.sim.sweep_tables import render_sweep, sweep_to_json
+from reliabench.sim.synthetic import GENERATOR, SimulationConfig, SimulationResult, SweepResult
 
 __all__ = ["HTML_TITLE", "render_simulation"]
 

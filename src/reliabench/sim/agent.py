@@ -2,11 +2,13 @@
 
 No model is called. Each rollout draws one behaviour (``correct``, ``insecure``, ``buggy``,
 ``hang``, ``syntax_error``, ``no_change``) from the distribution documented in
-:mod:`reliabench.agents.profiles`, seeded from ``request.seed`` only, and writes the code for
-it from the task's reference solution (``request.solution_dir``) or one of its insecure
-variants (``request.variants``), which only simulated agents may read. The result then goes
-through the same runner, sandbox, hidden tests and scanners as a real agent's, so a demo
-without an LLM still exercises the whole pipeline, with rates that are known in advance.
+:mod:`reliabench.sim.profiles`, seeded from ``request.seed`` only, and writes the code for
+it from the task's reference solution or one of its insecure variants. Those files are not in
+the agent's request (no agent gets them): the kind's factory reads them from the suite the
+agents are loaded with (``load_agents(path, suite=...)``), as one :class:`TaskReference` per
+task. The result then goes through the same runner, sandbox, hidden tests and scanners as a
+real agent's, so a demo without an LLM still exercises the whole pipeline, with rates that are
+known in advance.
 
 A simulated agent is honest about it: ``simulated`` is always True, every log starts with
 ``SIMULATED AGENT``, and ``AgentResult.meta`` carries ``"simulated": True``, the chosen
@@ -33,8 +35,9 @@ from __future__ import annotations
 
 import shutil
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -45,13 +48,16 @@ from reliabench.agents.base import (
     AgentResult,
 )
 from reliabench.agents.config import FieldReader
-from reliabench.agents.mutate import (
+from reliabench.errors import InvalidArgumentError
+from reliabench.files.toml import tomllib
+from reliabench.meta_keys import AGENT_KIND, SEED
+from reliabench.sim.mutate import (
     break_syntax,
     inject_hang,
     mutate,
     mutation_sites,
 )
-from reliabench.agents.profiles import (
+from reliabench.sim.profiles import (
     BEHAVIOURS,
     FAILURE_MODES,
     PROFILES,
@@ -61,15 +67,17 @@ from reliabench.agents.profiles import (
     task_difficulty,
     task_success_probability,
 )
-from reliabench.errors import InvalidArgumentError
-from reliabench.files.toml import tomllib
-from reliabench.meta_keys import AGENT_KIND, SEED
+
+if TYPE_CHECKING:
+    from reliabench.tasks.suite import Suite
 
 __all__ = [
     "CONFIG_KEYS",
     "SimulatedAgent",
+    "TaskReference",
     "choose_behaviour",
     "params_from_config",
+    "references_of",
     "simulated_agent_factory",
 ]
 
@@ -82,12 +90,32 @@ CONFIG_KEYS: frozenset[str] = frozenset(
 _IGNORED_PARTS = {"__pycache__", ".pytest_cache"}
 
 
+@dataclass(frozen=True, slots=True)
+class TaskReference:
+    """What a simulated agent writes its code from, for one task.
+
+    Attributes:
+        solution_dir: The task's reference files (None: the task has none).
+        variants: ``(name, dir)`` of the task's alternative solutions (``variant.toml`` says
+            which are insecure).
+    """
+
+    solution_dir: Path | None
+    variants: tuple[tuple[str, Path], ...] = ()
+
+
+def references_of(suite: Suite) -> dict[str, TaskReference]:
+    """The reference files of every task of ``suite``, by task id."""
+    return {t.id: TaskReference(t.solution_dir, tuple((v.name, v.dir) for v in t.variants))
+            for t in suite.tasks}
+
+
 def choose_behaviour(params: SimParams, task_id: str, rng: np.random.Generator) -> str:
     """Draw one behaviour for a rollout (before the fallback for tasks without a variant).
 
     One uniform draw from ``rng`` is compared with the cumulative probabilities of
-    :data:`~reliabench.agents.profiles.BEHAVIOURS` from
-    :func:`~reliabench.agents.profiles.behaviour_probabilities`.
+    :data:`~reliabench.sim.profiles.BEHAVIOURS` from
+    :func:`~reliabench.sim.profiles.behaviour_probabilities`.
     """
     probs = behaviour_probabilities(params, task_id, has_insecure_variant=True)
     u = float(rng.random())
@@ -110,7 +138,7 @@ def choose_behaviour(params: SimParams, task_id: str, rng: np.random.Generator) 
 
 
 def params_from_config(table: Mapping[str, Any], ctx: AgentContext) -> SimParams:
-    """Build validated :class:`~reliabench.agents.profiles.SimParams` from an agents table.
+    """Build validated :class:`~reliabench.sim.profiles.SimParams` from an agents table.
 
     Starts from ``profile`` (if given) and applies every explicit key over it. When some of
     ``p_hang``, ``p_syntax_error``, ``p_no_change`` are given but ``p_mutation`` is not,
@@ -168,10 +196,15 @@ def params_from_config(table: Mapping[str, Any], ctx: AgentContext) -> SimParams
 
 
 def simulated_agent_factory(table: Mapping[str, Any], ctx: AgentContext) -> Agent:
-    """Build a :class:`SimulatedAgent` from its ``[[agents]]`` table (kind ``simulated``)."""
+    """Build a :class:`SimulatedAgent` from its ``[[agents]]`` table (kind ``simulated``).
+
+    Its reference files come from ``ctx.suite`` (none without a suite: every rollout is then
+    an ``agent_error`` that says why).
+    """
     params = params_from_config(table, ctx)
     name = FieldReader(table, ctx, CONFIG_KEYS).string("name") or params.name
-    return SimulatedAgent(params, name=name)
+    return SimulatedAgent(params, name=name,
+                          references=None if ctx.suite is None else references_of(ctx.suite))
 
 
 # --------------------------------------------------------------------------------------- #
@@ -226,14 +259,18 @@ class SimulatedAgent:
     Args:
         params: The behaviour model's parameters (a ready profile or custom ones).
         name: The agent's name in reports (defaults to the profile name).
+        references: The reference files of each task it may be asked to do, by task id
+            (:func:`references_of` a suite); None when the agents were loaded without one.
     """
 
     kind: str = "simulated"
     simulated: bool = True
 
-    def __init__(self, params: SimParams, name: str | None = None) -> None:
+    def __init__(self, params: SimParams, name: str | None = None,
+                 references: Mapping[str, TaskReference] | None = None) -> None:
         self.params = params
         self.name: str = name or params.name
+        self.references = references
 
     def __repr__(self) -> str:
         return f"SimulatedAgent(name={self.name!r}, params={self.params!r})"
@@ -257,10 +294,13 @@ class SimulatedAgent:
             f"task={request.task_id} rollout={request.rollout} seed={request.seed} "
             f"p_task={p_task:.4f}",
         ]
-        solution = request.solution_dir
+        ref = None if self.references is None else self.references.get(request.task_id)
+        solution = None if ref is None else ref.solution_dir
         if solution is None or not Path(solution).is_dir():
             meta.update(behaviour=None, intended_behaviour=None, fallback=None)
-            log.append("error: the task has no reference solution; a simulated agent needs one")
+            why = ("no suite was given when the agents were loaded (load_agents(path, suite=...))"
+                   if self.references is None else "a simulated agent needs one")
+            log.append(f"error: the task has no reference solution; {why}")
             return AgentResult(status="agent_error", log="\n".join(log),
                                meta=meta)
         solution = Path(solution)
@@ -268,7 +308,7 @@ class SimulatedAgent:
         intended = choose_behaviour(params, request.task_id, rng)
         behaviour = intended
         fallback: str | None = None
-        insecure = _insecure_variants(request.variants)
+        insecure = _insecure_variants(ref.variants if ref is not None else ())
         if intended == "insecure" and not insecure:
             behaviour = "correct"
             fallback = "insecure -> correct: the task has no insecure variant"

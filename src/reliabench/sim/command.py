@@ -10,8 +10,8 @@ from reliabench.commands._common import emit, format_option, k_option
 from reliabench.errors import InvalidArgumentError
 from reliabench.metrics.analysis import parse_ks
 from reliabench.records import write_jsonl
-from reliabench.report.simulation import HTML_TITLE, render_simulation
-from reliabench.studies.synthetic import load_config, run_simulation, sweep, to_records
+from reliabench.sim.simulation_tables import HTML_TITLE, render_simulation
+from reliabench.sim.synthetic import load_config, run_simulation, sweep, to_records
 
 __all__ = ["command", "parse_sweep"]
 
@@ -83,7 +83,9 @@ def command(config_path: str | None, seed: int | None, records_path: str | None,
     swept = sweep(cfg, sweep_specs, seed=seed, ks=k_values, proxy_k=proxy_k) if sweep_specs else None
     if html_path is not None:
         from reliabench.report.html import sweep_figures, write_html_report
+        from reliabench.studies.rank import rank_for_report
 
         extra = [sweep_figures(swept.to_rows())] if swept is not None else []
-        write_html_report(result.report, html_path, extra_sections=extra, title=HTML_TITLE)
+        write_html_report(result.report, html_path, extra_sections=extra, title=HTML_TITLE,
+                          ranking=rank_for_report(result.report))
     emit(render_simulation(result, cfg, swept, fmt, color=fmt == "table" and sys.stdout.isatty()))

@@ -8,7 +8,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from reliabench.agents.mutate import (
+from reliabench.errors import InvalidArgumentError
+from reliabench.sim.mutate import (
     OPERATORS,
     MutationSite,
     apply_mutation,
@@ -18,7 +19,6 @@ from reliabench.agents.mutate import (
     mutate,
     mutation_sites,
 )
-from reliabench.errors import InvalidArgumentError
 
 BUNDLED_TASKS = Path(__file__).resolve().parents[1] / "src/reliabench/tasks/bundled/py30/tasks"
 SOLUTION_FILES = sorted(BUNDLED_TASKS.glob("*/solution/**/*.py"))

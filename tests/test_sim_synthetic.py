@@ -11,19 +11,19 @@ import pytest
 from click.testing import CliRunner
 
 from reliabench.cli import main
-from reliabench.commands.simulate import command as simulate_command
-from reliabench.commands.simulate import parse_sweep
 from reliabench.errors import ConfigError, InvalidArgumentError
 from reliabench.metrics.analysis import score
 from reliabench.records import read_jsonl
+from reliabench.sim.command import command as simulate_command
+from reliabench.sim.command import parse_sweep
 
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover
     import tomli as tomllib
 
-from reliabench.report.sweep import render_sweep
-from reliabench.studies.synthetic import (
+from reliabench.sim.sweep_tables import render_sweep
+from reliabench.sim.synthetic import (
     GENERATOR,
     PARAMETERS,
     SimulationConfig,
@@ -54,7 +54,7 @@ def iid(p: float, tests: int, **changes: object) -> SimulationConfig:
 
 
 def test_default_toml_sets_every_parameter_exactly() -> None:
-    text = resources.files("reliabench").joinpath("simulate_default.toml").read_text("utf-8")
+    text = resources.files("reliabench.sim").joinpath("simulate_default.toml").read_text("utf-8")
     assert list(tomllib.loads(text)) == list(PARAMETERS)
     assert default_config().to_dict() == tomllib.loads(text)
 
@@ -353,7 +353,7 @@ def test_count_table_equals_count_pairs_of_the_records() -> None:
     import numpy as np
 
     from reliabench.metrics.analysis import count_pairs
-    from reliabench.studies.synthetic import count_table, default_config, generate, to_records
+    from reliabench.sim.synthetic import count_table, default_config, generate, to_records
 
     bench = generate(default_config().replace(tasks=7, agents=3, rollouts=4), seed=3)
     fast = count_table(bench)

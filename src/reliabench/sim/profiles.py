@@ -2,7 +2,7 @@ r"""The behaviour model of the simulated agents, its ready profiles, and the rat
 
 A simulated agent never calls a model. For every rollout it draws ONE behaviour from a
 distribution that depends on the task, then produces the code for that behaviour from the
-task's reference solution (see :mod:`reliabench.agents.simulated`).
+task's reference solution (see :mod:`reliabench.sim.agent`).
 
 **Per-task success probability.** Each task gets a deterministic *difficulty* from its id,
 

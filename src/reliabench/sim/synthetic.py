@@ -94,6 +94,8 @@ __all__ = [
 ]
 
 GENERATOR: Final = "reliabench.studies.synthetic"
+"""The generator's name in each record's ``meta`` (where the module lived when records first carried it).
+"""
 DEFAULT_CONFIG_RESOURCE: Final = "simulate_default.toml"
 MAX_ROLLOUTS: Final = 10**8  # tasks x agents x rollouts (int32 counts: 400 MB at most)
 _BLOCK_ROLLOUTS: Final = 1 << 18  # rollouts generated per block (bounds working memory)
@@ -243,10 +245,10 @@ _PROBE: Final = SimulationConfig(
 
 def default_config() -> SimulationConfig:
     """The package default (``simulate_default.toml``), which reproduces claim (1)."""
-    ref = resources.files("reliabench").joinpath(DEFAULT_CONFIG_RESOURCE)
+    ref = resources.files("reliabench.sim").joinpath(DEFAULT_CONFIG_RESOURCE)
     text = ref.read_text(encoding="utf-8")
     data = tomllib.loads(text)
-    return _from_mapping({}, data, f"<reliabench>/{DEFAULT_CONFIG_RESOURCE}")
+    return _from_mapping({}, data, f"<reliabench.sim>/{DEFAULT_CONFIG_RESOURCE}")
 
 
 def load_config(path: str | Path | None = None) -> SimulationConfig:

@@ -1,4 +1,4 @@
-"""Render a parameter sweep of the synthetic benchmark (``studies.synthetic.sweep``).
+"""Render a parameter sweep of the synthetic benchmark (``sim.synthetic.sweep``).
 
 Formats: ``table`` (plain text), ``markdown``, ``csv`` and ``json``; one row per (parameter,
 value, k), as ``SweepResult.to_rows`` gives them. The HTML figures of a sweep are
@@ -13,7 +13,7 @@ from typing import Any, Final
 
 from reliabench.errors import InvalidArgumentError
 from reliabench.report.text_tables import csv_lines, markdown_table, plain_table
-from reliabench.studies.synthetic import SweepResult
+from reliabench.sim.synthetic import SweepResult
 
 __all__ = ["SWEEP_COLUMNS", "render_sweep", "sweep_to_json"]
 

@@ -26,9 +26,18 @@ from typing import Any
 import numpy as np
 import pytest
 
-from reliabench.agents.base import AGENT_KINDS, Agent, AgentContext, AgentRequest, AgentResult
+from reliabench.agents.base import AGENT_KIND_REGISTRY, Agent, AgentContext, AgentRequest, AgentResult
 from reliabench.agents.config import load_agents
-from reliabench.agents.profiles import (
+from reliabench.errors import ConfigError, InvalidArgumentError, SuiteError
+from reliabench.sim.agent import (
+    SimulatedAgent,
+    TaskReference,
+    choose_behaviour,
+    params_from_config,
+    references_of,
+    simulated_agent_factory,
+)
+from reliabench.sim.profiles import (
     BEHAVIOURS,
     DIFFICULTY_SPREAD,
     PROFILES,
@@ -40,13 +49,6 @@ from reliabench.agents.profiles import (
     task_difficulty,
     task_success_probability,
 )
-from reliabench.agents.simulated import (
-    SimulatedAgent,
-    choose_behaviour,
-    params_from_config,
-    simulated_agent_factory,
-)
-from reliabench.errors import ConfigError, InvalidArgumentError, SuiteError
 from reliabench.tasks.suite import Task, load_suite
 
 BUNDLED = Path(__file__).resolve().parents[1] / "src/reliabench/tasks/bundled/py30"
@@ -110,11 +112,13 @@ def make_task(root: Path, *, with_variant: bool = True, solution: str = SOLUTION
 def run_agent(
     agent: SimulatedAgent, task: MiniTask, dest: Path, seed: int, task_id: str = "mini"
 ) -> AgentResult:
+    """One rollout of ``agent`` on ``task`` (given the task's reference files if it has none)."""
     shutil.copytree(task.workspace, dest)
-    req = AgentRequest(
-        task_id=task_id, prompt="clamp", workspace=dest, seed=seed, rollout=0, timeout_s=5.0,
-        solution_dir=task.solution, variants=task.variants,
-    )
+    if agent.references is None:  # no per-rollout state: a copy with references is the same agent
+        agent = SimulatedAgent(agent.params, agent.name,
+                               {task_id: TaskReference(task.solution, task.variants)})
+    req = AgentRequest(task_id=task_id, prompt="clamp", workspace=dest, seed=seed, rollout=0,
+                       timeout_s=5.0)
     return agent.run(req)
 
 
@@ -150,7 +154,7 @@ def compiles(text: str) -> bool:
 
 
 def test_registered_and_satisfies_protocol() -> None:
-    assert AGENT_KINDS["simulated"] is simulated_agent_factory
+    assert AGENT_KIND_REGISTRY.get("simulated") is simulated_agent_factory
     agent = SimulatedAgent(get_profile("sim-careful"))
     assert isinstance(agent, Agent)
     assert agent.kind == "simulated"
@@ -172,6 +176,38 @@ def test_load_agents_builds_simulated_agents(tmp_path: Path) -> None:
     assert a.params == PROFILES["sim-hasty"]
     assert b.params.skill == 0.5
     assert b.params.p_mutation == pytest.approx(0.75)
+    assert a.references is None  # loaded without a suite: no reference files
+
+
+def test_the_factory_reads_reference_files_from_the_suite(tmp_path: Path) -> None:
+    """The core hands no agent the reference files; the kind's factory takes them from the suite."""
+    path = tmp_path / "agents.toml"
+    path.write_text('[[agents]]\nname = "a"\nkind = "simulated"\nprofile = "sim-careful"\n',
+                    encoding="utf-8")
+    suite = load_suite(BUNDLED)
+    (agent,) = load_agents(path, suite=suite)
+    assert isinstance(agent, SimulatedAgent)
+    assert agent.references == references_of(suite)
+    task = suite.task("rle_codec")
+    ref = agent.references["rle_codec"]
+    assert ref.solution_dir == task.solution_dir
+    assert ref.variants == tuple((v.name, v.dir) for v in task.variants)
+    assert not {"solution_dir", "variants"} & {f for f in AgentRequest.__dataclass_fields__}
+    ws = tmp_path / "ws"
+    shutil.copytree(task.workspace_dir, ws)
+    res = SimulatedAgent(forced("correct"), references=agent.references).run(
+        AgentRequest("rle_codec", task.prompt, ws, seed=1, rollout=0, timeout_s=5.0))
+    assert res.status == "completed"
+    assert task.solution_dir is not None
+    assert read_tree(ws) == {**read_tree(task.workspace_dir), **read_tree(task.solution_dir)}
+
+
+def test_without_a_suite_every_rollout_says_why(tmp_path: Path) -> None:
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    res = SimulatedAgent(forced("correct")).run(AgentRequest("t", "p", ws, seed=1, rollout=0, timeout_s=1.0))
+    assert res.status == "agent_error"
+    assert "no suite was given when the agents were loaded" in res.log
 
 
 @pytest.mark.parametrize("behaviour", BEHAVIOURS)
@@ -272,10 +308,10 @@ def test_no_solution_is_an_agent_error(tmp_path: Path) -> None:
     ws = tmp_path / "ws"
     ws.mkdir()
     req = AgentRequest("t", "p", ws, seed=1, rollout=0, timeout_s=1.0)
-    res = SimulatedAgent(forced("correct")).run(req)
+    res = SimulatedAgent(forced("correct"), references={"t": TaskReference(None)}).run(req)
     assert res.status == "agent_error"
     assert res.log.startswith("SIMULATED AGENT")
-    assert "no reference solution" in res.log
+    assert "no reference solution; a simulated agent needs one" in res.log
     assert res.meta["simulated"] is True
 
 
@@ -655,7 +691,8 @@ def test_measured_reliability_matches_implied(
     profile: str, measured_setup: tuple[HiddenTests, list[Task], Path]
 ) -> None:
     tests, tasks, tmp = measured_setup
-    agent = SimulatedAgent(get_profile(profile))
+    agent = SimulatedAgent(get_profile(profile), references={
+        t.id: TaskReference(t.solution_dir, tuple((v.name, v.dir) for v in t.variants)) for t in tasks})
     p_index = sorted(PROFILES).index(profile)
     jobs: list[tuple[Task, Path]] = []
     metas: list[dict[str, Any]] = []
@@ -666,9 +703,7 @@ def test_measured_reliability_matches_implied(
             assert task.solution_dir is not None
             res = agent.run(AgentRequest(
                 task.id, task.prompt, ws, seed=100_000 * p_index + 1000 * ti + r, rollout=r,
-                timeout_s=10.0, solution_dir=task.solution_dir,
-                variants=tuple((v.name, v.dir) for v in task.variants),
-            ))
+                timeout_s=10.0))
             assert res.status == "completed"
             jobs.append((task, ws))
             metas.append(res.meta)
