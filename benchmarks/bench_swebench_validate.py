@@ -9,7 +9,7 @@ through the repository grader, and prints one line per task (flips or the reason
 seconds, built or cached). Asserts that at least ``--min-flips`` tasks flip (exit 1 otherwise).
 
 Until the runner integration of branch env21 lands, environments are started with the
-TEMPORARY test helper ``tests/repository_helpers.py`` (bubblewrap with the checkout at /testbed).
+test helper ``tests/repository_helpers.py`` (bubblewrap with the checkout at /testbed).
 """
 
 from __future__ import annotations

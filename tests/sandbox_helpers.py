@@ -13,7 +13,7 @@ from typing import Any, NoReturn
 import pytest
 
 from reliabench.errors import SandboxError
-from reliabench.hidden_tests.fresh import HiddenTestRun, run_hidden_tests
+from reliabench.hidden_tests.fresh import HiddenTestRun, collect_hidden_tests, run_hidden_tests
 from reliabench.sandbox import SandboxBackend, get_backend, slot_uid, slots
 
 _WARM: dict[str, Any] = {}
@@ -47,11 +47,10 @@ def warm_or_skip(kind: str = "tests") -> Any:
     return _WARM[kind]
 
 
-def backend_or_skip(name: str) -> SandboxBackend:
+def backend_or_skip(name: str) -> Any:
     """The named backend (``warm`` included), or skip the test when it does not work here."""
     if name == "warm":
-        backend: SandboxBackend = warm_or_skip("backend")
-        return backend
+        return warm_or_skip("backend")
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)
@@ -60,14 +59,52 @@ def backend_or_skip(name: str) -> SandboxBackend:
         skip_or_fail_in_ci(f"{name} backend unavailable here: {exc}")
 
 
-def python_for(backend: SandboxBackend, slot: int) -> str:
-    """An interpreter the backend can run: namespaces needs one the slot uid can reach."""
+def python_for(backend: SandboxBackend, slot: int, modules: tuple[str, ...] = ()) -> str:
+    """An interpreter the backend can run with ``modules``: namespaces needs one the slot uid can reach.
+
+    Where none is (a clone in a 0700 folder: its venv; a system Python without pytest), the
+    test skips with the reason -- a limit of that location, not a missing install, so it
+    skips in CI too (the run's preflight refuses such a run: reliabench.run.test_paths).
+    """
     if backend.name != "namespaces":
         return sys.executable
-    for cand in (sys.executable, "/usr/bin/python3"):
-        if slots._uid_can_reach(cand, slot_uid(slot), slot_uid(slot), need=5) is None:
-            return cand
-    pytest.skip("no interpreter reachable by the slot uid")
+    from reliabench.sandbox.namespaces import harness_unreachable
+
+    uid = slot_uid(slot)
+    why = harness_unreachable(sys.executable, uid, modules)
+    if why is None:
+        return sys.executable
+    system = "/usr/bin/python3"
+    if os.path.exists(system) and slots.uid_can_reach(system, uid, uid, need=5) is None and _imports(
+            system, uid, modules):
+        return system
+    pytest.skip(f"the namespaces backend cannot run a Python with {', '.join(modules) or 'nothing'} as the "
+                f"slot uid from this location: {why}")
+
+
+def fresh_harness_or_skip(backend: Any) -> None:
+    """Skip (with the reason) where the run's fresh test harness cannot start as the slot uid.
+
+    From a clone in a 0700 folder the namespaces backend cannot run this interpreter as a
+    slot uid: a run refuses to start there (reliabench.run.test_paths.check_harness).
+    """
+    check = getattr(backend, "harness_problem", None)
+    why = None if check is None else check(sys.executable, ("pytest",))
+    if why is not None:
+        pytest.skip(f"the {backend.name} backend cannot start the test harness from this location: {why}")
+
+
+def _imports(python: str, uid: int, modules: tuple[str, ...]) -> bool:
+    """Whether ``python``, run as ``uid``, imports ``modules``."""
+    import subprocess
+
+    code = "; ".join(f"import {m}" for m in modules) or "pass"
+    try:
+        proc = subprocess.run(["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups", python, "-I",
+                               "-c", code], capture_output=True, timeout=60, check=False, cwd="/")
+    except (OSError, subprocess.SubprocessError):
+        return False
+    return proc.returncode == 0
 
 
 # --------------------------------------------------------------------------------------------
@@ -90,9 +127,21 @@ class HiddenTestPath:
     worker: Any = None
 
     def run(self, workspace: Path, tests_dir: Path, **kw: Any) -> HiddenTestRun:
-        """Run the hidden tests of ``tests_dir`` on ``workspace`` this way."""
-        return run_hidden_tests(workspace, tests_dir, backend=self.backend, python=self.python,
-                                worker=self.worker, **kw)
+        """Run the hidden tests of ``tests_dir`` on ``workspace`` this way (``test_runner``: warm only)."""
+        if self.worker is not None:
+            from reliabench.warm import run_warm_tests
+
+            return run_warm_tests(self.worker, workspace, tests_dir, **kw)  # type: ignore[no-any-return]
+        kw.pop("test_runner", None)  # a fresh process runs every suite with pytest
+        return run_hidden_tests(workspace, tests_dir, backend=self.backend, python=self.python, **kw)
+
+    def collect(self, workspace: Path, tests_dir: Path, **kw: Any) -> tuple[Any, ...]:
+        """Collect the hidden tests of ``tests_dir`` on ``workspace`` this way."""
+        if self.worker is not None:
+            from reliabench.warm import collect_warm_tests
+
+            return collect_warm_tests(self.worker, workspace, tests_dir, **kw)  # type: ignore[no-any-return]
+        return collect_hidden_tests(workspace, tests_dir, backend=self.backend, python=self.python, **kw)
 
 
 HIDDEN_TEST_PATHS: tuple[str, ...] = ("bubblewrap", "namespaces", "none", "warm")
@@ -105,7 +154,7 @@ def hidden_test_path_or_skip(name: str, slot: int) -> HiddenTestPath:
         worker = warm_or_skip("tests")
         return HiddenTestPath(name, backend_or_skip("auto"), sys.executable, worker)
     backend = backend_or_skip(name)
-    return HiddenTestPath(name, backend, python_for(backend, slot))
+    return HiddenTestPath(name, backend, python_for(backend, slot, ("pytest",)))
 
 
 def endpoint_narrowing_or_skip() -> None:

@@ -244,7 +244,7 @@ def test_thread_safe_distinct_slots(tmp_path: Path, isolation: str) -> None:
 
 def test_usage_file_reports_tokens_and_cost(tmp_path: Path, ws: Path, isolation: str) -> None:
     script = ('import json, os; p = os.environ["RELIABENCH_USAGE_FILE"]; '
-              'assert p.startswith("/dev/fd/"), p; '
+              'assert p.endswith("/channel/usage.json") and not os.path.exists(p), p; '
               'json.dump({"tokens_in": 120, "tokens_out": 30, "usd": 0.0042}, open(p, "w"))')
     agent = make(tmp_path, f'command = ["/usr/bin/python3", "-c", {script!r}]')
     res = agent.run(req(ws))

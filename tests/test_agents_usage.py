@@ -8,18 +8,19 @@ from __future__ import annotations
 
 import os
 import re
-import stat
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
 from reliabench.agents.usage import (
+    USAGE_FILE,
     USAGE_PARSERS,
     UsageReport,
-    open_usage_channel,
     parse_aider_usage,
     parse_usage_json,
+    read_usage_file,
 )
 
 
@@ -74,33 +75,43 @@ def test_aider_lines_are_summed_and_the_last_session_cost_kept() -> None:
     assert USAGE_PARSERS["aider"] is parse_aider_usage
 
 
-def test_channel_reads_what_a_child_wrote_through_dev_fd() -> None:
-    with open_usage_channel() as ch:
-        assert ch.env_value == f"/dev/fd/{ch.fd}"
-        assert os.get_inheritable(ch.fd)
-        assert stat.S_IMODE(ch.path.stat().st_mode) == 0o666
-        assert stat.S_IMODE(ch.path.parent.stat().st_mode) == 0o700  # no other uid reaches it by path
-        assert ch.read() == (None, None)  # nothing written
-        code = "import json, sys; json.dump({'tokens_in': 7, 'usd': 0.5}, open(sys.argv[1], 'w'))"
-        subprocess.run([sys.executable, "-c", code, ch.env_value], pass_fds=(ch.fd,), check=True)
-        assert ch.read() == (UsageReport(7, None, None, 0.5), None)
-        path = ch.path
-    assert not path.exists() and not path.parent.exists()  # removed afterwards
-    with pytest.raises(OSError, match="Bad file descriptor"):
-        os.fstat(ch.fd)
+def test_the_usage_file_is_read_from_the_channel_folder(tmp_path: Path) -> None:
+    assert read_usage_file(tmp_path) == (None, None)  # nothing written
+    code = "import json, sys; json.dump({'tokens_in': 7, 'usd': 0.5}, open(sys.argv[1], 'w'))"
+    subprocess.run([sys.executable, "-c", code, str(tmp_path / USAGE_FILE)], check=True)
+    assert read_usage_file(tmp_path) == (UsageReport(7, None, None, 0.5), None)
 
 
-def test_channel_ignores_bad_or_huge_files_and_says_why() -> None:
-    with open_usage_channel() as ch:
-        ch.path.write_text("[]", encoding="utf-8")
-        assert ch.read() == (None, "usage file ignored: expected a JSON object, got list")
-        ch.path.write_text('{"usd": 1}' + " " * (1 << 16), encoding="utf-8")
-        assert ch.read() == (None, "usage file ignored: larger than 65536 bytes")
-        ch.path.write_text("  \n", encoding="utf-8")
-        assert ch.read() == (None, None)
-        ch.path.unlink()
-        report, problem = ch.read()
-        assert report is None and problem is not None and problem.startswith("usage file unreadable:")
+def test_bad_or_huge_usage_files_are_ignored_with_the_reason(tmp_path: Path) -> None:
+    path = tmp_path / USAGE_FILE
+    path.write_text("[]", encoding="utf-8")
+    assert read_usage_file(tmp_path) == (None, "usage file ignored: expected a JSON object, got list")
+    path.write_text('{"usd": 1}' + " " * (1 << 16), encoding="utf-8")
+    assert read_usage_file(tmp_path) == (None, "usage file ignored: larger than 65536 bytes")
+    path.write_text("  \n", encoding="utf-8")
+    assert read_usage_file(tmp_path) == (None, None)
+
+
+def test_what_an_agent_plants_as_its_usage_file_is_never_followed(tmp_path: Path) -> None:
+    """The channel folder is the agent's: a link, a FIFO, a folder or a huge file there is ignored."""
+    secret = tmp_path / "secret.json"
+    secret.write_text('{"tokens_in": 123}', encoding="utf-8")
+    chan = tmp_path / "chan"
+    chan.mkdir()
+    os.symlink(secret, chan / USAGE_FILE)
+    report, problem = read_usage_file(chan)
+    assert report is None and problem is not None and "not a regular file (link" in problem
+    os.unlink(chan / USAGE_FILE)
+    os.mkfifo(chan / USAGE_FILE)  # a plain open would block the harness
+    report, problem = read_usage_file(chan)
+    assert report is None and problem is not None and "special" in problem
+    os.unlink(chan / USAGE_FILE)
+    (chan / USAGE_FILE).mkdir()
+    assert read_usage_file(chan)[0] is None
+    os.rmdir(chan / USAGE_FILE)
+    with open(chan / USAGE_FILE, "wb") as fh:  # a sparse 8 GiB file: only 64 KiB + 1 are read
+        fh.truncate(8 << 30)
+    assert read_usage_file(chan) == (None, "usage file ignored: larger than 65536 bytes")
 
 
 def test_report_defaults() -> None:

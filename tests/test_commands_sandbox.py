@@ -16,6 +16,7 @@ from sandbox_helpers import backend_or_skip
 
 from reliabench.cli import main
 from reliabench.errors import SandboxError
+from reliabench.sandbox import HostBackend
 from reliabench.sandbox.selfcheck import SelfCheckReport
 
 SLOT = 5
@@ -78,30 +79,30 @@ def test_help_lists_every_check_and_the_exit_codes(capsys: pytest.CaptureFixture
 # a third-party backend, registered through the reliabench.sandboxes entry points
 
 
-class _LeakyPlugin:
+class _LeakyPlugin(HostBackend):
     """A plugin that isolates nothing (it runs commands as ``none`` does)."""
 
     name = "leaky-plugin"
 
-    def run(self, argv: object, **kw: object) -> object:
+    def spawn(self, argv: object, **kw: object) -> object:
         from dataclasses import replace
 
         from reliabench.sandbox import NoSandboxBackend
 
-        return replace(NoSandboxBackend().run(argv, **kw), isolation=self.name)  # type: ignore[arg-type]
+        return replace(NoSandboxBackend().spawn(argv, **kw), isolation=self.name)  # type: ignore[arg-type]
 
 
-class _WrappingPlugin:
+class _WrappingPlugin(HostBackend):
     """A plugin that delegates to bubblewrap."""
 
     name = "wrapping-plugin"
 
-    def run(self, argv: object, **kw: object) -> object:
+    def spawn(self, argv: object, **kw: object) -> object:
         from dataclasses import replace
 
         from reliabench.sandbox import BubblewrapBackend
 
-        return replace(BubblewrapBackend().run(argv, **kw), isolation=self.name)  # type: ignore[arg-type]
+        return replace(BubblewrapBackend().spawn(argv, **kw), isolation=self.name)  # type: ignore[arg-type]
 
 
 @pytest.fixture
@@ -140,3 +141,11 @@ def test_a_plugin_backend_that_contains_passes_by_name(capsys: pytest.CaptureFix
     assert code == 0, out
     assert out["backend"] == "wrapping-plugin"
     assert [c["status"] for c in out["checks"]] == ["passed", "passed"]
+
+
+def test_a_host_backend_refuses_an_image_by_name(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["sandbox", "check", "--backend", "none", "--image", "debian:bookworm",
+                 "--check", "network"]) == 3
+    err = capsys.readouterr().err
+    assert "cannot run the self-check: --image: runs in a container (debian:bookworm)" in err
+    assert "Traceback" not in err

@@ -24,6 +24,7 @@ from sandbox_helpers import (
 from reliabench.hidden_tests.fresh import run_hidden_tests
 from reliabench.records import TestOutcome
 from reliabench.sandbox import Limits, slot_uid, slots
+from reliabench.warm import run_warm_tests
 
 IS_ROOT = os.geteuid() == 0
 SLOT = 5
@@ -33,8 +34,8 @@ def _no_procs_left() -> None:
     """No process of the slot uid is alive, looked at under the slot's host-wide lock (so a
     run of the same slot by another process on this host cannot be mistaken for a leftover)."""
     if IS_ROOT:
-        with slots._hold_slot(slot_uid(SLOT)):
-            assert slots._procs_of_uid(slot_uid(SLOT)) == []
+        with slots.hold_slot(slot_uid(SLOT)):
+            assert slots.procs_of_uid(slot_uid(SLOT)) == []
 
 
 def _suite(base: Path, body: str) -> tuple[Path, Path]:
@@ -74,8 +75,8 @@ def test_hostile_solution_fails_the_rollout(base: Path, body: str, status: str, 
         run = run_hidden_tests(ws, tests, expected=EXPECTED, backend=backend_or_skip("bubblewrap"),
                                limits=limits, slot=SLOT)
     else:
-        run = run_hidden_tests(ws, tests, expected=EXPECTED, worker=warm_or_skip(), limits=limits,
-                               slot=SLOT, test_runner=path.removeprefix("warm-"))
+        run = run_warm_tests(warm_or_skip(), ws, tests, expected=EXPECTED, limits=limits,
+                             slot=SLOT, test_runner=path.removeprefix("warm-"))
         assert run.isolation == "warm"
     assert run.status == status
     assert run.outcomes[0] == TestOutcome("test_solution.py::test_one", "failed")
@@ -131,7 +132,7 @@ def test_keyrings_carry_nothing_between_rollouts_of_a_slot(base: Path, path: str
     assert HIDDEN_SECRET not in seen.stdout, seen.stdout
     # a later process of the slot uid, outside any sandbox (an older version, another tool)
     uid = slot_uid(KEY_SLOT)
-    with slots._hold_slot(uid):
+    with slots.hold_slot(uid):
         later = subprocess.run(["/usr/bin/python3", "-I", "-c", find], user=uid, group=uid,
                                extra_groups=[], cwd="/", capture_output=True, text=True, timeout=30)
     assert HIDDEN_SECRET not in later.stdout, later.stdout

@@ -15,6 +15,7 @@ import pytest
 
 from reliabench.errors import SandboxError, SuiteError
 from reliabench.hidden_tests.fresh import (
+    HiddenTestRun,
     collect_hidden_tests,
     find_tamper_files,
     parse_channel,
@@ -22,6 +23,7 @@ from reliabench.hidden_tests.fresh import (
 )
 from reliabench.records import TestOutcome
 from reliabench.sandbox import Limits, SandboxBackend, get_backend, slot_uid, slots
+from reliabench.warm import collect_warm_tests, run_warm_tests
 
 LIMITS = Limits(wall_s=20.0, cpu_s=20.0, memory_bytes=2 * 1024**3)
 SLOT = 7
@@ -90,7 +92,7 @@ GOOD_OUTCOMES = ["passed", "passed", "passed", "skipped", "error", "skipped"]
 
 def _backend_or_skip(name: str) -> SandboxBackend:
     backend = backend_or_skip(name)
-    if name == "namespaces" and slots._uid_can_reach(
+    if name == "namespaces" and slots.uid_can_reach(
         sys.executable, slot_uid(SLOT), slot_uid(SLOT), need=5
     ):
         pytest.skip("the slot uid cannot run this interpreter (namespaces explains; see below)")
@@ -108,12 +110,19 @@ def bwrap(request: pytest.FixtureRequest) -> SandboxBackend:
     return _backend_or_skip(request.param)
 
 
-def _via(backend: SandboxBackend) -> dict[str, object]:
-    """How run_hidden_tests and collect_hidden_tests reach ``backend``: warm means the warm
-    test workers (tests forked in a warm server), every other name a fresh process."""
+def _hidden(ws: Path, tests: Path, backend: SandboxBackend, **kw: object) -> HiddenTestRun:
+    """run_hidden_tests on ``backend``: warm means the warm test workers (tests forked in a warm
+    server), every other name a fresh process."""
     if backend.name == "warm":
-        return {"worker": warm_or_skip()}
-    return {"backend": backend}
+        kw.pop("python", None)
+        return run_warm_tests(warm_or_skip(), ws, tests, **kw)  # type: ignore[arg-type]
+    return run_hidden_tests(ws, tests, backend=backend, **kw)  # type: ignore[arg-type]
+
+
+def _collect(ws: Path, tests: Path, backend: SandboxBackend, **kw: object) -> tuple[TestOutcome, ...]:
+    if backend.name == "warm":
+        return collect_warm_tests(warm_or_skip(), ws, tests, **kw)  # type: ignore[arg-type]
+    return collect_hidden_tests(ws, tests, backend=backend, **kw)  # type: ignore[arg-type]
 
 
 
@@ -138,8 +147,7 @@ DECLARED_SKIPS = ("test_suite.py::test_skipped", "test_suite.py::test_xfail")
 def _run(ws: Path, tests: Path, backend: SandboxBackend, **kw: object) -> object:
     kw.setdefault("expected", _expected())
     kw.setdefault("allowed_skips", DECLARED_SKIPS)
-    kw.update(_via(backend))
-    return run_hidden_tests(ws, tests, limits=LIMITS, slot=SLOT, **kw)  # type: ignore[arg-type]
+    return _hidden(ws, tests, backend, limits=LIMITS, slot=SLOT, **kw)
 
 
 # ------------------------------------------------------------------------------------------
@@ -149,14 +157,14 @@ def _run(ws: Path, tests: Path, backend: SandboxBackend, **kw: object) -> object
 
 def test_collect_gives_names_and_security_flags(bwrap: SandboxBackend, base: Path) -> None:
     ws, tests = _task(base)
-    expected = collect_hidden_tests(ws, tests, limits=LIMITS, slot=SLOT, **_via(bwrap))  # type: ignore[arg-type]
+    expected = _collect(ws, tests, bwrap, limits=LIMITS, slot=SLOT)
     assert expected == _expected()
 
 
 def test_collect_reports_a_broken_suite(bwrap: SandboxBackend, base: Path) -> None:
     ws, tests = _task(base, suite="import does_not_exist\n\ndef test_x():\n    pass\n")
     with pytest.raises(SuiteError, match=r"cannot collect test_suite\.py"):
-        collect_hidden_tests(ws, tests, limits=LIMITS, slot=SLOT, **_via(bwrap))  # type: ignore[arg-type]
+        _collect(ws, tests, bwrap, limits=LIMITS, slot=SLOT)
 
 
 def test_outcomes_one_per_test(backend: SandboxBackend, base: Path) -> None:
@@ -210,8 +218,7 @@ def test_harness_that_cannot_start_is_a_test_error(bwrap: SandboxBackend, base: 
 
 def test_timeout_keeps_what_ran(bwrap: SandboxBackend, base: Path) -> None:
     ws, tests = _task(base, GOOD.replace("return a - b", "while True:\n        pass"))
-    run = run_hidden_tests(ws, tests, expected=_expected(), slot=SLOT,  # type: ignore[arg-type]
-                           limits=Limits(wall_s=3.0), **_via(bwrap))
+    run = _hidden(ws, tests, bwrap, expected=_expected(), slot=SLOT, limits=Limits(wall_s=3.0))
     assert run.status == "timeout"
     assert [o.outcome for o in run.outcomes[:2]] == ["passed", "failed"]
     assert all(o.outcome == "failed" for o in run.outcomes[2:])
@@ -405,8 +412,7 @@ def test_test_phase_cannot_change_tests_or_see_other_rollouts(bwrap: SandboxBack
     other = base / "other-rollout"
     other.mkdir(mode=0o755)
     ws, tests = _task(base, HOSTILE_READER.format(other=str(other)))
-    run = run_hidden_tests(ws, tests, expected=_expected(), limits=LIMITS,  # type: ignore[arg-type]
-                           slot=SLOT, **_via(bwrap))
+    run = _hidden(ws, tests, bwrap, expected=_expected(), limits=LIMITS, slot=SLOT)
     assert run.outcomes[0].outcome == "passed"
     assert (ws / "probe.txt").read_text(encoding="utf-8") == "read-only hidden"
     assert "# changed" not in (tests / "test_suite.py").read_text(encoding="utf-8")
@@ -414,7 +420,7 @@ def test_test_phase_cannot_change_tests_or_see_other_rollouts(bwrap: SandboxBack
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="uid switching needs root")
 def test_namespaces_explains_an_interpreter_the_slot_cannot_run(base: Path) -> None:
-    if slots._uid_can_reach(sys.executable, slot_uid(SLOT), slot_uid(SLOT), need=5) is None:
+    if slots.uid_can_reach(sys.executable, slot_uid(SLOT), slot_uid(SLOT), need=5) is None:
         pytest.skip("this interpreter is reachable by the slot uid")
     try:
         backend = get_backend("namespaces")

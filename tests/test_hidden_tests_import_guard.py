@@ -25,11 +25,12 @@ import pytest
 from sandbox_helpers import HIDDEN_TEST_PATHS, HiddenTestPath, hidden_test_path_or_skip, warm_or_skip
 
 from reliabench.agents.base import AgentRequest, AgentResult
-from reliabench.hidden_tests.fresh import collect_hidden_tests, find_tamper_files, run_hidden_tests
+from reliabench.hidden_tests.fresh import collect_hidden_tests, find_tamper_files
 from reliabench.run.runner import RunSettings, run_suite
 from reliabench.sandbox import Limits
 from reliabench.store import RunStore
 from reliabench.tasks.suite import bundled_suites, load_suite
+from reliabench.warm import run_warm_tests
 
 SLOT = 11
 LIMITS = Limits(wall_s=30.0, cpu_s=30.0)
@@ -199,11 +200,10 @@ def _run(name: str, ws: Path, tests: Path, starter: Path, plain: bool) -> object
     if name == "warm-plain":
         from reliabench.warm.plain_tests import collect_plain_tests
 
-        return run_hidden_tests(ws, tests, expected=collect_plain_tests(tests), worker=warm_or_skip(),
-                                limits=LIMITS, slot=SLOT, starter=starter, test_runner="plain")
+        return run_warm_tests(warm_or_skip(), ws, tests, expected=collect_plain_tests(tests),
+                              limits=LIMITS, slot=SLOT, starter=starter, test_runner="plain")
     path: HiddenTestPath = hidden_test_path_or_skip(name, SLOT)
-    expected = collect_hidden_tests(starter, tests, backend=path.backend, limits=LIMITS, slot=SLOT,
-                                    python=path.python, worker=path.worker)
+    expected = path.collect(starter, tests, limits=LIMITS, slot=SLOT)
     return path.run(ws, tests, expected=expected, limits=LIMITS, slot=SLOT, starter=starter)
 
 

@@ -227,7 +227,9 @@ def test_a_run_keeps_the_skip_its_task_declares(base: Path, sandbox: str, test_w
 
 @pytest.mark.parametrize("declared", [False, True])
 def test_a_retest_grades_skips_by_the_same_rule(base: Path, declared: bool) -> None:
+    from reliabench.run.environments import TaskEnvironment
     from reliabench.run.retest import retest_files
+    from reliabench.run.test_paths import TestPaths
 
     backend = backend_or_skip("bubblewrap")
     suite_dir = write_adder_suite(base, "skips", TESTS, world_readable=True)
@@ -240,8 +242,10 @@ def test_a_retest_grades_skips_by_the_same_rule(base: Path, declared: bool) -> N
     scratch = base / "scratch"
     scratch.mkdir()
     os.chmod(scratch, 0o711)
+    where = TaskEnvironment(backend, backend.prepare(task.environment))
     (rerun,) = retest_files(task, rollout, {"adder.py": SKIP_ATTACKS["pytest-skip"].encode()}, reps=[0],
-                            expected=expected, backend=backend, limits=LIMITS, slot=SLOT, scratch=scratch)
+                            expected=expected, where=where, paths=TestPaths(), limits=LIMITS, slot=SLOT,
+                            scratch=scratch)
     assert [t.outcome for t in rerun.tests] == ["passed", "skipped" if declared else "failed"], rerun.reason
 
 

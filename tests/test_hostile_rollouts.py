@@ -26,6 +26,7 @@ from sandbox_helpers import (
     HiddenTestPath,
     backend_or_skip,
     deep_chain,
+    fresh_harness_or_skip,
     hidden_test_path_or_skip,
     python_for,
 )
@@ -126,11 +127,98 @@ def test_attacking_the_channel_fails_the_rollout(test_path: HiddenTestPath, base
     run = test_path.run(ws, tests, expected=_expected(), limits=LIMITS, slot=SLOT, starter=starter)
     assert run.status == "completed", run.reason  # never test_error: that would be infra_error
     if attack == "ftruncate":
-        # a pipe cannot be truncated: nothing already written is lost, the code is right
+        # a pipe or socket cannot be truncated: nothing already written is lost, the code is right
         assert [o.outcome for o in run.outcomes] == ["passed", "passed"], run.reason
     else:
         # cutting the plugin off its channel only hurts the rollout itself
         assert all(o.outcome == "failed" for o in run.outcomes), run.outcomes
+
+
+SOCKET_HUNT = """
+    import glob, hashlib, hmac, json, os, socket
+    tried = []
+    candidates = [os.environ.get("RELIABENCH_OUTCOME_SOCKET")]  # the plugin removed it
+    candidates += glob.glob("/tmp/rb-chan-*/channel/*") + glob.glob("/run/reliabench/*")
+    for path in candidates:
+        if not path:
+            tried.append("no variable")
+            continue
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        s.settimeout(2)
+        try:
+            s.connect(path)
+            key = s.recv(100)
+            line = json.dumps({"event": "test", "name": "test_adder.py::test_small", "outcome": "passed",
+                               "security": False, "seq": 99}, sort_keys=True, separators=(",", ":"))
+            mac = hmac.new(key.strip() or b"guess", line.encode(), hashlib.sha256).hexdigest()
+            s.sendall((line[:-1] + ',"mac":"' + mac + '"}\\n').encode())
+            tried.append("connected " + repr(key[:8]))
+        except OSError as exc:
+            tried.append(type(exc).__name__)
+        finally:
+            s.close()
+    open("tried.txt", "w").write("\\n".join(tried))
+
+    def add(a, b):
+        return -1
+"""
+
+
+def test_the_tested_code_cannot_reach_the_outcome_socket(test_path: HiddenTestPath, base: Path) -> None:
+    """A forged key exchange: the code under test looks for the harness's socket and connects first."""
+    starter, ws, tests = _task(base, SOCKET_HUNT)
+    run = test_path.run(ws, tests, expected=_expected(), limits=LIMITS, slot=SLOT, starter=starter)
+    assert run.status == "completed", run.reason
+    assert [o.outcome for o in run.outcomes] == ["failed", "failed"], run.reason  # -1, as deserved
+    assert not run.forged, run.reason
+    tried = (ws / "tried.txt").read_text().splitlines()
+    assert tried[0] == "no variable" and not any(t.startswith("connected") for t in tried), tried
+
+
+LURKER = """
+import glob, socket, time
+end = time.time() + 60
+while time.time() < end:
+    for path in glob.glob("/tmp/rb-chan-*/channel/outcome-*.sock"):
+        s = socket.socket(socket.AF_UNIX)
+        try:
+            s.connect(path)
+            s.sendall(b"junk from the agent phase\\n")
+        except OSError:
+            pass
+        finally:
+            s.close()
+    time.sleep(0.01)
+"""
+SPAWNER = """
+import subprocess, sys
+open("adder.py", "w").write("def add(a, b):\\n    return a + b\\n")
+subprocess.Popen([sys.executable, sys.argv[1]], start_new_session=True,
+                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+"""
+
+
+@pytest.mark.parametrize("sandbox", ["bubblewrap", "namespaces"])
+def test_a_process_left_by_the_agent_phase_cannot_reach_the_tests_socket(base: Path, sandbox: str) -> None:
+    """An agent leaves a setsid() process that waits for the tests' outcome socket to appear."""
+    backend = backend_or_skip(sandbox)
+    fresh_harness_or_skip(backend)
+    os.chmod(base, 0o755)
+    lurker, spawner = base / "lurker.py", base / "spawner.py"
+    lurker.write_text(LURKER)
+    spawner.write_text(SPAWNER)
+    for f in (lurker, spawner):
+        os.chmod(f, 0o644)
+    python = python_for(backend, SLOT)
+    agent = CommandAgent("lurker", [python, str(spawner), str(lurker)], readonly=[lurker, spawner],
+                         sandbox=sandbox)
+    suite = load_suite(_suite(base))
+    settings = RunSettings(n=1, sandbox=sandbox, scanners=("bandit",), limits=LIMITS, test_workers="fresh")
+    run_suite(suite, [agent], base / "run", settings)
+    with RunStore.open_existing(base / "run", readonly=True) as store:
+        (r,) = store.rollouts()
+    assert r.status == "completed" and r.passes, r.meta.get("reason")
+    assert not r.meta.get("forged_outcomes"), r.meta.get("reason")
 
 
 def test_truncation_leaves_earlier_lines_in_place(test_path: HiddenTestPath, base: Path) -> None:
@@ -358,7 +446,7 @@ STAGES = {
     "workspace_diff": "diffing the workspace",
     "take_snapshot": "keeping the agent's files",
     "scan_changes": "scanning the workspace",
-    "run_hidden_tests": "running the hidden tests",
+    "TestRequest": "running the hidden tests",  # the request of the tests' runner
 }
 
 
@@ -520,9 +608,21 @@ def test_a_run_on_a_read_only_mount_can_be_scored(base: Path) -> None:
     assert sorted(p.name for p in out.iterdir()) == before  # reading wrote nothing
 
 
-def test_a_read_only_copy_can_be_scored_by_another_user(base: Path) -> None:
+def _another_user_or_skip(uid: int) -> None:
+    """Skip unless ``uid`` can run reliabench from where it is installed (not from a 0700 clone)."""
     if os.geteuid() != 0 or shutil.which("setpriv") is None:
         pytest.skip("needs root and setpriv to act as another user")
+    proc = subprocess.run(["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups", sys.executable,
+                           "-c", "import reliabench"], capture_output=True, text=True, check=False, timeout=120,
+                          cwd="/")
+    if proc.returncode != 0:
+        last = (proc.stderr.strip().splitlines() or ["no output"])[-1]
+        pytest.skip(f"uid {uid} cannot run reliabench from where it is installed ({sys.executable}: {last}); "
+                    "a clone in a 0700 folder is private to its owner")
+
+
+def test_a_read_only_copy_can_be_scored_by_another_user(base: Path) -> None:
+    _another_user_or_skip(61990)
     out = _small_run(base)
     for p in [out, *out.rglob("*")]:
         os.chmod(p, 0o555 if p.is_dir() else 0o444)
@@ -532,8 +632,7 @@ def test_a_read_only_copy_can_be_scored_by_another_user(base: Path) -> None:
 
 def test_an_unreadable_run_directory_is_one_line_exit_3(base: Path) -> None:
     """Permissions, like a full disk, are the machine's (OutputError, exit 3), not a usage error."""
-    if os.geteuid() != 0 or shutil.which("setpriv") is None:
-        pytest.skip("needs root and setpriv to act as another user")
+    _another_user_or_skip(61990)
     out = _small_run(base)
     os.chmod(out, 0o700)
     os.chmod(out / RunStore.FILENAME, 0o600)

@@ -18,6 +18,7 @@ def test_the_keys_are_the_stored_names() -> None:
         "AGENT_KIND": "agent_kind", "ARTIFACTS_OMITTED": "artifacts_omitted",
         "CHANGED_FILES": "changed_files", "COST_DROPPED": "cost_dropped", "DELETED_FILES": "deleted_files",
         "FINDINGS_TOTAL": "findings_total", "FORGED_OUTCOMES": "forged_outcomes",
+        "IMAGE": "image", "IMAGE_DIGEST": "image_digest",
         "INFRA_ATTEMPTS": "infra_attempts", "INFRA_REASON": "infra_reason", "REASON": "reason",
         "RAY_ATTEMPTS": "ray_attempts", "RAY_NODE": "ray_node", "RAY_NODE_ID": "ray_node_id",
         "RETEST": "retest",

@@ -87,7 +87,16 @@ def test_scanner_example(monkeypatch: pytest.MonkeyPatch, site: Path, tmp_path: 
 
 def test_sandbox_backend_example(monkeypatch: pytest.MonkeyPatch, site: Path, tmp_path: Path) -> None:
     from reliabench.commands.run import command as run_command
-    from reliabench.sandbox import Limits, available_backends, get_backend, registry
+    from reliabench.sandbox import (
+        HOST,
+        Environment,
+        EnvironmentBackend,
+        EnvironmentSpec,
+        Limits,
+        available_backends,
+        get_backend,
+        registry,
+    )
 
     try:
         with warnings.catch_warnings():
@@ -100,18 +109,24 @@ def test_sandbox_backend_example(monkeypatch: pytest.MonkeyPatch, site: Path, tm
     try:
         assert available_backends()[-1] == "capped"
         assert "capped" in _choices(run_command, "sandbox")
-        backend = get_backend("capped")  # probed like any backend
-        assert backend.name == "capped"
+        backend = get_backend("capped")  # checked against the contract when it loads
+        assert backend.name == "capped" and isinstance(backend, EnvironmentBackend)
         work = tmp_path / "work"
         work.mkdir()
         os.chmod(tmp_path, 0o755)
         os.chmod(work, 0o777)
-        result = backend.run(["/bin/sh", "-c", "ulimit -v; echo hi"], workdir=work,
-                             limits=Limits(wall_s=30, memory_bytes=2 * 1024**3), network=True)
+        assert backend.refuse(HOST) is None and backend.refuse(EnvironmentSpec(image="x")) is not None
+        env = backend.start(backend.prepare(HOST), workspace=work, slot=0, network="host")
+        try:
+            assert isinstance(env, Environment)
+            result = env.exec(["/bin/sh", "-c", "ulimit -v; echo hi > out.txt; cat out.txt"],
+                              limits=Limits(wall_s=30, memory_bytes=2 * 1024**3))
+        finally:
+            env.close()
         assert result.returncode == 0, result.stderr
         # 2 GiB asked, 256 MiB given (ulimit -v is in KiB); the record says "capped"
         assert result.stdout.split() == [str(256 * 1024), "hi"]
-        assert result.isolation == "capped"
+        assert result.isolation == "capped" and (work / "out.txt").read_text() == "hi\n"
     finally:
         registry._probe.cache_clear()
 

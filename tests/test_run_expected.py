@@ -14,7 +14,7 @@ from test_tasks_suite import make_suite, make_task
 from reliabench.errors import SuiteError
 from reliabench.records import TestOutcome
 from reliabench.run.expected import collect_expected
-from reliabench.sandbox import SandboxBackend
+from reliabench.sandbox import EnvironmentBackend
 from reliabench.tasks.suite import load_suite
 
 
@@ -46,7 +46,7 @@ def test_collects_pytest_and_plain_tasks_and_cleans_up(tmp_path: Path, monkeypat
 
 
 def test_no_tasks_touch_no_backend() -> None:
-    assert collect_expected(cast(SandboxBackend, None), 1, []) == {}
+    assert collect_expected(cast(EnvironmentBackend, None), 1, []) == {}
 
 
 def test_an_allowed_skip_that_names_no_hidden_test_stops_the_run(tmp_path: Path) -> None:
@@ -56,7 +56,7 @@ def test_an_allowed_skip_that_names_no_hidden_test_stops_the_run(tmp_path: Path)
                                'allowed_skips = ["test_adder.py::test_add", "test_adder.py::test_ad"]\n')
     task = load_suite(root).task("plainer")
     with pytest.raises(SuiteError) as info:
-        collect_expected(cast(SandboxBackend, None), 1, [task])  # plain: read on the host
+        collect_expected(cast(EnvironmentBackend, None), 1, [task])  # plain: read on the host
     assert info.value.problems == (
         f"{task.root / 'task.toml'}: allowed_skips: 'test_adder.py::test_ad' is not a hidden test of this "
         "task (collected: test_adder.py::test_add, ...)",)

@@ -19,13 +19,16 @@ from suite_helpers import one_task_suite
 from reliabench.agents.base import AgentRequest, AgentResult
 from reliabench.errors import SandboxError
 from reliabench.hidden_tests.fresh import HiddenTestRun
+from reliabench.hidden_tests.layer import HiddenTestRunner, TestRequest
 from reliabench.records import TestOutcome, rollout_from_dict, rollout_to_dict
 from reliabench.run import rollout as rollout_mod
 from reliabench.run.artifacts import StoredArtifacts, write_artifacts
 from reliabench.run.draft import Outcome
+from reliabench.run.environments import TaskEnvironment
 from reliabench.run.plan import Job
 from reliabench.run.rollout import RolloutRunner
 from reliabench.run.settings import RunSettings
+from reliabench.run.test_paths import TestPaths
 from reliabench.sandbox.none import NoSandboxBackend
 from reliabench.scanners import get_scanner
 from reliabench.tasks.suite import Task, load_suite
@@ -64,34 +67,53 @@ def task(tmp_path: Path) -> Task:
 
 
 class CannedTests:
-    """Stands in for run_hidden_tests: returns ``run``, raises ``raises``, counts calls."""
+    """A hidden-test runner that returns ``result``, raises ``raises``, counts calls."""
+
+    path = "fresh"
 
     def __init__(self) -> None:
-        self.run: HiddenTestRun = HiddenTestRun(OUTCOMES, "completed", None, False, (), False, "none", 0.5,
-                                                "1 passed")
+        self.result: HiddenTestRun = HiddenTestRun(OUTCOMES, "completed", None, False, (), False, "none", 0.5,
+                                                   "1 passed")
         self.raises: BaseException | None = None
         self.calls = 0
 
-    def __call__(self, *args: Any, **kw: Any) -> HiddenTestRun:
+    def collect(self, *args: Any, **kw: Any) -> tuple[TestOutcome, ...]:
+        return OUTCOMES
+
+    def run(self, request: TestRequest) -> HiddenTestRun:
         self.calls += 1
         if self.raises is not None:
             raise self.raises
-        return self.run
+        return self.result
+
+    def close(self) -> None:
+        pass
+
+
+class CannedPaths(TestPaths):
+    """Every task gets the canned runner."""
+
+    def __init__(self, canned: CannedTests) -> None:
+        super().__init__()
+        self.canned = canned
+
+    def for_task(self, task: Task) -> HiddenTestRunner:
+        return self.canned
 
 
 @pytest.fixture
-def tests(monkeypatch: pytest.MonkeyPatch) -> CannedTests:
-    fake = CannedTests()
-    monkeypatch.setattr(rollout_mod, "run_hidden_tests", fake)
-    return fake
+def tests() -> CannedTests:
+    return CannedTests()
 
 
 @pytest.fixture
-def runner(tmp_path: Path, task: Task) -> Iterator[RolloutRunner]:
+def runner(tmp_path: Path, task: Task, tests: CannedTests) -> Iterator[RolloutRunner]:
     scratch = tmp_path / "scratch"
     scratch.mkdir()
-    r = RolloutRunner(RunSettings(n=1, sandbox="none"), NoSandboxBackend(), [get_scanner("bandit")],
-                      {task.id: OUTCOMES}, scratch)
+    backend = NoSandboxBackend()
+    where = TaskEnvironment(backend, backend.prepare(task.environment))
+    r = RolloutRunner(RunSettings(n=1, sandbox="none"), {task.id: where}, CannedPaths(tests),
+                      [get_scanner("bandit")], {task.id: OUTCOMES}, scratch)
     r.backoff_scale = 0.0
     yield r
     assert list(scratch.iterdir()) == []  # every attempt cleans up its workspace
@@ -158,7 +180,7 @@ def test_a_sandbox_failure_is_the_harness(runner: RolloutRunner, task: Task, tes
 
 
 def test_tests_that_do_not_start(runner: RolloutRunner, task: Task, tests: CannedTests, tmp_path: Path) -> None:
-    tests.run = HiddenTestRun(OUTCOMES, "test_error", "pytest did not start", False, (), False, "bubblewrap",
+    tests.result = HiddenTestRun(OUTCOMES, "test_error", "pytest did not start", False, (), False, "bubblewrap",
                               0.25, "ImportError")
     r, art = _run(runner, task, Agent(), tmp_path)
     assert r.status == "infra_error" and r.meta["infra_reason"] == "test_error"
@@ -166,7 +188,7 @@ def test_tests_that_do_not_start(runner: RolloutRunner, task: Task, tests: Canne
 
 
 def test_a_timeout_of_the_tests(runner: RolloutRunner, task: Task, tests: CannedTests, tmp_path: Path) -> None:
-    tests.run = HiddenTestRun((TestOutcome("test_main.py::test_x", "failed"),), "timeout", "wall limit", False,
+    tests.result = HiddenTestRun((TestOutcome("test_main.py::test_x", "failed"),), "timeout", "wall limit", False,
                               (), False, "none", 30.0, "")
     r, _ = _run(runner, task, Agent(), tmp_path)
     assert r.status == "timeout" and r.meta["reason"] == "wall limit" and not r.passes
@@ -174,7 +196,7 @@ def test_a_timeout_of_the_tests(runner: RolloutRunner, task: Task, tests: Canned
 
 def test_tamper_and_forgery_are_on_the_record(runner: RolloutRunner, task: Task, tests: CannedTests,
                                              tmp_path: Path) -> None:
-    tests.run = HiddenTestRun(OUTCOMES, "completed", "forged lines", True, ("conftest.py",), True, "none", 0.1, "")
+    tests.result = HiddenTestRun(OUTCOMES, "completed", "forged lines", True, ("conftest.py",), True, "none", 0.1, "")
     r, _ = _run(runner, task, Agent(), tmp_path)
     assert r.tamper_suspected and r.meta["forged_outcomes"] and r.meta["tamper_files"] == ["conftest.py"]
 

@@ -20,6 +20,9 @@ from reliabench.errors import InvalidArgumentError, SandboxError, UnknownNameErr
 from reliabench.sandbox import (
     BACKENDS,
     ENTRY_POINT_GROUP,
+    HOST,
+    SANDBOXES,
+    HostBackend,
     Limits,
     SandboxBackend,
     SandboxResult,
@@ -55,23 +58,28 @@ def _workspace(base: Path, name: str = "ws") -> Path:
 # ------------------------------------------------------------------------------------------
 
 
+RUNTIMES = ["podman", "docker"]
+
+
 def test_registry_names() -> None:
-    assert list(BACKENDS) == ["bubblewrap", "namespaces", "none", "podman", "docker"]
+    assert list(BACKENDS) == ["bubblewrap", "namespaces", "none"]  # the host backends, strongest first
     for name, cls in BACKENDS.items():
         assert cls.name == name
+    assert SANDBOXES.names() == [*BACKENDS, "warm", *RUNTIMES]
+    assert available_backends() == [*BACKENDS, *RUNTIMES]  # warm is reached through --test-workers
 
 
-class _PluginBackend:
+class _PluginBackend(HostBackend):
     """A third-party backend: delegates to ``none`` but records its own isolation name."""
 
     name = "plugin-test"
 
-    def run(self, argv: object, **kw: object) -> SandboxResult:
+    def spawn(self, argv: object, **kw: object) -> SandboxResult:
         from dataclasses import replace
 
         from reliabench.sandbox import NoSandboxBackend
 
-        result = NoSandboxBackend().run(argv, **kw)  # type: ignore[arg-type]
+        result = NoSandboxBackend().spawn(argv, **kw)  # type: ignore[arg-type]
         return replace(result, isolation=self.name)
 
 
@@ -96,7 +104,7 @@ def test_entry_point_backend_is_listed_probed_and_used(
     _fake_sandbox_entry_points(monkeypatch, **{"plugin-test": "reliabench_fake_sandbox:PluginBackend"})
     registry._probe.cache_clear()
     try:
-        assert available_backends() == [*BACKENDS, "plugin-test"]
+        assert available_backends() == [*BACKENDS, *RUNTIMES, "plugin-test"]
         backend = get_backend("plugin-test")
         assert isinstance(backend, _PluginBackend)
         result = backend.run(["/bin/echo", "hi"], workdir=_workspace(base), limits=FAST)
@@ -111,7 +119,7 @@ def test_entry_point_backend_is_listed_probed_and_used(
 
 def test_entry_point_cannot_shadow_a_builtin(monkeypatch: pytest.MonkeyPatch) -> None:
     _fake_sandbox_entry_points(monkeypatch, none="reliabench_fake_sandbox:PluginBackend")
-    assert available_backends() == list(BACKENDS)
+    assert available_backends() == [*BACKENDS, *RUNTIMES]
     with pytest.warns(RuntimeWarning, match="WITHOUT a sandbox"):
         assert get_backend("none").name == "none"
 
@@ -146,7 +154,8 @@ def test_cli_sandbox_choices_come_from_the_registry(monkeypatch: pytest.MonkeyPa
         click.echo(sandbox)
 
     option = next(p for p in cmd.params if p.name == "sandbox")
-    assert list(option.type.choices) == ["auto", *BACKENDS, "plugin-test"]  # type: ignore[attr-defined]
+    # warm is registered (a run refuses it with one line: it is reached through --test-workers)
+    assert list(option.type.choices) == ["auto", *BACKENDS, "warm", *RUNTIMES, "plugin-test"]  # type: ignore[attr-defined]
 
 
 def test_unknown_backend_raises() -> None:
@@ -202,7 +211,7 @@ def test_empty_argv_and_missing_workdir(base: Path) -> None:
     backend = backend_or_skip("none")
     with pytest.raises(SandboxError, match="argv must not be empty"):
         backend.run([], workdir=base)
-    with pytest.raises(SandboxError, match="workdir is not a directory"):
+    with pytest.raises(SandboxError, match="workspace is not a directory"):
         backend.run(["true"], workdir=base / "missing")
 
 
@@ -265,25 +274,21 @@ def test_output_flood_is_killed(backend: SandboxBackend, base: Path) -> None:
     assert result.wall_s < 8
 
 
-def test_pass_fds_reach_the_command(backend: SandboxBackend, base: Path) -> None:
+def test_the_channel_folder_is_the_commands_and_nothing_else(backend: SandboxBackend, base: Path) -> None:
+    """What used to pass a descriptor goes through the channel folder: written inside, read outside."""
     ws = _workspace(base)
     py = python_for(backend, 0)
-    r, w = os.pipe()
+    env = backend.start(backend.prepare(HOST), workspace=ws, slot=0)  # type: ignore[attr-defined]
     try:
-        result = backend.run(
-            [py, "-c", f"import os; os.write({w}, b'through the fd')"],
-            workdir=ws,
-            limits=FAST,
-            pass_fds=[w],
-        )
-        os.close(w)
-        w = -1
+        code = (f"import os; open(os.path.join({env.channel_dir!r}, 'usage.json'), 'w').write('through')\n"
+                f"print(sorted(os.listdir({env.channel_dir!r})))")
+        result = env.exec([py, "-c", code], limits=FAST)
         assert result.returncode == 0, result.stderr
-        assert os.read(r, 100) == b"through the fd"
+        assert result.stdout == "['usage.json']\n"  # fresh and empty at start
+        assert (env.channel_host / "usage.json").read_text() == "through"
     finally:
-        os.close(r)
-        if w >= 0:
-            os.close(w)
+        env.close()
+    assert not env.channel_host.exists()
 
 
 @pytest.mark.parametrize("name", ["bubblewrap", "namespaces"])
@@ -355,5 +360,5 @@ def test_reach_check_walks_the_literal_path_of_a_symlink(base: Path) -> None:
     private.mkdir(mode=0o700)
     (private / "python").symlink_to("/usr/bin/python3")
     uid = slot_uid(0)
-    assert slots._uid_can_reach("/usr/bin/python3", uid, uid, need=5) is None
-    assert slots._uid_can_reach(str(private / "python"), uid, uid, need=5) == str(private)
+    assert slots.uid_can_reach("/usr/bin/python3", uid, uid, need=5) is None
+    assert slots.uid_can_reach(str(private / "python"), uid, uid, need=5) == str(private)

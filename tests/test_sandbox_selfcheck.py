@@ -16,7 +16,7 @@ import pytest
 from sandbox_helpers import backend_or_skip, python_for
 
 from reliabench.errors import SandboxError, UnknownNameError, UsageError
-from reliabench.sandbox import Limits, SandboxResult
+from reliabench.sandbox import HostBackend, Limits, SandboxResult
 from reliabench.sandbox.selfcheck import (
     CHECKS,
     CheckResult,
@@ -108,30 +108,30 @@ def test_the_checks_are_the_documented_ones() -> None:
 # --------------------------------------------------------------------------------------------
 
 
-class _Refusing:
+class _Refusing(HostBackend):
     """A backend that cannot start anything."""
 
     name = "refusing"
 
-    def run(self, argv: object, **kw: object) -> SandboxResult:
+    def spawn(self, argv: object, **kw: object) -> SandboxResult:
         raise SandboxError("no sandbox here")
 
 
-class _Crashing:
+class _Crashing(HostBackend):
     """A backend with a bug."""
 
     name = "crashing"
 
-    def run(self, argv: object, **kw: object) -> SandboxResult:
+    def spawn(self, argv: object, **kw: object) -> SandboxResult:
         raise RuntimeError("oops")
 
 
-class _Silent:
+class _Silent(HostBackend):
     """A backend that pretends every command ran and printed nothing."""
 
     name = "silent"
 
-    def run(self, argv: object, **kw: object) -> SandboxResult:
+    def spawn(self, argv: object, **kw: object) -> SandboxResult:
         return SandboxResult(returncode=0, timed_out=False, wall_s=0.01, stdout="", stderr="",
                              isolation="silent")
 

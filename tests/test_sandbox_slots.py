@@ -36,9 +36,9 @@ def test_slot_uid_range(slot: int) -> None:
 
 def test_kill_uid_refuses_root_and_itself() -> None:
     with pytest.raises(SandboxError, match="refusing to kill every process of uid 0"):
-        slots._kill_uid(0)
+        slots.kill_uid(0)
     with pytest.raises(SandboxError, match=f"refusing to kill every process of uid {os.getuid()}"):
-        slots._kill_uid(os.getuid())
+        slots.kill_uid(os.getuid())
 
 
 @needs_root
@@ -46,16 +46,16 @@ def test_kill_uid_ends_every_process_of_the_uid_setsid_included() -> None:
     code = ("import os, subprocess, sys, time\n"
             "subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)'], start_new_session=True)\n"
             "time.sleep(60)\n")
-    with slots._hold_slot(UID):
+    with slots.hold_slot(UID):
         proc = subprocess.Popen(["/usr/bin/python3", "-c", code], user=UID, group=UID, extra_groups=[],
                                 cwd="/", env={"PATH": "/usr/bin:/bin"})
         deadline = time.monotonic() + 20
-        while len(slots._procs_of_uid(UID)) < 2 and time.monotonic() < deadline:
+        while len(slots.procs_of_uid(UID)) < 2 and time.monotonic() < deadline:
             time.sleep(0.05)
-        assert len(slots._procs_of_uid(UID)) == 2  # the child and its setsid grandchild
-        slots._kill_uid(UID)
+        assert len(slots.procs_of_uid(UID)) == 2  # the child and its setsid grandchild
+        slots.kill_uid(UID)
         proc.wait(timeout=10)
-        assert slots._procs_of_uid(UID) == []
+        assert slots.procs_of_uid(UID) == []
 
 
 @needs_root
@@ -66,17 +66,17 @@ def test_the_slot_lock_is_host_wide() -> None:
     holder = subprocess.Popen(
         [sys.executable, "-c",
          "import sys, time\nfrom reliabench.sandbox import slots\n"
-         f"with slots._hold_slot({UID}):\n    print('held', flush=True)\n    time.sleep(1.0)\n"],
+         f"with slots.hold_slot({UID}):\n    print('held', flush=True)\n    time.sleep(1.0)\n"],
         stdout=subprocess.PIPE, text=True)
     assert holder.stdout is not None
     assert holder.stdout.readline() == "held\n"
     start = time.monotonic()
-    with slots._hold_slot(UID):
+    with slots.hold_slot(UID):
         waited = time.monotonic() - start
     holder.wait(timeout=10)
     holder.stdout.close()
     assert waited > 0.5  # the other process's run of the slot was not overlapped
-    with slots._hold_slot(None):  # no uid (not root): nothing to hold
+    with slots.hold_slot(None):  # no uid (not root): nothing to hold
         pass
 
 
@@ -86,7 +86,7 @@ def test_lend_workdir_hands_the_tree_over_and_back(tmp_path: Path) -> None:
     (ws / "sub").mkdir(parents=True)
     (ws / "sub" / "f.py").write_text("x = 1\n")
     os.chmod(ws, 0o755)
-    with slots._lend_workdir(ws, UID):
+    with slots.lend_workdir(ws, UID):
         assert (ws.stat().st_uid, stat.S_IMODE(ws.stat().st_mode)) == (UID, 0o700)
         assert (ws / "sub" / "f.py").stat().st_uid == UID
         (ws / "new.py").write_text("y = 2\n")  # made during the run
@@ -105,7 +105,7 @@ def test_uid_can_reach() -> None:
 
 
 def _reach(uid: int, tmp_path: Path) -> None:
-    assert slots._uid_can_reach("/usr/bin/python3", uid, uid, need=5) is None
+    assert slots.uid_can_reach("/usr/bin/python3", uid, uid, need=5) is None
     private = tmp_path / "private"
     (private / "bin").mkdir(parents=True)
     (private / "bin" / "tool").write_text("#!/bin/sh\n")
@@ -113,12 +113,12 @@ def _reach(uid: int, tmp_path: Path) -> None:
     os.chmod(private / "bin", 0o755)
     os.chmod(private, 0o700)
     os.chmod(tmp_path, 0o755)
-    assert slots._uid_can_reach(str(private / "bin" / "tool"), uid, uid, need=5) == str(private)
+    assert slots.uid_can_reach(str(private / "bin" / "tool"), uid, uid, need=5) == str(private)
     os.chmod(private, 0o711)  # traversable, not listable: enough
-    assert slots._uid_can_reach(str(private / "bin" / "tool"), uid, uid, need=5) is None
+    assert slots.uid_can_reach(str(private / "bin" / "tool"), uid, uid, need=5) is None
     os.chmod(private / "bin" / "tool", 0o700)  # the file itself
-    assert slots._uid_can_reach(str(private / "bin" / "tool"), uid, uid, need=5) == str(private / "bin" / "tool")
-    assert slots._uid_can_reach(str(tmp_path / "missing"), uid, uid, need=4) == str(tmp_path / "missing")
+    assert slots.uid_can_reach(str(private / "bin" / "tool"), uid, uid, need=5) == str(private / "bin" / "tool")
+    assert slots.uid_can_reach(str(tmp_path / "missing"), uid, uid, need=4) == str(tmp_path / "missing")
 
 
 @needs_root
@@ -132,7 +132,7 @@ def test_remove_files_of_clears_the_uids_temporary_files() -> None:
         os.chown(theirs, UID, UID)
         (theirs_dir / "x").mkdir(parents=True)
         os.chown(theirs_dir, UID, UID)
-        slots._remove_files_of(UID)
+        slots.remove_files_of(UID)
         assert mine.exists()
         assert not theirs.exists() and not theirs_dir.exists()
     finally:
@@ -154,11 +154,11 @@ def test_slot_keyrings_are_cleared_when_the_slot_is_taken_and_given_back() -> No
 
     rings = ("user", "user-session", "persistent")
     find = keyring_code("find", rings)
-    slots._kill_uid(UID)
+    slots.kill_uid(UID)
     stored = _as_uid(keyring_code("store", rings, secret="b'LEFT-BY-AN-EARLIER-RUN'"))
     assert all(int(line.split()[1]) > 0 for line in stored.splitlines()), stored
     assert _as_uid(find).count("LEFT-BY-AN-EARLIER-RUN") >= 2  # the keys are there
-    with slots._hold_slot(UID):
+    with slots.hold_slot(UID):
         assert "LEFT-BY-AN-EARLIER-RUN" not in _as_uid(find)  # cleared at the start
         _as_uid(keyring_code("store", rings, secret="b'LEFT-BY-THIS-RUN'"))
     assert "LEFT-BY-THIS-RUN" not in _as_uid(find)  # and at the end
@@ -183,9 +183,9 @@ def test_a_keyring_that_cannot_be_cleared_stops_the_slot_without_a_filter(
     monkeypatch.setattr(seccomp, "filter_unavailable_reason", lambda: "test: no filter")
     wanted = (rf"the keyrings of slot uid {UID} could not be cleared \(keyring {roots}: "
               r"Permission denied\) and no seccomp filter")
-    with pytest.raises(SandboxError, match=wanted), slots._hold_slot(UID):
+    with pytest.raises(SandboxError, match=wanted), slots.hold_slot(UID):
         pass  # pragma: no cover
     monkeypatch.setattr(seccomp, "filter_unavailable_reason", lambda: None)
-    with slots._hold_slot(UID):  # with the filter in force no sandbox can read it: a warning
+    with slots.hold_slot(UID):  # with the filter in force no sandbox can read it: a warning
         pass
     assert f"keyring {roots}: Permission denied" in caplog.text

@@ -19,11 +19,11 @@ import pytest
 from reliabench.errors import SandboxError
 from reliabench.sandbox import Limits, SandboxResult
 from reliabench.sandbox.supervision import (
-    _max_output,
     _read_capped,
-    _rlimit_args,
-    _run_supervised,
-    _signal_reason,
+    max_output,
+    rlimit_args,
+    run_supervised,
+    signal_reason,
 )
 
 
@@ -34,15 +34,15 @@ def _kill_group(proc: subprocess.Popen[bytes]) -> None:
 
 def _run(code: str, tmp_path: Path, limits: Limits = Limits(wall_s=10.0),
          stdin: Path | None = None) -> SandboxResult:
-    return _run_supervised([sys.executable, "-c", code], cwd=tmp_path, env={"PATH": "/usr/bin:/bin"},
+    return run_supervised([sys.executable, "-c", code], cwd=tmp_path, env={"PATH": "/usr/bin:/bin"},
                            limits=limits, isolation="test", pass_fds=(), preexec_fn=None, user=None,
                            cleanup=_kill_group, stdin=stdin)
 
 
 def test_rlimit_args() -> None:
     limits = Limits(cpu_s=2.2, memory_bytes=1000, file_size_bytes=77)
-    assert _rlimit_args(limits, 9) == ["--cpu=3:4", "--as=1000", "--nproc=9", "--fsize=77", "--core=0"]
-    assert _rlimit_args(Limits(cpu_s=0.1), 1)[0] == "--cpu=1:2"  # at least a second
+    assert rlimit_args(limits, 9) == ["--cpu=3:4", "--as=1000", "--nproc=9", "--fsize=77", "--core=0"]
+    assert rlimit_args(Limits(cpu_s=0.1), 1)[0] == "--cpu=1:2"  # at least a second
 
 
 @pytest.mark.parametrize(
@@ -52,7 +52,7 @@ def test_rlimit_args() -> None:
      (128 + signal.SIGXFSZ, "file size limit"), (-signal.SIGKILL, None)],
 )
 def test_signal_reason(returncode: int | None, reason: str | None) -> None:
-    assert _signal_reason(returncode) == reason
+    assert signal_reason(returncode) == reason
 
 
 def test_read_capped_keeps_head_and_tail(tmp_path: Path) -> None:
@@ -62,8 +62,8 @@ def test_read_capped_keeps_head_and_tail(tmp_path: Path) -> None:
     assert _read_capped(f, 4) == "ab\n[... 6 bytes cut by the reliabench sandbox (output limit) ...]\nij"
     f.write_bytes("é".encode() * 3)  # a cut through a character is replaced, never an error
     assert _read_capped(f, 3) == "\ufffd\n[... 3 bytes cut by the reliabench sandbox (output limit) ...]\né"
-    assert _max_output(Limits(output_bytes=10)) == 64 * 1024
-    assert _max_output(Limits(output_bytes=1 << 20)) == 8 << 20
+    assert max_output(Limits(output_bytes=10)) == 64 * 1024
+    assert max_output(Limits(output_bytes=1 << 20)) == 8 << 20
 
 
 def test_a_command_that_ends_by_itself(tmp_path: Path) -> None:
@@ -96,5 +96,5 @@ def test_output_flood_is_killed_and_cut(tmp_path: Path) -> None:
 
 def test_a_command_that_cannot_start_is_a_sandbox_error(tmp_path: Path) -> None:
     with pytest.raises(SandboxError, match="test sandbox could not start '/nonexistent/python'"):
-        _run_supervised(["/nonexistent/python"], cwd=tmp_path, env={}, limits=Limits(), isolation="test",
+        run_supervised(["/nonexistent/python"], cwd=tmp_path, env={}, limits=Limits(), isolation="test",
                         pass_fds=(), preexec_fn=None, user=None, cleanup=_kill_group)

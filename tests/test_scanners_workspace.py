@@ -272,7 +272,7 @@ class BytecodeAgent:
 def test_agent_bytecode_never_runs_in_place_of_the_scanned_source(tmp_path: Path, where: str) -> None:
     import os
 
-    from sandbox_helpers import backend_or_skip, warm_or_skip
+    from sandbox_helpers import backend_or_skip, fresh_harness_or_skip, warm_or_skip
     from suite_helpers import write_adder_suite
 
     from reliabench.run.runner import RunSettings, run_suite
@@ -283,7 +283,7 @@ def test_agent_bytecode_never_runs_in_place_of_the_scanned_source(tmp_path: Path
         warm_or_skip()
         settings = RunSettings(n=1, scanners=("bandit",), test_workers="warm")
     else:
-        backend_or_skip(where)
+        fresh_harness_or_skip(backend_or_skip(where))
         settings = RunSettings(n=1, sandbox=where, scanners=("bandit",), test_workers="fresh")
     os.chmod(tmp_path, 0o755)
     suite = load_suite(write_adder_suite(tmp_path, "bytecode", _BYTECODE_TESTS, world_readable=True))

@@ -361,7 +361,8 @@ def test_warm_workers_run_the_seeded_order(tmp_path: Path, runner: str) -> None:
 
     from sandbox_helpers import warm_or_skip
 
-    from reliabench.hidden_tests.fresh import collect_hidden_tests, run_hidden_tests
+    from reliabench.hidden_tests.fresh import collect_hidden_tests
+    from reliabench.warm import run_warm_tests
 
     worker = warm_or_skip()
     os.chmod(tmp_path, 0o755)
@@ -377,8 +378,7 @@ def test_warm_workers_run_the_seeded_order(tmp_path: Path, runner: str) -> None:
     for seed in range(8):
         items = ["test_setup", "test_dependent"]
         random.Random(seed).shuffle(items)
-        run = run_hidden_tests(ws, tests, expected=expected, worker=worker, test_runner=runner,
-                               order_seed=seed)
+        run = run_warm_tests(worker, ws, tests, expected=expected, test_runner=runner, order_seed=seed)
         outcome = {t.name.split("::")[-1]: t.outcome for t in run.outcomes}["test_dependent"]
         assert outcome == ("failed" if items[0] == "test_dependent" else "passed"), (seed, items)
         seen.add(outcome)

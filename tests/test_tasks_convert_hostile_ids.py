@@ -22,11 +22,11 @@ from sandbox_helpers import hidden_test_path_or_skip, warm_or_skip
 
 from reliabench.cli import main
 from reliabench.errors import InputError, SuiteError
-from reliabench.hidden_tests.fresh import run_hidden_tests
 from reliabench.hidden_tests.stdio import expected_stdio_tests, run_stdio_tests
 from reliabench.tasks.convert import ConvertOptions, check_collects, import_suite
 from reliabench.tasks.convert._common import MAX_TASK_ID_CHARS
 from reliabench.tasks.suite import Suite, load_suite
+from reliabench.warm import run_warm_tests
 from reliabench.warm.plain_tests import collect_plain_tests
 
 SLOT = 11
@@ -106,8 +106,8 @@ def _run_all(suite: Suite, base: Path, solution: str, path: str) -> list[str]:
         (ws / "solution.py").write_text(solution, encoding="utf-8")
         expected = collect_plain_tests(task.tests_dir)
         if path.startswith("warm-"):
-            run = run_hidden_tests(ws, task.tests_dir, expected=expected, worker=warm_or_skip(), slot=SLOT,
-                                   test_runner=path.removeprefix("warm-"))
+            run = run_warm_tests(warm_or_skip(), ws, task.tests_dir, expected=expected, slot=SLOT,
+                                 test_runner=path.removeprefix("warm-"))
         else:
             run = hidden_test_path_or_skip(path, SLOT).run(ws, task.tests_dir, expected=expected, slot=SLOT)
         assert run.status == "completed", (task.id, run.reason)

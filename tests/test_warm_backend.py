@@ -55,11 +55,10 @@ def test_readonly_paths_are_visible_and_read_only(backend: SandboxBackend, ws: P
 @pytest.mark.parametrize(
     ("kwargs", "message"),
     [
-        ({"network": True}, r"the warm backend has no network \(use bubblewrap for network=True\)"),
-        ({"pass_fds": (0,)}, "the warm backend does not pass file descriptors"),
+        ({"network": True}, r"the warm backend cannot give network = 'host' \(it gives none\)"),
         ({"stdin": Path("/dev/null")}, "the warm backend does not feed standard input, got stdin=/dev/null"),
     ],
-    ids=["network", "pass_fds", "stdin"],
+    ids=["network", "stdin"],
 )
 def test_refuses_what_it_cannot_give_before_starting(backend: SandboxBackend, ws: Path,
                                                      kwargs: dict[str, object], message: str) -> None:
@@ -67,3 +66,25 @@ def test_refuses_what_it_cannot_give_before_starting(backend: SandboxBackend, ws
         backend.run([sys.executable, "-c", "open('started', 'w')"], workdir=ws, slot=SLOT,
                     **kwargs)  # type: ignore[arg-type]
     assert not (ws / "started").exists()  # nothing ran
+
+
+def test_is_in_the_registry_and_refuses_what_a_jail_cannot_place(backend: SandboxBackend, ws: Path) -> None:
+    from reliabench.sandbox import HOST, SANDBOXES, EnvironmentSpec, Mount, available_backends
+
+    assert "warm" in SANDBOXES.names() and "warm" not in available_backends()
+    start = backend.start  # type: ignore[attr-defined]
+    prepared = backend.prepare(HOST)  # type: ignore[attr-defined]
+    assert "workdir" in backend.refuse(EnvironmentSpec(workdir="/testbed"))  # type: ignore[attr-defined]
+    for kwargs, message in (({"network": "endpoint"}, "endpoint"),
+                            ({"mounts": [Mount(ws.parent, target="/x")]}, "own path")):
+        with pytest.raises(SandboxError, match=message):
+            start(prepared, workspace=ws, slot=SLOT, **kwargs)
+    env = start(prepared, workspace=ws, slot=SLOT)
+    try:
+        with pytest.raises(SandboxError, match="standard input"):
+            env.exec(["cat"], stdin=b"x")
+        res = env.exec(["sh", "-c", f"echo used > {env.channel_dir}/usage.json"])
+        assert res.returncode == 0, res.stderr
+        assert (env.channel_host / "usage.json").read_text() == "used\n"
+    finally:
+        env.close()

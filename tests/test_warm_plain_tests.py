@@ -13,6 +13,7 @@ from reliabench.hidden_tests.fresh import HiddenTestRun, collect_hidden_tests, r
 from reliabench.records import TestOutcome
 from reliabench.sandbox import Limits
 from reliabench.tasks.suite import load_suite
+from reliabench.warm import run_warm_tests
 from reliabench.warm.plain_tests import collect_plain_tests
 
 SLOT = 8
@@ -138,10 +139,10 @@ def test_lean_runner_verdicts_are_pytests(base: Path, solution: str) -> None:
     fresh = run_hidden_tests(_ws(base, SOLUTIONS[solution], "fresh"), tests, expected=expected,
                              backend=backend_or_skip("bubblewrap"), limits=LIMITS, slot=SLOT)
     warm = warm_or_skip()
-    lean = run_hidden_tests(_ws(base, SOLUTIONS[solution], "lean"), tests, expected=expected,
-                            worker=warm, limits=LIMITS, slot=SLOT, test_runner="plain")
-    forked_pytest = run_hidden_tests(_ws(base, SOLUTIONS[solution], "warm-pytest"), tests,
-                                     expected=expected, worker=warm, limits=LIMITS, slot=SLOT)
+    lean = run_warm_tests(warm, _ws(base, SOLUTIONS[solution], "lean"), tests, expected=expected,
+                          limits=LIMITS, slot=SLOT, test_runner="plain")
+    forked_pytest = run_warm_tests(warm, _ws(base, SOLUTIONS[solution], "warm-pytest"), tests,
+                                   expected=expected, limits=LIMITS, slot=SLOT)
     assert _verdict(lean) == _verdict(fresh), (lean.reason, fresh.reason, lean.log)
     assert _verdict(forked_pytest) == _verdict(fresh), (forked_pytest.reason, fresh.reason)
     assert lean.isolation == "warm"
@@ -149,9 +150,8 @@ def test_lean_runner_verdicts_are_pytests(base: Path, solution: str) -> None:
 
 def test_failure_messages_are_in_the_log(base: Path) -> None:
     tests = _tests(base)
-    run = run_hidden_tests(_ws(base, SOLUTIONS["wrong"], "ws"), tests,
-                           expected=collect_plain_tests(tests), worker=warm_or_skip(),
-                           limits=LIMITS, slot=SLOT, test_runner="plain")
+    run = run_warm_tests(warm_or_skip(), _ws(base, SOLUTIONS["wrong"], "ws"), tests,
+                         expected=collect_plain_tests(tests), limits=LIMITS, slot=SLOT, test_runner="plain")
     assert "FAILED test_a.py::test_add - AssertionError" in run.log
     assert "assert add(2, 3) == 5" in run.log  # the failing line of the test
     assert "sub is wrong" not in run.log  # test_sub passes with this solution

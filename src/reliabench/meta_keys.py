@@ -34,6 +34,8 @@ key                    written by                what it holds
 ``cost_dropped``       the runner                cost parts the agent reported out of range
                                                  and dropped: ``{part: why}`` (see
                                                  :func:`reliabench.records.checked_cost`)
+``image``              the runner                the image reference a container task ran in
+``image_digest``       the runner                its digest (``sha256:...``) as the runtime had it
 ``ray_node``           the Ray executor          IP address of the node that ran the rollout
 ``ray_node_id``        the Ray executor          Ray's id of that node
 ``ray_attempts``       the Ray executor          submissions of a rollout whose worker died
@@ -61,6 +63,8 @@ __all__ = [
     "DELETED_FILES",
     "FINDINGS_TOTAL",
     "FORGED_OUTCOMES",
+    "IMAGE",
+    "IMAGE_DIGEST",
     "INFRA_ATTEMPTS",
     "INFRA_REASON",
     "REASON",
@@ -99,6 +103,8 @@ COARSE_OUTCOMES: Final = "coarse_outcomes"
 FORGED_OUTCOMES: Final = "forged_outcomes"
 UNDECLARED_SKIPS: Final = "undeclared_skips"
 COST_DROPPED: Final = "cost_dropped"
+IMAGE: Final = "image"
+IMAGE_DIGEST: Final = "image_digest"
 RAY_NODE: Final = "ray_node"
 RAY_NODE_ID: Final = "ray_node_id"
 RAY_ATTEMPTS: Final = "ray_attempts"

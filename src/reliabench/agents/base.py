@@ -9,7 +9,7 @@ the suite's hidden tests. Kinds (``command``, ``openai``, ``replay``, ``python``
 from __future__ import annotations
 
 import shutil
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path, PurePosixPath, PureWindowsPath
 from typing import TYPE_CHECKING, Any, Final, Literal, Protocol, TypeAlias, get_args, runtime_checkable
@@ -18,6 +18,8 @@ from reliabench.errors import ConfigError, InvalidArgumentError
 from reliabench.plugins import Registry
 
 if TYPE_CHECKING:
+    from reliabench.sandbox.base import Limits
+    from reliabench.sandbox.environment import Environment, EnvironmentSpec, Mount, NetworkMode
     from reliabench.tasks.suite import Suite
 
 __all__ = [
@@ -25,6 +27,7 @@ __all__ = [
     "AGENT_STATUSES",
     "Agent",
     "AgentContext",
+    "AgentEnvironment",
     "AgentFactory",
     "AgentRequest",
     "AgentResult",
@@ -44,6 +47,37 @@ AgentStatus: TypeAlias = Literal["completed", "agent_error", "timeout", "infra_e
 AGENT_STATUSES: Final[frozenset[AgentStatus]] = frozenset(get_args(AgentStatus))
 
 
+class AgentEnvironment(Protocol):
+    """The rollout's environment as an agent reaches it: started on first use, closed by the runner.
+
+    A ``command`` agent runs its command there: on the host for a host task (in the backend
+    its own ``sandbox`` key names), in the task's image for a container task (the run's
+    container backend), with the workspace at the environment's ``workdir``. It never shows
+    the task's hidden tests or its reference solution (a mount that would is refused).
+    """
+
+    spec: EnvironmentSpec
+    """Where the task runs (its ``[environment]``)."""
+
+    def open(self, *, mounts: Sequence[Mount] = (), network: NetworkMode = "none",
+             limits: Limits | None = None, sandbox: str = "auto") -> Environment:
+        """Start the rollout's environment (once; a second call with the same arguments returns it).
+
+        Args:
+            mounts: Host paths to show, read-only (the prompt file, the agent's own files).
+            network: The agent's network (``none``, ``endpoint``, ``host``).
+            limits: The environment's limits (a container's cgroup); None: the run's.
+            sandbox: For a host task, the host backend to run in (an agent's ``sandbox``
+                key; ``auto``: the strongest here). A container task runs in the run's
+                container backend: only ``auto`` (or that backend's name) is accepted.
+
+        Raises:
+            SandboxError: It cannot be started as asked (refused by name, or the backend
+                failed): the harness's failure, ``infra_error``.
+        """
+        ...
+
+
 @dataclass(frozen=True, slots=True)
 class AgentRequest:
     """What an agent gets for one rollout.
@@ -60,6 +94,9 @@ class AgentRequest:
         slot: The worker slot running this rollout. Sandboxed agents run as the slot's uid,
             and runs of one slot must never overlap, so concurrent rollouts need distinct
             slots (the runner gives each worker its own).
+        environment: The rollout's environment (:class:`AgentEnvironment`), started when the
+            agent first opens it and closed by the runner; None outside a run (an agent then
+            starts its own on the host).
     """
 
     task_id: str
@@ -71,6 +108,7 @@ class AgentRequest:
     feedback_dir: Path | None = None
     prompt_file: Path | None = None
     slot: int = 0
+    environment: AgentEnvironment | None = None
 
 
 @dataclass(frozen=True, slots=True)

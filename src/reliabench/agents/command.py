@@ -27,8 +27,15 @@ loaded, in ``command``, ``readonly`` and ``env`` values. A first argument with a
 that is relative is resolved against the agents file's folder and made visible read-only
 inside the sandbox.
 
-The command runs in the sandbox (:mod:`reliabench.sandbox`) with the workspace as its cwd and
-its only writable folder, the prompt file readable, ``/tmp`` private (bubblewrap). Network:
+The command runs in the rollout's environment (:attr:`reliabench.agents.base.AgentRequest.environment`,
+opened on the agent's first command and closed by the runner): for a task on the host, in
+the sandbox its ``sandbox`` key names (:mod:`reliabench.sandbox`; ``auto``: the strongest
+that works here), for a task in a container image, in the task's image (the run's container
+backend; ``sandbox`` must then be ``auto``). The workspace is its cwd and its only writable
+folder (besides the environment's channel folder, where its usage file goes), seen at the
+environment's ``workdir`` (``{workspace}``), the prompt file readable, ``/tmp`` private
+(bubblewrap, containers). Outside a run (no ``environment`` in the request) it starts its own
+host environment in that sandbox. Network:
 ``false`` (the default without ``base_url``) none; ``"endpoint"`` (the default with
 ``base_url``) only that endpoint (:mod:`reliabench.agents.netrelay`); ``true`` the host's
 whole network. Its environment is ``PATH=/usr/local/bin:/usr/bin:/bin``, ``HOME=/tmp``,
@@ -53,34 +60,41 @@ import re
 import shutil
 import stat
 import tempfile
-import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from reliabench.agents.base import (
     AgentContext,
+    AgentEnvironment,
     AgentRequest,
     AgentResult,
     AgentStatus,
 )
 from reliabench.agents.config import FieldReader
 from reliabench.agents.infra import Endpoint, infra_result, parse_endpoint
-from reliabench.agents.usage import USAGE_PARSERS, open_usage_channel
+from reliabench.agents.usage import USAGE_FILE, USAGE_PARSERS, read_usage_file
 from reliabench.errors import InvalidArgumentError, SandboxError
 
 if TYPE_CHECKING:
     from reliabench.agents.netrelay import EndpointRelay
-    from reliabench.sandbox import SandboxBackend, SandboxResult
+    from reliabench.sandbox.base import Limits
+    from reliabench.sandbox.environment import (
+        Environment,
+        EnvironmentBackend,
+        EnvironmentSpec,
+        Mount,
+        NetworkMode,
+    )
 
 __all__ = [
     "PLACEHOLDERS",
     "CommandAgent",
+    "HostAgentEnvironment",
     "expand_env",
     "format_argv",
     "sandbox_backend",
     "sandbox_name",
-    "sandboxed_run",
 ]
 
 PLACEHOLDERS = ("{workspace}", "{prompt_file}", "{seed}", "{task_id}", "{rollout}")
@@ -88,61 +102,55 @@ PLACEHOLDERS = ("{workspace}", "{prompt_file}", "{seed}", "{task_id}", "{rollout
 
 _BASE_PATH = "/usr/local/bin:/usr/bin:/bin"
 _ENV_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
-_BACKENDS: dict[str, SandboxBackend] = {}
-_BACKENDS_LOCK = threading.Lock()
 
 
-def sandbox_backend(name: str) -> SandboxBackend:
+def sandbox_backend(name: str) -> EnvironmentBackend:
     """The sandbox backend ``name``, created once per process (thread-safe).
 
     Raises:
         SandboxError: the backend does not work here.
     """
-    with _BACKENDS_LOCK:
-        backend = _BACKENDS.get(name)
-        if backend is None:
-            from reliabench.sandbox import get_backend
+    from reliabench.sandbox.registry import shared_backend
 
-            backend = get_backend(name)
-            _BACKENDS[name] = backend
-        return backend
+    return shared_backend(name)
 
 
-def sandboxed_run(
-    argv: Sequence[str],
-    *,
-    request: AgentRequest,
-    sandbox: str = "auto",
-    env: Mapping[str, str] | None = None,
-    readonly: Sequence[Path] = (),
-    timeout_s: float,
-    network: bool = False,
-    memory_bytes: int | None = None,
-    max_procs: int | None = None,
-    pass_fds: Sequence[int] = (),
-) -> SandboxResult:
-    """Run ``argv`` in the sandbox on the request's workspace and slot.
+class HostAgentEnvironment:
+    """An agent's own host environment, for a request made outside a run (no ``environment``).
 
-    Raises:
-        SandboxError: the sandbox could not start.
+    ``open`` starts it on the request's workspace in the backend ``sandbox`` names;
+    :meth:`close` closes it (the agent that made it does).
     """
-    from reliabench.sandbox import Limits
 
-    kw: dict[str, Any] = {"wall_s": timeout_s, "cpu_s": timeout_s}
-    if memory_bytes is not None:
-        kw["memory_bytes"] = memory_bytes
-    if max_procs is not None:
-        kw["max_procs"] = max_procs
-    return sandbox_backend(sandbox).run(
-        list(argv),
-        workdir=request.workspace,
-        readonly=tuple(readonly),
-        env=dict(env) if env is not None else None,
-        limits=Limits(**kw),
-        network=network,
-        slot=request.slot,
-        pass_fds=tuple(pass_fds),
-    )
+    def __init__(self, request: AgentRequest) -> None:
+        from reliabench.sandbox.environment import HOST
+
+        self.spec: EnvironmentSpec = HOST
+        self._request = request
+        self._env: Environment | None = None
+
+    def open(self, *, mounts: Sequence[Mount] = (), network: NetworkMode = "none",
+             limits: Limits | None = None, sandbox: str = "auto") -> Environment:
+        """Start it (see :class:`reliabench.agents.base.AgentEnvironment`).
+
+        Raises:
+            SandboxError: It could not be started.
+        """
+        from reliabench.sandbox.base import Limits
+
+        if self._env is not None:
+            raise SandboxError("the agent's environment is already open")
+        backend = sandbox_backend(sandbox)
+        self._env = backend.start(backend.prepare(self.spec), workspace=self._request.workspace,
+                                  slot=self._request.slot, mounts=mounts, network=network,
+                                  limits=limits or Limits())
+        return self._env
+
+    def close(self) -> None:
+        """Close what :meth:`open` started; idempotent."""
+        if self._env is not None:
+            self._env.close()
+            self._env = None
 
 
 def sandbox_name(reader: FieldReader) -> str:
@@ -162,8 +170,11 @@ def sandbox_name(reader: FieldReader) -> str:
     return name
 
 
-def format_argv(template: Sequence[str], request: AgentRequest, prompt_file: Path) -> list[str]:
+def format_argv(template: Sequence[str], request: AgentRequest, prompt_file: Path,
+                workdir: str | None = None) -> list[str]:
     """Replace the placeholders in each argument (other braces are kept).
+
+    ``{workspace}`` is ``workdir`` -- where the command sees the workspace -- when given.
 
     Example:
         >>> from pathlib import Path
@@ -172,7 +183,7 @@ def format_argv(template: Sequence[str], request: AgentRequest, prompt_file: Pat
         ['run', 't1-2', '--seed=7', '{x}']
     """
     values = {
-        "{workspace}": str(request.workspace),
+        "{workspace}": workdir if workdir is not None else str(request.workspace),
         "{prompt_file}": str(prompt_file),
         "{seed}": str(request.seed),
         "{task_id}": request.task_id,
@@ -339,43 +350,57 @@ class CommandAgent:
 
     def _run(self, request: AgentRequest, prompt_file: Path, env_extra: Mapping[str, str]
              ) -> AgentResult:
+        from reliabench.sandbox.base import Limits
+        from reliabench.sandbox.environment import Mount
+
         budget = self.timeout_s if self.timeout_s is not None else request.timeout_s
-        argv = format_argv(self.command, request, prompt_file)
-        env = {
-            "PATH": _BASE_PATH,
-            "HOME": "/tmp",
-            "TMPDIR": "/tmp",
-            "LANG": "C.UTF-8",
-            "RELIABENCH_WORKSPACE": str(request.workspace),
-            "RELIABENCH_PROMPT_FILE": str(prompt_file),
-            "RELIABENCH_TASK_ID": request.task_id,
-            "RELIABENCH_ROLLOUT": str(request.rollout),
-            "RELIABENCH_SEED": str(request.seed),
-        }
-        env.update(env_extra)
-        head = f"$ {' '.join(argv)}"
+        kw: dict[str, Any] = {"wall_s": budget, "cpu_s": budget}
+        if self.memory_bytes is not None:
+            kw["memory_bytes"] = self.memory_bytes
+        if self.max_procs is not None:
+            kw["max_procs"] = self.max_procs
+        limits = Limits(**kw)
+        head = f"$ {' '.join(format_argv(self.command, request, prompt_file))}"
         relay_stats = None
-        with open_usage_channel() as usage_ch, contextlib.ExitStack() as stack:
-            env["RELIABENCH_USAGE_FILE"] = usage_ch.env_value
-            readonly = [prompt_file, *self.readonly]
+        own = HostAgentEnvironment(request) if request.environment is None else None
+        opener: AgentEnvironment = own if own is not None else cast("AgentEnvironment", request.environment)
+        with contextlib.ExitStack() as stack:
+            if own is not None:
+                stack.callback(own.close)
+            mounts = [Mount(prompt_file), *(Mount(Path(p)) for p in self.readonly)]
+            wrap: Callable[[list[str]], list[str]] = list
+            env_relay: dict[str, str] = {}
             try:
                 if self.network == "endpoint":
                     relay = stack.enter_context(self._relay(request.slot))
-                    argv = relay.wrap(argv)
-                    readonly += relay.readonly
-                    env.update(relay.env())
-                res = sandboxed_run(
-                    argv, request=request, sandbox=self.sandbox, env=env,
-                    readonly=tuple(readonly), timeout_s=budget,
-                    network=self.network is True,
-                    memory_bytes=self.memory_bytes, max_procs=self.max_procs,
-                    pass_fds=(usage_ch.fd,),
-                )
+                    wrap = relay.wrap
+                    mounts += [Mount(Path(p)) for p in relay.readonly]
+                    env_relay = relay.env()
+                network: NetworkMode = ("host" if self.network is True else
+                                        "endpoint" if self.network == "endpoint" else "none")
+                environment = opener.open(mounts=mounts, network=network, sandbox=self.sandbox)
+                argv = wrap(format_argv(self.command, request, prompt_file, environment.workdir))
+                head = f"$ {' '.join(format_argv(self.command, request, prompt_file, environment.workdir))}"
+                env = {
+                    "PATH": _BASE_PATH,
+                    "HOME": "/tmp",
+                    "TMPDIR": "/tmp",
+                    "LANG": "C.UTF-8",
+                    "RELIABENCH_WORKSPACE": environment.workdir,
+                    "RELIABENCH_PROMPT_FILE": str(prompt_file),
+                    "RELIABENCH_TASK_ID": request.task_id,
+                    "RELIABENCH_ROLLOUT": str(request.rollout),
+                    "RELIABENCH_SEED": str(request.seed),
+                    **env_extra,
+                    **env_relay,
+                    "RELIABENCH_USAGE_FILE": f"{environment.channel_dir}/{USAGE_FILE}",
+                }
+                res = environment.exec(argv, env=env, limits=limits)
             except SandboxError as exc:
                 return infra_result("sandbox", f"the sandbox could not start: {exc}", log=head)
             if self.network == "endpoint":
                 relay_stats = relay.stats()
-            usage, usage_problem = usage_ch.read()
+            usage, usage_problem = read_usage_file(environment.channel_host)
         status: AgentStatus
         if res.timed_out:
             status = "timeout"

@@ -11,12 +11,15 @@ integers from 0 to 2**63-1 and ``usd`` a finite number >= 0 (what a stored recor
 outside that range (``1e300``, ``-1``, ``NaN``, ``"12"``, ``true``, ``2**70``) makes the
 file ignored like any bad one (never clamped), and the log says which key and why. The path
 is outside the workspace (the file is not part of what the agent changed, not scanned, not
-tested): it is ``/dev/fd/N``, a file descriptor that reliabench opens on a
-private file of its own before the sandbox starts and that the sandboxed process inherits, so
-the sandbox needs no second writable folder. Write it by opening the path (truncating), e.g.
+tested): it is ``usage.json`` in the channel folder of the agent's environment
+(:attr:`reliabench.sandbox.environment.Environment.channel_dir`: fresh and empty for the
+rollout, writable by the agent, removed with the environment), so every backend, a container
+included, carries it. Write it by opening the path, e.g.
 ``json.dump(usage, open(os.environ["RELIABENCH_USAGE_FILE"], "w"))`` or
-``echo '{"usd": 0.01}' > "$RELIABENCH_USAGE_FILE"``. Only the first 64 KiB are read; a file
-that is not such an object is ignored and the log says why.
+``echo '{"usd": 0.01}' > "$RELIABENCH_USAGE_FILE"``. reliabench reads it on the host after
+the command ended, without following a link and without blocking (a link, a FIFO or a
+device there is ignored, and the log says so), at most the first 64 KiB (a larger file is
+ignored); a file that is not such an object is ignored and the log says why.
 
 **Parsers of CLI output.** ``usage_parser = "aider"`` reads aider's own summary lines,
 ``Tokens: 2.1k sent, 245 received. Cost: $0.0012 message, $0.0034 session.``: tokens are
@@ -27,27 +30,27 @@ written, wins over a parser.
 
 from __future__ import annotations
 
-import contextlib
-import os
 import re
-import shutil
-import tempfile
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, cast
+from typing import Any, Final, cast
 
 from reliabench.files import json_input
+from reliabench.files.untrusted import file_kind, read_bounded
 from reliabench.records import cost_amount, cost_count
 
 __all__ = [
+    "USAGE_FILE",
     "USAGE_PARSERS",
-    "UsageChannel",
     "UsageReport",
-    "open_usage_channel",
     "parse_aider_usage",
     "parse_usage_json",
+    "read_usage_file",
 ]
+
+USAGE_FILE: Final = "usage.json"
+"""The usage file's name in the channel folder (``RELIABENCH_USAGE_FILE`` is its inside path)."""
 
 _MAX_USAGE_BYTES = 1 << 16
 
@@ -174,52 +177,27 @@ USAGE_PARSERS: dict[str, Callable[[str], UsageReport | None]] = {"aider": parse_
 """``usage_parser`` name -> a function of the agent's stdout + stderr."""
 
 
-@dataclass(frozen=True, slots=True)
-class UsageChannel:
-    """An open usage file: pass ``fd`` to the sandbox and ``env_value`` as the variable.
+def read_usage_file(channel_host: Path) -> tuple[UsageReport | None, str | None]:
+    """The usage file the agent left in its channel folder (host path), bounded, no link followed.
 
-    Attributes:
-        fd: The inherited file descriptor.
-        path: The host path of the file (private to reliabench).
-        env_value: ``/dev/fd/<fd>``, the value of ``RELIABENCH_USAGE_FILE``.
+    Returns:
+        ``(report, problem)``: the parsed file, or why it was ignored (both None: no file, or
+        an empty one).
     """
-
-    fd: int
-    path: Path
-    env_value: str
-
-    def read(self) -> tuple[UsageReport | None, str | None]:
-        """``(report, problem)``: the parsed file, or why it was ignored (both None: empty)."""
-        try:
-            with open(self.path, "rb") as fh:
-                data = fh.read(_MAX_USAGE_BYTES + 1)
-        except OSError as exc:
-            return None, f"usage file unreadable: {exc}"
-        if not data.strip():
-            return None, None
-        if len(data) > _MAX_USAGE_BYTES:
-            return None, f"usage file ignored: larger than {_MAX_USAGE_BYTES} bytes"
-        try:
-            return parse_usage_json(data.decode("utf-8", "replace")), None
-        except ValueError as exc:
-            return None, f"usage file ignored: {exc}"
-
-
-@contextlib.contextmanager
-def open_usage_channel() -> Iterator[UsageChannel]:
-    """Create the private usage file and keep a descriptor on it open for the sandbox.
-
-    The file is in a fresh 0700 directory of this process's user, so no sandboxed uid can
-    reach it by path; it is mode 0666 so that the sandboxed uid can reopen it through
-    ``/dev/fd/N`` (which checks only the file's own mode).
-    """
-    tmp = tempfile.mkdtemp(prefix="rb-usage-")
-    path = Path(tmp) / "usage.json"
-    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o666)
+    path = Path(channel_host) / USAGE_FILE
+    kind = file_kind(path)
+    if kind == "error":
+        return None, None  # not there: nothing reported
+    if kind != "file":
+        return None, f"usage file ignored: not a regular file ({kind}; never followed or read)"
+    data = read_bounded(path, _MAX_USAGE_BYTES)
+    if data is None:
+        return None, "usage file unreadable (replaced while it was read, or not a regular file)"
+    if not data.strip():
+        return None, None
+    if len(data) > _MAX_USAGE_BYTES:
+        return None, f"usage file ignored: larger than {_MAX_USAGE_BYTES} bytes"
     try:
-        os.fchmod(fd, 0o666)
-        os.set_inheritable(fd, True)
-        yield UsageChannel(fd, path, f"/dev/fd/{fd}")
-    finally:
-        os.close(fd)
-        shutil.rmtree(tmp, ignore_errors=True)
+        return parse_usage_json(data.decode("utf-8", "replace")), None
+    except ValueError as exc:
+        return None, f"usage file ignored: {exc}"

@@ -23,9 +23,9 @@ def command() -> None:
 
 
 def _backend_names() -> list[str]:
-    from reliabench.sandbox import available_backends
+    from reliabench.sandbox import SANDBOXES
 
-    return ["auto", *available_backends(), "warm"]
+    return ["auto", *SANDBOXES.names()]
 
 
 @command.command("check")
@@ -36,8 +36,10 @@ def _backend_names() -> list[str]:
               help="The worker slot to attack in (its uid, as root, and its host-wide lock).")
 @click.option("--check", "checks", multiple=True, metavar="NAME",
               help="Run only this check (repeatable; default: all).")
+@click.option("--image", metavar="REF", default=None,
+              help="Run the attacks in this image (a container backend: an image with python3).")
 @click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
-def check_command(backend: str, slot: int, checks: tuple[str, ...], fmt: str) -> None:
+def check_command(backend: str, slot: int, checks: tuple[str, ...], image: str | None, fmt: str) -> None:
     """Run the attacks a sandbox must stop against a backend; exit 1 if one gets through.
 
     Every third-party backend must pass all of them. The built-in `none` backend fails by design
@@ -48,12 +50,14 @@ def check_command(backend: str, slot: int, checks: tuple[str, ...], fmt: str) ->
     backend does not work on this host.
     """
     from reliabench.errors import UsageError
+    from reliabench.sandbox.environment import HOST, EnvironmentSpec
     from reliabench.sandbox.selfcheck import CHECKS, run_selfcheck
 
     names = _backend_names()
     if backend not in names:
         raise UsageError(f"--backend: unknown sandbox backend {backend!r}; choose one of: {', '.join(names)}")
-    report = run_selfcheck(backend, slot=slot, checks=list(checks) or None)
+    spec = HOST if image is None else EnvironmentSpec(image=image, source="--image")
+    report = run_selfcheck(backend, slot=slot, checks=list(checks) or None, spec=spec)
     if fmt == "json":
         emit(json.dumps({
             "backend": report.backend, "slot": report.slot, "python": report.python, "passed": report.passed,

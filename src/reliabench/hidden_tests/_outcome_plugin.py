@@ -4,8 +4,10 @@
 ``-p _reliabench_outcome_plugin``; it must therefore import nothing but the standard library
 and pytest. It is not meant to be used on its own.
 
-Protocol (one JSON object per line, appended to an inherited file descriptor that is not a
-path inside the sandbox)::
+Protocol (one JSON object per line, written to the outcome channel: the connection to the
+harness's socket in the environment's channel folder -- ``RELIABENCH_OUTCOME_SOCKET``, see
+:mod:`reliabench.hidden_tests.outcome_socket` -- or, in a warm worker's fork, the pipe it
+inherited)::
 
     {"seq": 1, "event": "start", "pid": 12, "mac": "..."}
     {"seq": 2, "event": "collected", "tests": [["test_x.py::test_a", false], ...], "mac": ...}
@@ -22,11 +24,13 @@ Before the workspace goes on ``sys.path`` the plugin installs the import guard s
 import only from the staging; before each collector and each test it removes modules planted
 under their names (a ``tamper`` line, once per name).
 
-``mac`` is an HMAC-SHA256, keyed with a per-run secret, of the line without ``mac``. The
-secret and the descriptor numbers come from the environment (``RELIABENCH_OUTCOME_FD``,
-``RELIABENCH_OUTCOME_KEY_FD``, ``RELIABENCH_WORKSPACE``), which the plugin removes at import,
-before any test module is imported. The secret itself is read from a pipe that is then
-closed, so it is in no environment block, file or descriptor the tests could read later.
+``mac`` is an HMAC-SHA256, keyed with a per-run secret, of the line without ``mac``. Where
+the channel is comes from the environment (``RELIABENCH_OUTCOME_SOCKET``, or
+``RELIABENCH_OUTCOME_FD`` and ``RELIABENCH_OUTCOME_KEY_FD``; and ``RELIABENCH_WORKSPACE``),
+which the plugin removes at import, before any test module is imported. The secret itself is
+read, at import, from the socket (the harness sends it as the first and only line to the
+one connection it accepts) or from a pipe that is then closed, so it is in no environment
+block, file or descriptor the tests could read later.
 """
 
 from __future__ import annotations
@@ -56,24 +60,38 @@ __all__ = [
     "trust_module",
 ]
 
+SOCKET_ENV = "RELIABENCH_OUTCOME_SOCKET"
 FD_ENV = "RELIABENCH_OUTCOME_FD"
 KEY_FD_ENV = "RELIABENCH_OUTCOME_KEY_FD"
 WORKSPACE_ENV = "RELIABENCH_WORKSPACE"
 ORDER_SEED_ENV = "RELIABENCH_ORDER_SEED"
 
 
-def _make_writer() -> Callable[[dict[str, Any]], None]:
-    """Take the channel from the environment and return a closure that writes signed lines."""
-    fd_text = os.environ.pop(FD_ENV, None)
-    key_fd_text = os.environ.pop(KEY_FD_ENV, None)
-    if fd_text is None or key_fd_text is None:
+def _connect(path: str) -> tuple[int, bytes]:
+    """Connect to the harness's socket; return the connection's descriptor and the key."""
+    import socket
 
-        def disabled(payload: dict[str, Any]) -> None:
-            return None
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    dirfd = -1
+    try:
+        if len(os.fsencode(path)) > 100:  # sun_path holds 108 bytes
+            dirfd = os.open(os.path.dirname(path), os.O_PATH | os.O_DIRECTORY)
+            sock.connect(f"/proc/self/fd/{dirfd}/{os.path.basename(path)}")
+        else:
+            sock.connect(path)
+        key = b""
+        while not key.endswith(b"\n") and len(key) < 4096:
+            chunk = sock.recv(4096 - len(key))
+            if not chunk:
+                break
+            key += chunk
+    finally:
+        if dirfd >= 0:
+            os.close(dirfd)
+    return sock.detach(), key.strip()
 
-        return disabled
-    fd = int(fd_text)
-    key_fd = int(key_fd_text)
+
+def _read_key(key_fd: int) -> bytes:
     chunks = []
     while True:
         chunk = os.read(key_fd, 4096)
@@ -81,7 +99,25 @@ def _make_writer() -> Callable[[dict[str, Any]], None]:
             break
         chunks.append(chunk)
     os.close(key_fd)
-    key = b"".join(chunks).strip()
+    return b"".join(chunks).strip()
+
+
+def _make_writer() -> Callable[[dict[str, Any]], None]:
+    """Take the channel from the environment and return a closure that writes signed lines."""
+    socket_path = os.environ.pop(SOCKET_ENV, None)
+    fd_text = os.environ.pop(FD_ENV, None)
+    key_fd_text = os.environ.pop(KEY_FD_ENV, None)
+    if socket_path:
+        fd, key = _connect(socket_path)
+    elif fd_text is not None and key_fd_text is not None:
+        fd = int(fd_text)
+        key = _read_key(int(key_fd_text))
+    else:
+
+        def disabled(payload: dict[str, Any]) -> None:
+            return None
+
+        return disabled
     os.set_inheritable(fd, False)
     state = {"seq": 0}
 

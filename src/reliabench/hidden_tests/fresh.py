@@ -1,13 +1,16 @@
-"""Run hidden tests on a rollout's workspace in the sandbox: one trustworthy outcome per test.
+"""Hidden tests in a FRESH pytest process, in any environment: one trustworthy outcome per test.
 
-How a run works (:func:`run_hidden_tests`):
+:class:`FreshPytest` is the hidden-test runner (:mod:`reliabench.hidden_tests.layer`) that
+starts a new interpreter per run in the environment the run opens for it -- a host sandbox
+(bubblewrap, namespaces, none) or a container. How a run works:
 
 1. The workspace is scanned for files that could change how pytest or Python start
    (``conftest.py``, ``pytest.ini``, ``sitecustomize.py``, ``*.pth``, a ``pytest.py`` ...) or
    that are named like a module of the hidden tests (``test_adder.py``, ``helpers.py``).
    They are *flagged* (``tamper_suspected``, ``tamper_files``) and cannot take effect:
-2. the hidden tests are copied to a private staging directory outside the workspace, bound
-   read-only into the sandbox with our own ini file (``-c``), ``--rootdir`` and
+2. the hidden tests are copied to a private staging directory outside the workspace, shown
+   read-only in the environment (a mount; copied into a ``tests = "same"`` container after the
+   agent's processes were stopped) with our own ini file (``-c``), ``--rootdir`` and
    ``--confcutdir`` on it, so no ini or conftest of the workspace is ever read;
 3. a FRESH interpreter runs ``python -I -B`` (no ``PYTHON*`` variables, no user site, no
    script directory on ``sys.path``: the workspace is not importable at start-up, so its
@@ -20,20 +23,24 @@ How a run works (:func:`run_hidden_tests`):
    ``sys.modules`` are removed and reported (every test then fails), and the workspace's
    modules are compiled from their source (no ``__pycache__``, no sourceless ``.pyc``). A
    workspace entry named like such a module is flagged (:func:`find_tamper_files`);
-4. the plugin writes one HMAC-signed line per test *as it finishes* to the write end of a
-   pipe that the parent drains itself (:mod:`reliabench.hidden_tests.outcome_pipe`: nothing in the
-   sandbox can truncate or rewrite what was written), keyed with a per-run secret read from
-   another pipe that is closed before any test module is imported;
-5. the parent trusts only lines with a valid MAC and sequence number, for expected test
+4. the plugin writes one HMAC-signed line per test *as it finishes* to its connection to a
+   socket the parent listens on in the environment's channel folder and drains itself
+   (:mod:`reliabench.hidden_tests.outcome_socket`: one connection accepted, nothing in the
+   sandbox can truncate or rewrite what was written), keyed with a per-run secret the parent
+   sends over that connection, read before any test module is imported;
+5. (:mod:`reliabench.hidden_tests.judging`) the parent trusts only lines with a valid MAC and
+   sequence number, for expected test
    names, once each, and consistent with the plugin's end-of-session line. An expected test
    without a trusted outcome did not run: it counts as ``failed``. The exit code is never
    trusted. The parser never raises: a line it cannot check is a forged line;
 6. no start line: a control run on the starter workspace decides whether the harness is
    broken (``test_error``, the runner's ``infra_error``) or this workspace stopped it (a
-   failed rollout); see :func:`_harness_starts_on`.
+   failed rollout).
 
-Every read of the workspace by this module (the tamper scan) is an ``lstat`` walk with
-bounded ``O_NOFOLLOW | O_NONBLOCK`` reads (:mod:`reliabench.files.untrusted`).
+Every read of the workspace (the tamper scan, :mod:`reliabench.hidden_tests.tamper`) is an
+``lstat`` walk with bounded ``O_NOFOLLOW | O_NONBLOCK`` reads (:mod:`reliabench.files.untrusted`).
+:func:`run_hidden_tests` and :func:`collect_hidden_tests` are the one-call forms on a host
+backend (a feedback run of an agent, a script).
 
 Isolation of the hidden tests: in the AGENT phase the agent runs with only its workspace and
 never sees the tests. In the TEST phase the tests must be readable by pytest, and pytest runs
@@ -43,47 +50,45 @@ change them (read-only bind) and cannot see other rollouts' workspaces.
 
 from __future__ import annotations
 
-import configparser
-import os
 import secrets
-import shutil
 import sys
-import tempfile
-import time
 from collections.abc import Collection, Sequence
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Final, Literal, TypeAlias
+from typing import TYPE_CHECKING
 
-from reliabench.errors import SandboxError, SuiteError
-from reliabench.files.untrusted import file_kind, read_bounded, remove_tree, walk_tree
-from reliabench.hidden_tests import _import_guard
+from reliabench.errors import SandboxError
 from reliabench.hidden_tests.channel import parse_channel
-from reliabench.hidden_tests.outcome_pipe import OutcomePipe
-from reliabench.hidden_tests.skips import ReportedOutcome, judge_skips
+from reliabench.hidden_tests.judging import (
+    HiddenTestRun,
+    HiddenTestStatus,
+    RawTestRunner,
+    collected_tests,
+    judge_hidden_tests,
+)
+from reliabench.hidden_tests.layer import EnvironmentOpener, OpenAt, TestRequest, fresh_open_at
+from reliabench.hidden_tests.outcome_socket import OutcomeSocket
 from reliabench.hidden_tests.staging import (
-    GUARD_MODULE,
     PLUGIN_MODULE,
     RawRun,
     hidden_test_env,
     pytest_command,
+    socket_channel,
     staged,
 )
-from reliabench.meta_keys import TestRunner
-from reliabench.records import Isolation, TestOutcome
-from reliabench.sandbox import (
-    Limits,
-    SandboxBackend,
-    SandboxResult,
-    get_backend,
-)
+from reliabench.hidden_tests.tamper import TAMPER_NAMES, find_tamper_files, hidden_test_names
+from reliabench.meta_keys import TestPath
+from reliabench.records import TestOutcome
+from reliabench.sandbox.base import Limits
+from reliabench.sandbox.environment import HOST, EnvironmentBackend, Mount
+from reliabench.sandbox.registry import get_backend
 
 if TYPE_CHECKING:
-    from reliabench.warm.hidden import WarmTests
+    from reliabench.tasks.suite import Task
 
 __all__ = [
     "PLUGIN_MODULE",
     "TAMPER_NAMES",
+    "FreshPytest",
     "HiddenTestRun",
     "HiddenTestStatus",
     "collect_hidden_tests",
@@ -92,273 +97,97 @@ __all__ = [
     "run_hidden_tests",
 ]
 
-HiddenTestStatus: TypeAlias = Literal["completed", "timeout", "test_error"]
-"""How a run of hidden tests ended (``HiddenTestRun.status``); the same words as the rollout
-statuses (:data:`reliabench.records.RolloutStatus`) they become."""
 
-TAMPER_NAMES: Final = frozenset(
-    {
-        "conftest.py",
-        "pytest.ini",
-        ".pytest.ini",
-        "sitecustomize.py",
-        "usercustomize.py",
-        "pytest.py",
-        "py.py",
-        "pluggy.py",
-        "_pytest",
-        "_pytest.py",
-        "pytest",
-        "pluggy",
-        "reliabench",
-        f"{PLUGIN_MODULE}.py",
-        f"{GUARD_MODULE}.py",
-    }
-)
-"""File or directory names that are flagged wherever they appear in a workspace."""
-
-_LOG_BYTES: Final = 64 * 1024
-
-
-@dataclass(frozen=True, slots=True)
-class HiddenTestRun:
-    """The hidden-test outcome of one rollout.
-
-    Attributes:
-        outcomes: One outcome per expected test, in the order of ``expected`` (or, without
-            it, of collection); a test without a trusted outcome is ``failed``.
-        status: ``completed`` (pytest ran, whatever the tests did), ``timeout`` (the wall
-            limit stopped it) or ``test_error`` (the harness could not run at all).
-        reason: Why tests failed to run, forged lines seen, and the like; None if clean.
-        tamper_suspected: The workspace holds files that try to change how tests run.
-        tamper_files: Those files, relative to the workspace.
-        forged: Outcome lines that were forged or inconsistent were seen.
-        isolation: The sandbox level the tests ran under.
-        seconds: Wall-clock seconds of the test process, sandbox included.
-        log: pytest's output (stdout then stderr), truncated.
-        undeclared_skips: Tests skipped or xfailed that the task does not declare: ``failed``
-            in ``outcomes`` (:mod:`reliabench.hidden_tests.skips`).
-    """
-
-    outcomes: tuple[TestOutcome, ...]
-    status: HiddenTestStatus
-    reason: str | None
-    tamper_suspected: bool
-    tamper_files: tuple[str, ...]
-    forged: bool
-    isolation: Isolation
-    seconds: float
-    log: str
-    undeclared_skips: tuple[str, ...] = ()
-
-
-# --------------------------------------------------------------------------------------------
-# tamper scan
-# --------------------------------------------------------------------------------------------
-
-
-_CONFIG_READ_BYTES: Final = 1 << 20
-
-
-def _is_pytest_config(path: Path) -> bool:
-    name = path.name
-    data = read_bounded(path, _CONFIG_READ_BYTES)  # never through a link, never a FIFO
-    if data is None:
-        return False
-    text = data.decode("utf-8", errors="replace")
-    if name == "pyproject.toml":
-        return "[tool.pytest" in text
-    parser = configparser.ConfigParser(interpolation=None, strict=False)
-    try:
-        parser.read_string(text)
-    except (configparser.Error, RecursionError, ValueError):
-        return "pytest" in text
-    wanted = "tool:pytest" if name == "setup.cfg" else "pytest"
-    return parser.has_section(wanted) or parser.has_section("tool:pytest")
-
-
-def _is_suspect(path: Path, kind: str | None = None) -> bool:
-    name = path.name
-    if name in TAMPER_NAMES or name.endswith(".pth"):
-        return True
-    if name.startswith("conftest.") and name.endswith(".pyc"):
-        return True
-    if name in ("tox.ini", "setup.cfg", "pyproject.toml"):
-        if (kind or file_kind(path)) != "file":
-            return False  # a link or special file is never opened; pytest reads none here
-        return _is_pytest_config(path)
-    return False
-
-
-def _same_file(original: Path, path: Path) -> bool:
-    """Both are regular files (by lstat) with equal content, compared in bounded reads."""
-    a = read_bounded(original, _CONFIG_READ_BYTES * 4)
-    b = read_bounded(path, _CONFIG_READ_BYTES * 4)
-    return a is not None and a == b and len(a) <= _CONFIG_READ_BYTES * 4
-
-
-def hidden_test_names(tests_dir: Path) -> frozenset[str]:
-    """The top-level module names the hidden tests provide (their modules, helpers, folders).
-
-    The names a workspace file must not have: pytest and the lean runner import the hidden
-    tests by these names (:mod:`reliabench.hidden_tests._import_guard` makes them resolve in
-    the staged copy; a workspace entry named so is flagged). Standard-library names are left
-    out (they resolve before the workspace anyway).
-    """
-    root = os.path.realpath(tests_dir)
-    if not os.path.isdir(root):
-        return frozenset()
-    roots = [*_import_guard.pytest_roots(root), *_import_guard.plain_roots(root)]
-    names = _import_guard.provided_names(root, roots, package_name="tests")  # staged as tests/
-    return frozenset(n for n in names if n not in sys.stdlib_module_names
-                     and n not in sys.builtin_module_names)
-
-
-def find_tamper_files(workspace: Path, *, starter: Path | None = None,
-                      tests_dir: Path | None = None) -> tuple[str, ...]:
-    """Files in ``workspace`` that try to change how pytest or Python start.
-
-    The workspace is untrusted: entries are examined with ``lstat`` and read only through
-    bounded ``O_NOFOLLOW | O_NONBLOCK`` reads (:mod:`reliabench.files.untrusted`), so a link
-    planted by the agent is never followed and a FIFO never blocks the runner.
-
-    Flagged: the names of :data:`TAMPER_NAMES` and ``*.pth`` anywhere, pytest configuration
-    in ``tox.ini``/``setup.cfg``/``pyproject.toml``, a sourceless ``*.pyc`` outside
-    ``__pycache__`` and, with ``tests_dir``, every entry at any depth named like a module,
-    helper or folder of the hidden tests (:func:`hidden_test_names`: ``test_adder.py``,
-    ``helpers.py``, ``tests/`` when the tests are a package), with every changed file below
-    such a folder when the starter has it too.
+class FreshPytest:
+    """A fresh pytest process per run, in the environment the run opens (see the module docstring).
 
     Args:
-        workspace: The rollout's workspace.
-        starter: The untouched starter workspace; a file identical to the starter's file at
-            the same relative path is not flagged (the task shipped it), nor a folder it has.
-        tests_dir: The task's hidden tests (their names are reserved).
-
-    Returns:
-        Sorted paths relative to ``workspace`` (a flagged directory is not descended into).
+        python: The interpreter; None: this one on the host, ``python3`` (the image's) in a
+            container. It needs pytest.
     """
-    found: list[str] = []
-    flagged_dirs: set[str] = set()
-    shadow_dirs: list[str] = []  # colliding folders the starter has: their changes are flagged
-    reserved = hidden_test_names(Path(tests_dir)) if tests_dir is not None else frozenset()
 
-    def skip(rel: str) -> bool:
-        return rel in flagged_dirs
+    path: TestPath = "fresh"
 
-    def shipped(rel: str, kind: str) -> bool:
-        if starter is None:
-            return False
-        if kind == "dir":
-            return file_kind(Path(starter) / rel) == "dir"
-        return kind == "file" and _same_file(Path(starter) / rel, Path(workspace) / rel)
+    def __init__(self, python: str | None = None) -> None:
+        self.python = python
 
-    for entry in walk_tree(Path(workspace), skip_dir=skip):
-        path = Path(workspace) / entry.rel
-        if entry.kind == "error":
-            continue
-        name = path.name
-        collides = _import_guard.module_name(name, entry.kind == "dir") in reserved or (
-            name.endswith(".pyc") and path.parent.name != "__pycache__")
-        below = any(entry.rel.startswith(d + "/") for d in shadow_dirs)
-        if (collides or below) and not _is_suspect(path, entry.kind):
-            if shipped(entry.rel, entry.kind):
-                if entry.kind == "dir":
-                    shadow_dirs.append(entry.rel)
-                continue
-            if entry.kind == "dir":
-                if below:
-                    continue  # its changed files are flagged one by one
-                flagged_dirs.add(entry.rel)
-            found.append(entry.rel)
-            continue
-        if not _is_suspect(path, entry.kind):
-            continue
-        if entry.kind == "dir":
-            flagged_dirs.add(entry.rel)
-            found.append(entry.rel)
-            continue
-        if starter is not None and entry.kind == "file" and _same_file(Path(starter) / entry.rel, path):
-            continue
-        found.append(entry.rel)
-    return tuple(sorted(found))
+    def raw_runner(self, open_environment: EnvironmentOpener, tests_dir: Path, *, slot: int,
+                   limits: Limits, open_at: OpenAt | None = None) -> RawTestRunner:
+        """The one raw run of ``tests_dir`` in an environment of ``open_environment`` (or ``open_at``)."""
 
+        def raw(workspace: Path | None, *, collect_only: bool, expected: set[str] | None,
+                order_seed: int | None) -> RawRun:
+            key = secrets.token_hex(32).encode("ascii")
+            extra = ["--collect-only"] if collect_only else []
+            with staged(Path(tests_dir), slot) as staging:
+                mounts = [Mount(staging)]
+                if workspace is None:
+                    env = open_environment(mounts)
+                elif open_at is not None:
+                    env = open_at(workspace, mounts)
+                else:
+                    raise SandboxError("no environment can be opened on another workspace here")
+                try:
+                    python = self.python or (sys.executable if env.image is None else "python3")
+                    with OutcomeSocket(env.channel_host, key) as channel:
+                        where = socket_channel(f"{env.channel_dir}/{channel.name}")
+                        result = env.exec(pytest_command(python, staging, extra), limits=limits,
+                                          env=hidden_test_env(where, env.workdir, order_seed))
+                finally:
+                    env.close()
+            checked = parse_channel(channel.data, key, expected)
+            if channel.overflow:
+                checked.forge(f"the outcome stream exceeded {channel.cap} bytes ({channel.overflow} "
+                              "more were dropped): junk written to the channel by the tested code")
+            return RawRun(result, checked)
 
-# --------------------------------------------------------------------------------------------
-# staging and the channel
-# --------------------------------------------------------------------------------------------
+        return raw
 
+    def collect(self, task: Task, open_environment: EnvironmentOpener, *, starter: Path,
+                limits: Limits, slot: int) -> tuple[TestOutcome, ...]:
+        """The task's expected tests: ``pytest --collect-only`` on the caller's copy of the starter.
 
-def _run_pytest(
-    workspace: Path,
-    tests_dir: Path,
-    *,
-    backend: SandboxBackend,
-    limits: Limits,
-    slot: int,
-    python: str,
-    extra: Sequence[str],
-    expected: set[str] | None,
-    order_seed: int | None = None,
-    worker: WarmTests | None = None,
-    test_runner: TestRunner = "pytest",
-) -> RawRun:
-    if worker is not None:  # a warm test worker instead of a fresh process
-        return worker.run_tests(workspace, tests_dir, limits=limits, slot=slot, extra=extra,
-                                expected=expected, test_runner=test_runner, order_seed=order_seed)
-    workspace = Path(os.path.realpath(workspace))
-    if not workspace.is_dir():
-        raise SandboxError(f"workspace is not a directory: {workspace}")
-    key = secrets.token_hex(32).encode("ascii")
-    with staged(Path(tests_dir), slot) as staging:
-        key_r, key_w = os.pipe()
-        pipe = OutcomePipe()
-        try:
-            os.write(key_w, key)
-            os.close(key_w)
-            key_w = -1
-            env = hidden_test_env(pipe.write_fd, key_r, workspace, order_seed)
-            result = backend.run(
-                pytest_command(python, staging, extra),
-                workdir=workspace,
-                readonly=[staging],
-                env=env,
-                limits=limits,
-                slot=slot,
-                pass_fds=(pipe.write_fd, key_r),
-            )
-        finally:
-            pipe.close()
-            os.close(key_r)
-            if key_w >= 0:
-                os.close(key_w)
-    channel = parse_channel(pipe.data, key, expected)
-    if pipe.overflow:
-        channel.forge(f"the outcome stream exceeded {pipe.cap} bytes ({pipe.overflow} more were "
-                      "dropped): junk written to the channel by the tested code")
-    return RawRun(result, channel)
+        Raises:
+            SuiteError: The tests cannot be collected on the starter.
+            SandboxError: The harness could not run at all.
+        """
+        raw = self.raw_runner(open_environment, task.tests_dir, slot=slot, limits=limits)
+        return collected_tests(raw(None, collect_only=True, expected=None, order_seed=None), task.tests_dir)
+
+    def run(self, request: TestRequest) -> HiddenTestRun:
+        """Run the hidden tests of one rollout (:func:`reliabench.hidden_tests.judging.judge_hidden_tests`).
+
+        Raises:
+            SandboxError: The environment could not be started (the harness's failure).
+        """
+        raw = self.raw_runner(request.open_environment, request.task.tests_dir, slot=request.slot,
+                              limits=request.limits, open_at=request.open_at)
+        return judge_hidden_tests(raw, workspace=request.workspace, tests_dir=request.task.tests_dir,
+                                  expected=request.expected, wall_s=request.limits.wall_s,
+                                  starter=request.starter, order_seed=request.order_seed,
+                                  allowed_skips=request.allowed_skips)
+
+    def close(self) -> None:
+        """Nothing is held between runs."""
 
 
-def _log_of(result: SandboxResult) -> str:
-    log = result.stdout + (("\n--- stderr ---\n" + result.stderr) if result.stderr else "")
-    if len(log) > _LOG_BYTES:
-        log = log[: _LOG_BYTES // 2] + "\n[... log cut ...]\n" + log[-_LOG_BYTES // 2 :]
-    return log
-
-
-def _tail(text: str, lines: int = 5) -> str:
-    return " | ".join(line for line in text.strip().splitlines()[-lines:])
+def _host_raw(workspace: Path, tests_dir: Path, backend: EnvironmentBackend | None, limits: Limits | None,
+              slot: int, python: str | None) -> tuple[RawTestRunner, Limits]:
+    chosen = backend or get_backend("auto")
+    lim = limits or Limits()
+    open_at = fresh_open_at(chosen, chosen.prepare(HOST), slot=slot, limits=lim)
+    return FreshPytest(python).raw_runner(lambda mounts: open_at(Path(workspace), mounts), Path(tests_dir),
+                                          slot=slot, limits=lim, open_at=open_at), lim
 
 
 def collect_hidden_tests(
     workspace: Path,
     tests_dir: Path,
     *,
-    backend: SandboxBackend | None = None,
+    backend: EnvironmentBackend | None = None,
     limits: Limits | None = None,
     slot: int = 0,
     python: str | None = None,
-    worker: WarmTests | None = None,
 ) -> tuple[TestOutcome, ...]:
     """Learn the expected hidden tests of a task by collecting them on its starter workspace.
 
@@ -369,11 +198,10 @@ def collect_hidden_tests(
     Args:
         workspace: The starter workspace.
         tests_dir: The task's hidden tests directory.
-        backend: The sandbox backend (default: ``get_backend("auto")``).
+        backend: A host backend (default: ``get_backend("auto")``).
         limits: Resource limits (default: :class:`Limits`).
         slot: The worker slot to run as.
         python: The interpreter (default: ``sys.executable``); it needs pytest.
-        worker: Collect in a warm test worker instead of a fresh sandboxed process.
 
     Returns:
         One ``TestOutcome`` per collected test, in collection order, with its pytest node id
@@ -384,57 +212,8 @@ def collect_hidden_tests(
         SuiteError: Some test modules cannot be collected, or no test was found.
         SandboxError: The harness could not run pytest at all.
     """
-    raw = _run_pytest(
-        workspace,
-        tests_dir,
-        backend=backend or get_backend("auto"),
-        limits=limits or Limits(),
-        slot=slot,
-        python=python or sys.executable,
-        extra=["--collect-only"],
-        expected=None,
-        worker=worker,
-    )
-    ch = raw.channel
-    if not ch.started or ch.collected is None:
-        raise SandboxError(
-            f"could not collect the hidden tests in {tests_dir} "
-            f"(exit status {raw.result.returncode}, {raw.result.isolation}): "
-            f"{_tail(raw.result.stderr or raw.result.stdout)}"
-        )
-    if ch.collect_errors:
-        raise SuiteError(
-            f"{tests_dir}: cannot collect {name} on the starter workspace"
-            for name in ch.collect_errors
-        )
-    if not ch.collected:
-        raise SuiteError([f"{tests_dir}: no tests collected"])
-    return tuple(TestOutcome(name, "skipped", sec) for name, sec in ch.collected)
-
-
-def _harness_starts_on(starter: Path, tests_dir: Path, *, backend: SandboxBackend, limits: Limits,
-                       slot: int, python: str, worker: WarmTests | None = None) -> bool:
-    """Whether the harness writes its start line on a fresh copy of the starter workspace.
-
-    The control run that decides who is to blame for a missing start line: the plugin writes
-    it before any module of the workspace is imported, so only two things can stop it -- the
-    harness itself (the sandbox, the interpreter, pytest: ``infra``) or what the workspace
-    holds or did to the channel (the rollout's own failure). Same path (fresh process or
-    warm worker), backend, slot, interpreter and limits, on the trusted starter files.
-    """
-    base = Path(tempfile.mkdtemp(prefix="rb-control-"))
-    try:
-        os.chmod(base, 0o711)
-        ws = base / "workspace"
-        shutil.copytree(starter, ws, symlinks=True)
-        os.chmod(ws, 0o755)
-        raw = _run_pytest(ws, tests_dir, backend=backend, limits=limits, slot=slot, python=python,
-                          extra=["--collect-only"], expected=None, worker=worker)
-        return raw.channel.started
-    except (OSError, SandboxError):
-        return False
-    finally:
-        remove_tree(base)
+    raw, _ = _host_raw(workspace, tests_dir, backend, limits, slot, python)
+    return collected_tests(raw(None, collect_only=True, expected=None, order_seed=None), Path(tests_dir))
 
 
 def run_hidden_tests(
@@ -442,35 +221,29 @@ def run_hidden_tests(
     tests_dir: Path,
     *,
     expected: Sequence[TestOutcome | str] | None,
-    backend: SandboxBackend | None = None,
+    backend: EnvironmentBackend | None = None,
     limits: Limits | None = None,
     slot: int = 0,
     python: str | None = None,
     starter: Path | None = None,
     order_seed: int | None = None,
-    worker: WarmTests | None = None,
-    test_runner: TestRunner = "pytest",
     allowed_skips: Collection[str] = (),
 ) -> HiddenTestRun:
-    """Run the hidden tests on a rollout's workspace in a fresh sandboxed pytest process.
+    """Run the hidden tests on a rollout's workspace in a fresh pytest process on a host backend.
 
     Args:
-        workspace: The rollout's workspace (the agent's code; bound writable, the cwd).
+        workspace: The rollout's workspace (the agent's code; writable, the cwd).
         tests_dir: The hidden tests (trusted); copied to a private read-only directory.
         expected: The expected tests (from :func:`collect_hidden_tests` or node ids). Each
             gets exactly one outcome; one without a trusted line is ``failed``. None trusts
             this run's own collection (weaker: pass it whenever you can).
-        backend: The sandbox backend (default: ``get_backend("auto")``).
+        backend: A host backend (default: ``get_backend("auto")``).
         limits: Resource limits (default: :class:`Limits`).
         slot: The worker slot to run as.
         python: The interpreter (default: ``sys.executable``); it needs pytest.
         starter: The untouched starter workspace; files it shipped are not flagged.
         order_seed: Run the tests in a random order drawn with this seed (re-tests use it to
             reveal order-dependent tests); None keeps the collection order.
-        worker: Run in a warm test worker (:mod:`reliabench.warm`) instead of a fresh
-            sandboxed process; ``backend`` and ``python`` are then not used.
-        test_runner: The task's ``test_runner``; a warm worker runs ``plain`` tests with its
-            lean runner (the fresh path runs every suite with pytest).
         allowed_skips: The tests whose skip or xfail counts as ``skipped`` (the task's
             ``allowed_skips``); any other skip or xfail is ``failed`` and named in
             ``undeclared_skips`` (:func:`reliabench.hidden_tests.skips.judge_skips`).
@@ -482,109 +255,7 @@ def run_hidden_tests(
     Raises:
         SandboxError: The sandbox itself could not be set up.
     """
-    backend = backend or get_backend("auto")
-    started = time.monotonic()
-    tamper = find_tamper_files(Path(workspace), starter=starter, tests_dir=Path(tests_dir))
-    exp_list: list[tuple[str, bool | None]] | None = None
-    if expected is not None:
-        exp_list = [
-            (e.name, e.security) if isinstance(e, TestOutcome) else (str(e), None)
-            for e in expected
-        ]
-    exp_names = None if exp_list is None else {name for name, _ in exp_list}
-    raw = _run_pytest(
-        workspace,
-        tests_dir,
-        backend=backend,
-        limits=limits or Limits(),
-        slot=slot,
-        python=python or sys.executable,
-        extra=[],
-        expected=exp_names,
-        order_seed=order_seed,
-        worker=worker,
-        test_runner=test_runner,
-    )
-    result, ch = raw.result, raw.channel
-    reasons: list[str] = []
-    if exp_list is None:
-        if ch.collected is not None:
-            exp_list = [(name, sec) for name, sec in ch.collected]
-        else:
-            exp_list = [(name, None) for name in ch.order]
-    missing = [name for name, _ in exp_list if name not in ch.tests or name in ch.poisoned]
-    forged = bool(ch.problems)
-    if ch.started and not ch.ended and exp_list and not missing:
-        # every test reported, yet the session never finished: not what a crash looks like
-        forged = True
-        ch.forge("every test reported an outcome but the session never ended")
-        ch.poisoned.update(name for name, _ in exp_list)
-    if ch.tamper:
-        # a module planted under a hidden test's name (the guard removed it, but the tests
-        # imported before may hold its functions): no outcome of this run can be trusted
-        ch.poisoned.update(name for name, _ in exp_list)
-    reported: list[tuple[str, ReportedOutcome, bool]] = []
-    for name, sec in exp_list:
-        line = ch.tests.get(name)
-        security = sec if sec is not None else (line[1] if line else False)
-        if line is None or name in ch.poisoned:
-            reported.append((name, "failed", security))
-        else:
-            reported.append((name, line[0], security))
-    judged = judge_skips(reported, allowed_skips)
-    outcomes = judged.outcomes
-    status: HiddenTestStatus
-    if result.timed_out:
-        status = "timeout"
-        reasons.append(f"wall time limit of {(limits or Limits()).wall_s:g} s reached")
-    elif not ch.started:
-        why = f"(exit status {result.returncode}): {_tail(result.stderr or result.stdout)}"
-        if starter is not None and _harness_starts_on(
-            Path(starter), Path(tests_dir), backend=backend, limits=limits or Limits(),
-            slot=slot, python=python or sys.executable, worker=worker,
-        ):
-            # the same harness starts on the untouched starter: this workspace stopped it
-            status = "completed"
-            reasons.append(f"the test harness did not start on this workspace {why}, but it "
-                           "starts on the starter workspace: the rollout's files stopped it")
-        else:
-            status = "test_error"
-            reasons.append(f"the test harness did not start {why}")
-    else:
-        status = "completed"
-    if result.killed_reason and not result.timed_out:
-        reasons.append(f"killed: {result.killed_reason}")
-    if ch.started and not ch.ended and not result.timed_out:
-        reasons.append(
-            f"the test process ended before the session finished (exit status "
-            f"{result.returncode}; a crash or os._exit in the tested code)"
-        )
-    if ch.collect_errors:
-        reasons.append("collection errors: " + ", ".join(ch.collect_errors[:5]))
-    failing = [o.name for o in outcomes if o.failing]
-    if failing and ch.started:
-        reasons.append(f"{len(failing)} of {len(outcomes)} test(s) did not pass: {failing[:3]}")
-    not_run = [name for name, _ in exp_list if name not in ch.tests]
-    if not_run and ch.started:
-        reasons.append(f"{len(not_run)} expected test(s) without an outcome: {not_run[:3]}")
-    if judged.reason:
-        reasons.append(judged.reason)
-    if forged:
-        reasons.append("forged or inconsistent outcome lines: " + "; ".join(ch.problems[:5]))
-    if tamper:
-        reasons.append("files that try to change how tests run: " + ", ".join(tamper[:5]))
-    if ch.tamper:
-        reasons.append("the tested code tampered with the tests' imports (every test failed): "
-                       + "; ".join(ch.tamper[:5]))
-    return HiddenTestRun(
-        outcomes=outcomes,
-        status=status,
-        reason="; ".join(reasons) or None,
-        tamper_suspected=bool(tamper or ch.tamper),
-        tamper_files=tamper,
-        forged=forged,
-        isolation=result.isolation,
-        seconds=time.monotonic() - started,
-        log=_log_of(result),
-        undeclared_skips=judged.undeclared,
-    )
+    raw, lim = _host_raw(workspace, tests_dir, backend, limits, slot, python)
+    return judge_hidden_tests(raw, workspace=Path(workspace), tests_dir=Path(tests_dir), expected=expected,
+                              wall_s=lim.wall_s, starter=starter, order_seed=order_seed,
+                              allowed_skips=allowed_skips)

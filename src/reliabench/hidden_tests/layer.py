@@ -12,7 +12,15 @@ environment only through :attr:`TestRequest.open_environment`, which the run giv
 task's environment spec and handover (:data:`~reliabench.sandbox.environment.TestsHandover`):
 for ``tests = "fresh"`` a new environment on the workspace; for ``tests = "same"`` the agent's
 own environment, its processes stopped, with the mounts copied in. Either way the agent never
-saw the hidden tests.
+saw the hidden tests. :attr:`TestRequest.open_at` starts a FRESH environment of the same kind
+on another host folder (the control run on a copy of the starter). Whoever opens an
+environment closes it.
+
+Which runner a task gets is decided once per run in :mod:`reliabench.run.test_paths` (from the
+task and the backend); the runners of this package: the fresh pytest process in any
+environment (:class:`reliabench.hidden_tests.fresh.FreshPytest`) and the stdio cases
+(:class:`reliabench.hidden_tests.stdio.StdioCases`); warm workers implement the protocol in
+:mod:`reliabench.warm.hidden` (this package never imports ``warm``).
 """
 
 from __future__ import annotations
@@ -25,17 +33,53 @@ from typing import TYPE_CHECKING, Protocol, runtime_checkable
 from reliabench.meta_keys import TestPath
 from reliabench.records import TestOutcome
 from reliabench.sandbox.base import Limits
-from reliabench.sandbox.environment import Environment, Mount
+from reliabench.sandbox.environment import (
+    Environment,
+    EnvironmentBackend,
+    Mount,
+    NetworkMode,
+    PreparedSpec,
+)
 
 if TYPE_CHECKING:
-    from reliabench.hidden_tests.fresh import HiddenTestRun
+    from reliabench.hidden_tests.judging import HiddenTestRun
     from reliabench.tasks.suite import Task
 
-__all__ = ["EnvironmentOpener", "HiddenTestRunner", "TestRequest"]
+__all__ = ["EnvironmentOpener", "HiddenTestRunner", "OpenAt", "TestRequest", "fresh_open_at", "fresh_opener"]
 
 EnvironmentOpener = Callable[[Sequence[Mount]], Environment]
 """Opens the environment the tests run in, showing ``mounts`` (the staged tests, a report
 folder); the caller closes what it opened."""
+
+OpenAt = Callable[[Path, Sequence[Mount]], Environment]
+"""Starts a FRESH environment of the task's kind on a host folder, showing ``mounts`` (a
+control run on a copy of the starter, a build); the caller closes it."""
+
+
+def fresh_open_at(backend: EnvironmentBackend, prepared: PreparedSpec, *, slot: int,
+                  limits: Limits = Limits(), network: NetworkMode = "none") -> OpenAt:
+    """An :data:`OpenAt` that starts a new environment of ``backend`` from ``prepared`` at each call.
+
+    Args:
+        backend: The backend.
+        prepared: What ``backend.prepare`` returned for the task's spec.
+        slot: The worker slot.
+        limits: The environment's limits (a container's cgroup).
+        network: The network of the environment (the test phase: ``none``).
+    """
+
+    def open_at(workspace: Path, mounts: Sequence[Mount]) -> Environment:
+        return backend.start(prepared, workspace=workspace, slot=slot, mounts=mounts, network=network,
+                             limits=limits)
+
+    return open_at
+
+
+def fresh_opener(backend: EnvironmentBackend, prepared: PreparedSpec, workspace: Path, *, slot: int,
+                 limits: Limits = Limits(), network: NetworkMode = "none") -> EnvironmentOpener:
+    """An opener that starts a new environment from ``prepared`` on ``workspace`` at each call."""
+    open_at = fresh_open_at(backend, prepared, slot=slot, limits=limits, network=network)
+    return lambda mounts: open_at(workspace, mounts)
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,6 +94,9 @@ class TestRequest:
         limits: Limits of the test phase (its wall time is the task's, capped by the run's).
         slot: The worker slot.
         open_environment: Opens the environment to run in (see the module docstring).
+        open_at: Starts a fresh environment of the task's kind on another host folder (the
+            control run on a copy of the starter); None: no control run (a missing start
+            line is then the harness's failure).
         starter: The untouched starter workspace (trusted), for control runs and the
             tamper scan.
         order_seed: Run the tests in a seeded random order (re-tests); None keeps the order.
@@ -65,6 +112,7 @@ class TestRequest:
     slot: int
     open_environment: EnvironmentOpener
     starter: Path | None = None
+    open_at: OpenAt | None = None
     order_seed: int | None = None
     allowed_skips: Collection[str] = ()
 
@@ -79,6 +127,9 @@ class HiddenTestRunner(Protocol):
     def collect(self, task: Task, open_environment: EnvironmentOpener, *, starter: Path,
                 limits: Limits, slot: int) -> tuple[TestOutcome, ...]:
         """The task's expected tests, learnt once on the starter workspace (trusted).
+
+        ``open_environment`` opens an environment of the task's kind on a fresh copy of
+        ``starter`` that the caller made (a runner lends the workspace to a slot uid).
 
         Raises:
             SuiteError: The tests cannot be collected on the starter.

@@ -6,7 +6,7 @@ import contextlib
 import os
 import shutil
 import tempfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
@@ -17,7 +17,16 @@ from reliabench.hidden_tests.channel import Channel
 from reliabench.sandbox import SandboxResult, slot_uid
 from reliabench.sandbox.base import minimal_env
 
-__all__ = ["GUARD_MODULE", "PLUGIN_MODULE", "RawRun", "pytest_command", "staged", "hidden_test_env"]
+__all__ = [
+    "GUARD_MODULE",
+    "PLUGIN_MODULE",
+    "RawRun",
+    "fd_channel",
+    "hidden_test_env",
+    "pytest_command",
+    "socket_channel",
+    "staged",
+]
 
 PLUGIN_MODULE: Final = "_reliabench_outcome_plugin"
 """The module name under which the outcome plugin is loaded inside the sandbox."""
@@ -72,21 +81,31 @@ def staged(tests_dir: Path, slot: int, parent: Path | None = None) -> Iterator[P
         remove_tree(staging)
 
 
-def hidden_test_env(outcome_fd: int, key_fd: int, workspace: str | Path,
+def socket_channel(path: str) -> dict[str, str]:
+    """Where the outcome plugin connects: the socket ``path`` as the test process sees it."""
+    return {"RELIABENCH_OUTCOME_SOCKET": path}
+
+
+def fd_channel(outcome_fd: int, key_fd: int) -> dict[str, str]:
+    """The outcome channel as inherited descriptors (a warm worker's fork, which execs nothing)."""
+    return {"RELIABENCH_OUTCOME_FD": str(outcome_fd), "RELIABENCH_OUTCOME_KEY_FD": str(key_fd)}
+
+
+def hidden_test_env(channel: Mapping[str, str], workspace: str | Path,
                     order_seed: int | None = None) -> dict[str, str]:
     """The whole environment of the hidden tests (a fresh process or a warm worker's fork).
 
     Nothing of the harness's environment: the sandbox's ``minimal_env``, no pytest plugin
-    autoload, and where the outcome plugin writes (``outcome_fd``), reads its key
-    (``key_fd``) and finds the workspace; with ``order_seed`` (re-tests), the seed of the
-    test order, which the outcome plugin (pytest) and the lean runner read when they load.
-    Both paths get the order the same way, so a re-test runs on the path its rollout ran on.
+    autoload, where the outcome plugin finds its ``channel`` (:func:`socket_channel` or
+    :func:`fd_channel`) and the workspace (as the tests see it); with ``order_seed``
+    (re-tests), the seed of the test order, which the outcome plugin (pytest) and the lean
+    runner read when they load. Both paths get the order the same way, so a re-test runs on
+    the path its rollout ran on.
     """
     env = {
         **minimal_env(),
         "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1",
-        "RELIABENCH_OUTCOME_FD": str(outcome_fd),
-        "RELIABENCH_OUTCOME_KEY_FD": str(key_fd),
+        **channel,
         "RELIABENCH_WORKSPACE": str(workspace),
     }
     if order_seed is not None:

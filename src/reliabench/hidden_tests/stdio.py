@@ -2,9 +2,13 @@
 
 For each case of a ``test_runner = "stdio"`` task (:mod:`reliabench.hidden_tests.stdio_config`), the
 agent's program (``python -E -s PROGRAM`` in the workspace, the workspace its only writable
-place) runs in a fresh sandboxed process with the case's input on standard input. The parent
-opens the input file and hands the process only the open descriptor; the expected output is
-read by the parent alone and never enters the sandbox (no path to it is bound or passed). The
+place) runs as one command of the environment the run opens for the tests (a fresh sandboxed
+process on the host; a command of the task's container, whose processes are stopped after
+each case) with the case's input fed to standard input by the parent (the process gets the
+bytes, not the file); the expected output is read by the parent alone and never enters the
+environment (no path to it is shown or passed). :class:`StdioCases` is the hidden-test
+runner (:mod:`reliabench.hidden_tests.layer`); :func:`run_stdio_tests` the one-call form on a
+host backend. The
 parent compares the captured standard output (capped at ``max_output_bytes``) with the
 expected output, by the task's rule, and records one outcome per case (``case:NAME``):
 
@@ -24,23 +28,23 @@ import os
 import sys
 import time
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from reliabench.errors import SandboxError
-from reliabench.hidden_tests.fresh import HiddenTestRun
+from reliabench.hidden_tests.judging import HiddenTestRun
+from reliabench.hidden_tests.layer import EnvironmentOpener, TestRequest, fresh_opener
 from reliabench.hidden_tests.stdio_config import StdioCase, StdioConfig
+from reliabench.meta_keys import TestPath
 from reliabench.records import TestOutcome
-from reliabench.sandbox import (
-    DEFAULT_PATH,
-    Limits,
-    SandboxBackend,
-    SandboxResult,
-    get_backend,
-    slot_uid,
-)
-from reliabench.sandbox.slots import _uid_can_reach
+from reliabench.sandbox.base import DEFAULT_PATH, Limits, SandboxResult
+from reliabench.sandbox.environment import HOST, EnvironmentBackend
+from reliabench.sandbox.registry import get_backend
+from reliabench.sandbox.slots import slot_uid, uid_can_reach
 
-__all__ = ["compare_output", "expected_stdio_tests", "run_stdio_tests"]
+if TYPE_CHECKING:
+    from reliabench.tasks.suite import Task
+
+__all__ = ["StdioCases", "compare_output", "expected_stdio_tests", "run_stdio_tests"]
 
 _CUT_MARK = "bytes cut by the reliabench sandbox (output limit)"
 _LOG_CASE_BYTES = 2048
@@ -105,75 +109,94 @@ def _judge(case: StdioCase, result: SandboxResult,
     return "failed", "wrong output"
 
 
-def run_stdio_tests(
-    workspace: Path,
-    config: StdioConfig,
-    *,
-    timeout_s: float,
-    backend: SandboxBackend | None = None,
-    limits: Limits | None = None,
-    slot: int = 0,
-    python: str | None = None,
-    starter: Path | None = None,
-) -> HiddenTestRun:
-    """Run every case of a stdio task on a rollout's workspace (see the module docstring).
+class StdioCases:
+    """The hidden-test runner of ``test_runner = "stdio"`` tasks (see the module docstring).
 
     Args:
-        workspace: The rollout's workspace (bound writable; the cwd of each case).
-        config: The task's ``[stdio]`` configuration and cases.
-        timeout_s: The task's time limit; each case gets ``config.case_timeout_s`` or this.
-        backend: The sandbox backend (default: ``get_backend("auto")``).
-        limits: Resource limits; wall and CPU time are set per case, the output cap from
-            ``config.max_output_bytes``.
-        slot: The worker slot to run as.
-        python: The interpreter (default: ``sys.executable``).
-        starter: Accepted for symmetry with ``run_hidden_tests``; unused (no test code runs
-            in the program's process, so there is nothing a workspace file could tamper with).
-
-    Returns:
-        One outcome per case, in case order. ``status`` is ``completed`` whatever the program
-        did; failures of the program are outcomes.
-
-    Raises:
-        SandboxError: The sandbox could not be set up, or an expected output is unreadable.
+        python: The interpreter of the agent's program; None: this one on the host,
+            ``python3`` (the image's) in a container.
     """
-    backend = backend or get_backend("auto")
-    python = python or sys.executable
+
+    path: TestPath = "stdio"
+
+    def __init__(self, python: str | None = None) -> None:
+        self.python = python
+
+    def collect(self, task: Task, open_environment: EnvironmentOpener, *, starter: Path,
+                limits: Limits, slot: int) -> tuple[TestOutcome, ...]:
+        """One expected outcome per case (nothing runs).
+
+        Raises:
+            SandboxError: ``task`` is not a stdio task.
+        """
+        if task.stdio is None:
+            raise SandboxError(f"task {task.id!r} has no stdio cases")
+        return expected_stdio_tests(task.stdio)
+
+    def run(self, request: TestRequest) -> HiddenTestRun:
+        """Run every case on the rollout's workspace.
+
+        Raises:
+            SandboxError: The environment could not be started, or an expected output is
+                unreadable.
+        """
+        if request.task.stdio is None:
+            raise SandboxError(f"task {request.task.id!r} has no stdio cases")
+        return _run_cases(request.open_environment, Path(request.workspace), request.task.stdio,
+                          timeout_s=request.limits.wall_s, limits=request.limits, slot=request.slot,
+                          python=self.python)
+
+    def close(self) -> None:
+        """Nothing is held between runs."""
+
+
+def _run_cases(open_environment: EnvironmentOpener, workspace: Path, config: StdioConfig, *,
+               timeout_s: float, limits: Limits, slot: int, python: str | None) -> HiddenTestRun:
     started = time.monotonic()
     workspace = Path(os.path.realpath(workspace))
     if not workspace.is_dir():
         raise SandboxError(f"workspace is not a directory: {workspace}")
     per_case = config.case_timeout_s or timeout_s
-    base = limits or Limits()
-    case_limits = Limits(wall_s=per_case, cpu_s=per_case, memory_bytes=base.memory_bytes,
-                         max_procs=base.max_procs, file_size_bytes=base.file_size_bytes,
+    case_limits = Limits(wall_s=per_case, cpu_s=per_case, memory_bytes=limits.memory_bytes,
+                         max_procs=limits.max_procs, file_size_bytes=limits.file_size_bytes,
                          output_bytes=config.max_output_bytes + 1)
-    env = {"PATH": DEFAULT_PATH, "HOME": "/tmp", "TMPDIR": "/tmp", "LANG": "C.UTF-8", "USER": "rollout"}
+    env_vars = {"PATH": DEFAULT_PATH, "HOME": "/tmp", "TMPDIR": "/tmp", "LANG": "C.UTF-8", "USER": "rollout"}
     outcomes: list[TestOutcome] = []
     reasons: list[str] = []
     logs: list[str] = []
-    isolation = backend.name
     program = workspace / config.program
-    if backend.name == "namespaces" and config.cases and os.geteuid() == 0:
-        # no private file-system view: the slot uid sees whatever Unix permissions let it see
-        uid = slot_uid(slot)
-        if _uid_can_reach(str(config.cases[0].expected), uid, uid, need=4) is None:
-            reasons.append(f"WARNING: the expected outputs ({config.cases[0].expected.parent}) are readable "
-                           f"by the sandbox uid {uid} under the namespaces backend; make the suite "
-                           "directory private (chmod 700) or use bubblewrap")
-    for case in config.cases:
-        if not program.is_file():
-            outcomes.append(TestOutcome(case.test_name, "failed", False))
-            continue
-        result = backend.run([python, "-E", "-s", "-B", config.program], workdir=workspace,
-                             env=env, limits=case_limits, slot=slot, stdin=case.input)
-        isolation = result.isolation
-        outcome, why = _judge(case, result, config)
-        outcomes.append(TestOutcome(case.test_name, outcome, False))
-        if why is not None:
-            reasons.append(f"{case.test_name}: {why}")
-            logs.append(f"--- {case.test_name}: {why} (exit {result.returncode}, {result.wall_s:.2f} s)\n"
-                        f"{result.stderr[-_LOG_CASE_BYTES:]}")
+    env = open_environment(())
+    try:
+        isolation = env.isolation
+        interpreter = python or (sys.executable if env.image is None else "python3")
+        if env.backend == "namespaces" and config.cases and os.geteuid() == 0:
+            # no private file-system view: the slot uid sees whatever Unix permissions let it see
+            uid = slot_uid(slot)
+            if uid_can_reach(str(config.cases[0].expected), uid, uid, need=4) is None:
+                reasons.append(f"WARNING: the expected outputs ({config.cases[0].expected.parent}) are "
+                               f"readable by the sandbox uid {uid} under the namespaces backend; make the "
+                               "suite directory private (chmod 700) or use bubblewrap")
+        for case in config.cases:
+            if not program.is_file():
+                outcomes.append(TestOutcome(case.test_name, "failed", False))
+                continue
+            try:
+                stdin = case.input.read_bytes()
+            except OSError as exc:
+                raise SandboxError(f"cannot read the case input {case.input}: {exc}") from exc
+            result = env.exec([interpreter, "-E", "-s", "-B", config.program], env=env_vars,
+                              limits=case_limits, stdin=stdin)
+            if env.keeps_processes:
+                env.stop_processes()  # nothing of one case reaches the next
+            isolation = result.isolation
+            outcome, why = _judge(case, result, config)
+            outcomes.append(TestOutcome(case.test_name, outcome, False))
+            if why is not None:
+                reasons.append(f"{case.test_name}: {why}")
+                logs.append(f"--- {case.test_name}: {why} (exit {result.returncode}, {result.wall_s:.2f} s)\n"
+                            f"{result.stderr[-_LOG_CASE_BYTES:]}")
+    finally:
+        env.close()
     if not program.is_file():
         reasons.insert(0, f"the program {config.program} does not exist in the workspace")
     failing = [r for r in reasons if r.startswith("case:")]
@@ -191,3 +214,42 @@ def run_stdio_tests(
         seconds=time.monotonic() - started,
         log="\n".join(logs)[-64 * 1024:],
     )
+
+
+def run_stdio_tests(
+    workspace: Path,
+    config: StdioConfig,
+    *,
+    timeout_s: float,
+    backend: EnvironmentBackend | None = None,
+    limits: Limits | None = None,
+    slot: int = 0,
+    python: str | None = None,
+    starter: Path | None = None,
+) -> HiddenTestRun:
+    """Run every case of a stdio task on a rollout's workspace on a host backend (see the module docstring).
+
+    Args:
+        workspace: The rollout's workspace (writable; the cwd of each case).
+        config: The task's ``[stdio]`` configuration and cases.
+        timeout_s: The task's time limit; each case gets ``config.case_timeout_s`` or this.
+        backend: A host backend (default: ``get_backend("auto")``).
+        limits: Resource limits; wall and CPU time are set per case, the output cap from
+            ``config.max_output_bytes``.
+        slot: The worker slot to run as.
+        python: The interpreter (default: ``sys.executable``).
+        starter: Accepted for symmetry with ``run_hidden_tests``; unused (no test code runs
+            in the program's process, so there is nothing a workspace file could tamper with).
+
+    Returns:
+        One outcome per case, in case order. ``status`` is ``completed`` whatever the program
+        did; failures of the program are outcomes.
+
+    Raises:
+        SandboxError: The sandbox could not be set up, or an expected output is unreadable.
+    """
+    chosen = backend or get_backend("auto")
+    lim = limits or Limits()
+    opener = fresh_opener(chosen, chosen.prepare(HOST), Path(workspace), slot=slot, limits=lim)
+    return _run_cases(opener, Path(workspace), config, timeout_s=timeout_s, limits=lim, slot=slot,
+                      python=python)

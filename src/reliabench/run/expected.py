@@ -3,56 +3,73 @@
 from __future__ import annotations
 
 import os
+import queue
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from reliabench.errors import SuiteError
 from reliabench.files.untrusted import remove_tree
-from reliabench.hidden_tests.fresh import collect_hidden_tests
+from reliabench.hidden_tests.layer import fresh_opener
 from reliabench.hidden_tests.skips import unknown_skips
-from reliabench.hidden_tests.stdio import expected_stdio_tests
 from reliabench.records import TestOutcome
-from reliabench.sandbox import Limits, SandboxBackend
+from reliabench.run.environments import TaskEnvironment
+from reliabench.run.test_paths import TestPaths
+from reliabench.sandbox import Limits
+from reliabench.sandbox.environment import EnvironmentBackend
 from reliabench.tasks.suite import Task, materialize
-from reliabench.warm.hidden import WarmTests
 from reliabench.warm.plain_tests import collect_plain_tests
 
 __all__ = ["collect_expected"]
 
 
-def collect_expected(backend: SandboxBackend, workers: int, tasks: Sequence[Task],
-                      warm: WarmTests | None = None) -> dict[str, tuple[TestOutcome, ...]]:
+def collect_expected(backend: EnvironmentBackend, workers: int, tasks: Sequence[Task],
+                     paths: TestPaths | None = None,
+                     environments: Mapping[str, TaskEnvironment] | None = None,
+                     ) -> dict[str, tuple[TestOutcome, ...]]:
     """Learn each task's hidden tests once, cheaply.
 
-    Plain tests are read from their source on the host; others are collected on the untouched
-    starter workspace (in a warm worker when there is one).
+    Plain tests are read from their source on the host; the others are collected by the
+    task's runner of this run (``paths``; default: fresh processes) on a copy of the untouched
+    starter workspace, in the task's environment (``environments``; default: ``backend`` on
+    the host).
 
     Raises:
         SuiteError: A task's ``allowed_skips`` names a test that is not collected (a declared
             skip that declares nothing), or its tests cannot be collected.
+        SandboxError: The harness could not collect them at all.
     """
     every = list(tasks)
     out = {t.id: collect_plain_tests(t.tests_dir) for t in tasks if t.test_runner == "plain"}
     tasks = [t for t in tasks if t.id not in out]
+    chooser = paths or TestPaths()
     scratch = Path(tempfile.mkdtemp(prefix="reliabench-collect-"))
     os.chmod(scratch, 0o711)
 
-    def one(task_slot: tuple[Task, int]) -> tuple[str, tuple[TestOutcome, ...]]:
-        task, slot = task_slot
-        if task.stdio is not None:
-            return task.id, expected_stdio_tests(task.stdio)
+    slots: queue.Queue[int] = queue.Queue()
+    for slot in range(workers):
+        slots.put(slot)
+
+    def one(task: Task) -> tuple[str, tuple[TestOutcome, ...]]:
+        where = (environments or {}).get(task.id)
+        chosen, prepared = ((where.backend, where.prepared) if where is not None
+                            else (backend, backend.prepare(task.environment)))
+        limits = Limits(wall_s=max(60.0, task.timeout_s))
         ws = scratch / task.id
         materialize(ws, [task.workspace_dir])
         os.chmod(ws, 0o755)
-        return task.id, collect_hidden_tests(ws, task.tests_dir, backend=backend, slot=slot,
-                                             limits=Limits(wall_s=max(60.0, task.timeout_s)),
-                                             worker=warm)
+        slot = slots.get()  # environments of one slot never overlap
+        try:
+            opener = fresh_opener(chosen, prepared, ws, slot=slot, limits=limits)
+            return task.id, chooser.for_task(task).collect(task, opener, starter=task.workspace_dir,
+                                                           limits=limits, slot=slot)
+        finally:
+            slots.put(slot)
 
     try:
         with ThreadPoolExecutor(max_workers=workers) as pool:
-            out.update(pool.map(one, [(t, i % workers) for i, t in enumerate(tasks)]))
+            out.update(pool.map(one, tasks))
     finally:
         remove_tree(scratch)
     problems = [f"{task.root / 'task.toml'}: allowed_skips: {name!r} is not a hidden test of this task "

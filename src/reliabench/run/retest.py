@@ -31,6 +31,7 @@ Results go to the run store's ``retests`` table (one row per re-run); the statis
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import queue
@@ -43,20 +44,18 @@ from typing import Any
 
 from reliabench.errors import InvalidArgumentError, SandboxError, UsageError
 from reliabench.files.untrusted import remove_tree
-from reliabench.hidden_tests.fresh import (
-    HiddenTestRun,
-    HiddenTestStatus,
-    collect_hidden_tests,
-    run_hidden_tests,
-)
-from reliabench.hidden_tests.stdio import run_stdio_tests
+from reliabench.hidden_tests.judging import HiddenTestRun, HiddenTestStatus
+from reliabench.hidden_tests.layer import TestRequest, fresh_open_at
 from reliabench.meta_keys import CHANGED_FILES, DELETED_FILES, RETEST, TEST_PATH
 from reliabench.records import Rollout, TestOutcome
 from reliabench.run.artifacts import open_artifacts, restore_workspace
-from reliabench.sandbox import Limits, SandboxBackend, get_backend
+from reliabench.run.environments import TaskEnvironment, task_environments
+from reliabench.run.expected import collect_expected
+from reliabench.run.test_paths import TestPaths
+from reliabench.sandbox import Limits
 from reliabench.store import REFERENCE_AGENT, RetestRow, RunInfo, RunStore
 from reliabench.tasks.suite import Task, load_suite, materialize
-from reliabench.warm.hidden import WarmTests, open_test_workers
+from reliabench.warm.hidden import open_test_workers
 
 __all__ = [
     "NotReproducibleError",
@@ -215,24 +214,24 @@ def reference_key(task_id: str, path: str) -> tuple[str, str, int]:
 
 
 def _run_on_path(path: str, task: Task, ws: Path, *, expected: Sequence[TestOutcome],
-                 backend: SandboxBackend, worker: WarmTests | None, limits: Limits, slot: int,
+                 where: TaskEnvironment, paths: TestPaths, limits: Limits, slot: int,
                  seed: int | None) -> HiddenTestRun:
-    """One run of the hidden tests on ``ws``, the way the runner ran them on ``path``."""
-    if path == "stdio" and task.stdio is not None:
-        return run_stdio_tests(ws, task.stdio, timeout_s=limits.wall_s, backend=backend, limits=limits,
-                               slot=slot)
-    if path == "warm" and worker is None:
-        raise SandboxError("the rollout's tests ran on warm test workers, which are not available "
-                           "here; a re-run on another path would not measure the same harness")
-    return run_hidden_tests(ws, task.tests_dir, expected=expected, backend=backend, limits=limits,
-                            slot=slot, starter=task.workspace_dir, order_seed=seed,
-                            worker=worker if path == "warm" else None, test_runner=task.test_runner,
-                            allowed_skips=task.allowed_skips)
+    """One run of the hidden tests on ``ws``, the way the runner ran them on ``path``.
+
+    Always in a fresh environment of the task's (a ``tests = "same"`` task's agent
+    environment is gone: the re-test sees what the run kept, the workspace).
+    """
+    runner = paths.for_path(path, task)
+    open_at = fresh_open_at(where.backend, where.prepared, slot=slot, limits=limits)
+    return runner.run(TestRequest(task=task, workspace=ws, expected=tuple(expected), limits=limits,
+                                  slot=slot, open_environment=lambda mounts: open_at(ws, mounts),
+                                  starter=task.workspace_dir, open_at=open_at, order_seed=seed,
+                                  allowed_skips=task.allowed_skips))
 
 
 def _rerun(task: Task, key: tuple[str, str, int], path: str, build: Callable[[Path], None], *,
-           reps: Sequence[int], expected: Sequence[TestOutcome], backend: SandboxBackend,
-           worker: WarmTests | None, limits: Limits, slot: int, scratch: Path,
+           reps: Sequence[int], expected: Sequence[TestOutcome], where: TaskEnvironment,
+           paths: TestPaths, limits: Limits, slot: int, scratch: Path,
            shuffle: bool) -> tuple[RetestRun, ...]:
     out = []
     for rep in reps:
@@ -243,7 +242,7 @@ def _rerun(task: Task, key: tuple[str, str, int], path: str, build: Callable[[Pa
             build(ws)
             seed = order_seed(key[0], key[1], key[2], rep) if shuffle and path != "stdio" else None
             try:
-                hidden = _run_on_path(path, task, ws, expected=expected, backend=backend, worker=worker,
+                hidden = _run_on_path(path, task, ws, expected=expected, where=where, paths=paths,
                                       limits=limits, slot=slot, seed=seed)
             except SandboxError as exc:
                 out.append(RetestRun(*key, rep, "test_error", (), seed, 0.0, f"sandbox failed: {exc}"))
@@ -256,13 +255,13 @@ def _rerun(task: Task, key: tuple[str, str, int], path: str, build: Callable[[Pa
 
 
 def retest_files(task: Task, rollout: Rollout, files: Mapping[str, bytes], *, reps: Sequence[int],
-                 expected: Sequence[TestOutcome], backend: SandboxBackend, limits: Limits,
-                 slot: int, scratch: Path, shuffle: bool = True,
-                 worker: WarmTests | None = None) -> tuple[RetestRun, ...]:
+                 expected: Sequence[TestOutcome], where: TaskEnvironment, paths: TestPaths,
+                 limits: Limits, slot: int, scratch: Path, shuffle: bool = True) -> tuple[RetestRun, ...]:
     """Re-run the hidden tests of ``task`` on a rollout's files, once per rep, each on a fresh copy.
 
-    Each re-run takes the rollout's own execution path (:func:`retest_path`): ``worker`` is
-    used for a rollout whose tests ran warm; without one such re-runs are ``test_error``.
+    Each re-run takes the rollout's own execution path (:func:`retest_path`) among ``paths``:
+    a rollout whose tests ran warm needs warm workers there; without them such re-runs are
+    ``test_error``. ``where`` is the task's environment (backend and prepared spec).
 
     Raises:
         NotReproducibleError: when the workspace cannot be rebuilt.
@@ -271,13 +270,12 @@ def retest_files(task: Task, rollout: Rollout, files: Mapping[str, bytes], *, re
         rebuild_workspace(ws, task.workspace_dir, files, rollout)
 
     return _rerun(task, rollout.key, retest_path(task, rollout), build, reps=reps, expected=expected,
-                  backend=backend, worker=worker, limits=limits, slot=slot, scratch=scratch,
-                  shuffle=shuffle)
+                  where=where, paths=paths, limits=limits, slot=slot, scratch=scratch, shuffle=shuffle)
 
 
 def retest_reference(task: Task, path: str, *, reps: Sequence[int], expected: Sequence[TestOutcome],
-                     backend: SandboxBackend, limits: Limits, slot: int, scratch: Path,
-                     shuffle: bool = True, worker: WarmTests | None = None) -> tuple[RetestRun, ...]:
+                     where: TaskEnvironment, paths: TestPaths, limits: Limits, slot: int, scratch: Path,
+                     shuffle: bool = True) -> tuple[RetestRun, ...]:
     """Run the hidden tests on ``task``'s reference solution (starter + ``solution/``) on ``path``.
 
     Raises:
@@ -293,8 +291,7 @@ def retest_reference(task: Task, path: str, *, reps: Sequence[int], expected: Se
         materialize(ws, [task.workspace_dir, solution])
 
     return _rerun(task, reference_key(task.id, path), path, build, reps=reps, expected=expected,
-                  backend=backend, worker=worker, limits=limits, slot=slot, scratch=scratch,
-                  shuffle=shuffle)
+                  where=where, paths=paths, limits=limits, slot=slot, scratch=scratch, shuffle=shuffle)
 
 
 def run_limits(info: RunInfo, task: Task) -> Limits:
@@ -349,7 +346,6 @@ def retest_run(run_dir: str | Path, times: int = 5, *, workers: int = 1, sandbox
         if suite.content_hash != info.config.get("suite_hash"):
             raise UsageError(f"{suite_path}: the suite changed since the run (content hash); "
                              "re-testing on other tests would not measure harness noise")
-        backend = get_backend(sandbox or info.sandbox or "auto")
         done: dict[tuple[str, str, int], int] = {}
         for row in store.retest_rows():
             key = (row["task_id"], row["agent"], row["rollout"])
@@ -385,25 +381,19 @@ def retest_run(run_dir: str | Path, times: int = 5, *, workers: int = 1, sandbox
                 if reps:
                     refs.append((task, path, reps))
         tasks = sorted({r.task_id for r, _, _ in jobs} | {t.id for t, _, _ in refs})
-        expected: dict[str, tuple[TestOutcome, ...]] = {}
+        selected = [suite.task(t) for t in tasks]
         scratch = Path(tempfile.mkdtemp(prefix="reliabench-retest-"))
         os.chmod(scratch, 0o711)
         executed = errors = reference_runs = 0
-        warm: WarmTests | None = None
+        runners = TestPaths()
         try:
+            environments = task_environments(sandbox or info.sandbox or "auto", selected)
             if any(retest_path(suite.task(r.task_id), r) == "warm" for r, _, _ in jobs) or any(
                     path == "warm" for _, path, _ in refs):
-                try:
-                    warm = open_test_workers("warm")
-                except SandboxError:
-                    warm = None  # those re-runs are test_error rows saying why
-            for i, task_id in enumerate(tasks):
-                task = suite.task(task_id)
-                ws = scratch / f"collect-{i}"
-                materialize(ws, [task.workspace_dir])
-                os.chmod(ws, 0o755)
-                expected[task_id] = collect_hidden_tests(ws, task.tests_dir, backend=backend, slot=0,
-                                                         limits=Limits(wall_s=max(60.0, task.timeout_s)))
+                with contextlib.suppress(SandboxError):  # else those re-runs are test_error rows saying why
+                    runners = TestPaths(open_test_workers("warm"))
+            expected = {t.id: collect_expected(environments[t.id].backend, 1, [t],
+                                               environments=environments)[t.id] for t in selected}
             slots: queue.Queue[int] = queue.Queue()
             for slot in range(workers):
                 slots.put(slot)
@@ -414,8 +404,9 @@ def retest_run(run_dir: str | Path, times: int = 5, *, workers: int = 1, sandbox
                 slot = slots.get()
                 try:
                     return retest_files(task, r, files, reps=reps, expected=expected[r.task_id],
-                                        backend=backend, limits=run_limits(info, task), slot=slot,
-                                        scratch=scratch, shuffle=shuffle, worker=warm)
+                                        where=environments[task.id], paths=runners,
+                                        limits=run_limits(info, task), slot=slot, scratch=scratch,
+                                        shuffle=shuffle)
                 finally:
                     slots.put(slot)
 
@@ -424,8 +415,9 @@ def retest_run(run_dir: str | Path, times: int = 5, *, workers: int = 1, sandbox
                 slot = slots.get()
                 try:
                     return retest_reference(task, path, reps=reps, expected=expected[task.id],
-                                            backend=backend, limits=run_limits(info, task), slot=slot,
-                                            scratch=scratch, shuffle=shuffle, worker=warm)
+                                            where=environments[task.id], paths=runners,
+                                            limits=run_limits(info, task), slot=slot, scratch=scratch,
+                                            shuffle=shuffle)
                 finally:
                     slots.put(slot)
 
@@ -440,8 +432,7 @@ def retest_run(run_dir: str | Path, times: int = 5, *, workers: int = 1, sandbox
                     store.add_retests(retest_to_row(x) for x in results)
                     reference_runs += len(results)
         finally:
-            if warm is not None:
-                warm.close()
+            runners.close()
             remove_tree(scratch)
         total = len({(row["task_id"], row["agent"], row["rollout"]) for row in store.retest_rows()
                      if row["agent"] != REFERENCE_AGENT})
@@ -449,20 +440,21 @@ def retest_run(run_dir: str | Path, times: int = 5, *, workers: int = 1, sandbox
 
 
 def retest_during_run(outcome: tuple[Rollout, Any], task: Task, expected: Sequence[TestOutcome],
-                      backend: SandboxBackend, limits: Limits, slot: int, scratch: Path,
-                      times: int, worker: WarmTests | None = None) -> tuple[Rollout, Any]:
+                      where: TaskEnvironment, paths: TestPaths, limits: Limits, slot: int, scratch: Path,
+                      times: int) -> tuple[Rollout, Any]:
     """The runner's hook (``run --retest R``): re-test a just-finished rollout on its kept files.
 
     The re-tests travel with the rollout's artifacts to the store's writer, and run on the
-    rollout's own path (``worker``: the run's warm test workers). A rollout whose workspace
-    cannot be rebuilt is not re-tested; its record says why (``meta["retest"]``).
+    rollout's own path among the run's ``paths``, in the task's environment ``where``. A
+    rollout whose workspace cannot be rebuilt is not re-tested; its record says why
+    (``meta["retest"]``).
     """
     rollout, art = outcome
     if rollout.status == "infra_error" or not rollout.tests:
         return outcome
     try:
         runs = retest_files(task, rollout, art.files, reps=range(times), expected=expected,
-                            backend=backend, limits=limits, slot=slot, scratch=scratch, worker=worker)
+                            where=where, paths=paths, limits=limits, slot=slot, scratch=scratch)
     except NotReproducibleError as exc:
         return replace(rollout, meta={**rollout.meta, RETEST: f"not re-tested: {exc}"}), art
     return rollout, replace(art, retests=tuple(retest_to_row(r) for r in runs))

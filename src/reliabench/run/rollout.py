@@ -1,6 +1,11 @@
 """One rollout: a fresh workspace, the agent, a scan of its changes, the hidden tests, a record.
 
-:class:`RolloutRunner` runs single rollouts from shared, read-only state; the executor
+:class:`RolloutRunner` runs single rollouts from shared, read-only state: each task's
+environment (:class:`~reliabench.run.environments.TaskEnvironment`, prepared once per run)
+and hidden-test runner (:class:`~reliabench.run.test_paths.TestPaths`, chosen once per run).
+Per rollout it holds the rollout's environments (:class:`~reliabench.run.environments.RolloutEnvironments`):
+the agent opens its own through the request, the tests get theirs as the task's ``tests``
+handover says, and all are closed when the rollout ends. The executor
 (:mod:`reliabench.run.executors`) chooses the sandbox slot and the store's single writer records
 the result. Nothing raised inside a rollout escapes it (docs/threat-model.md).
 """
@@ -11,28 +16,27 @@ import os
 import tempfile
 import time
 import traceback
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 
-from reliabench.agents.base import AgentRequest, AgentResult
+from reliabench.agents.base import AgentEnvironment, AgentRequest, AgentResult
 from reliabench.agents.infra import backoff_delay, backoff_scale, is_transient
 from reliabench.errors import SandboxError
 from reliabench.files.untrusted import remove_tree
-from reliabench.hidden_tests.fresh import run_hidden_tests
-from reliabench.hidden_tests.stdio import run_stdio_tests
-from reliabench.meta_keys import INFRA_ATTEMPTS, INFRA_REASON, TEST_PATH, TEST_RUNNER
+from reliabench.hidden_tests.layer import TestRequest
+from reliabench.meta_keys import IMAGE, IMAGE_DIGEST, INFRA_ATTEMPTS, INFRA_REASON, TEST_PATH, TEST_RUNNER
 from reliabench.records import TestOutcome
 from reliabench.run import artifacts as _artifacts
 from reliabench.run.artifacts import take_snapshot
 from reliabench.run.draft import Outcome, RolloutDraft
+from reliabench.run.environments import RolloutEnvironments, TaskEnvironment
 from reliabench.run.plan import Job
 from reliabench.run.settings import RunSettings
-from reliabench.sandbox import SandboxBackend
+from reliabench.run.test_paths import TestPaths
 from reliabench.scanners import Scanner, workspace_diff
 from reliabench.scanners.workspace import remove_bytecode, scan_changes
 from reliabench.tasks.suite import materialize
-from reliabench.warm.hidden import WarmTests
 
 __all__ = ["INFRA_RETRIES", "Outcome", "RolloutRunner"]
 
@@ -40,27 +44,41 @@ INFRA_RETRIES = 2
 
 
 class RolloutRunner:
-    """Runs single rollouts from shared, read-only state; the caller chooses the sandbox slot."""
+    """Runs single rollouts from shared, read-only state; the caller chooses the sandbox slot.
 
-    def __init__(self, settings: RunSettings, backend: SandboxBackend,
+    Args:
+        settings: The run's settings.
+        environments: Task id -> where the task executes (prepared once per run).
+        paths: The run's hidden-test runners (chosen once per run).
+        scanners: The scanners.
+        expected: Task id -> its expected tests.
+        scratch: A private folder for the rollouts' workspaces.
+    """
+
+    def __init__(self, settings: RunSettings, environments: Mapping[str, TaskEnvironment], paths: TestPaths,
                  scanners: Sequence[Scanner], expected: dict[str, tuple[TestOutcome, ...]],
-                 scratch: Path, warm: WarmTests | None = None) -> None:
+                 scratch: Path) -> None:
         self.settings = settings
-        self.warm = warm
-        self.backend = backend
+        self.environments = environments
+        self.paths = paths
         self.scanners = scanners
         self.expected = expected
         self.scratch = scratch
         self.stopped: Callable[[str], bool] = lambda agent: False
         self.backoff_scale = backoff_scale()
 
+    def isolation(self, job: Job) -> str:
+        """The backend a job's task runs on (the record's isolation until its tests say more)."""
+        return self.environments[job.task.id].backend.name
+
     def _call_agent(self, job: Job, workspace: Path, prompt_file: Path,
-                    slot: int) -> tuple[AgentResult, float]:
+                    slot: int, environment: AgentEnvironment) -> tuple[AgentResult, float]:
         request = AgentRequest(
             task_id=job.task.id, prompt=job.task.prompt, workspace=workspace, seed=job.seed,
             rollout=job.rollout, timeout_s=job.task.timeout_s * 10, feedback_dir=job.task.feedback_dir,
             prompt_file=prompt_file,
             slot=slot,
+            environment=environment,
         )
         t0 = time.perf_counter()
         try:
@@ -85,7 +103,7 @@ class RolloutRunner:
             try:
                 rollout, art = self._attempt(job, slot)
             except Exception as exc:  # the last line of defence
-                return RolloutDraft.start(job, self.backend.name).harness_error("running the rollout", exc)
+                return RolloutDraft.start(job, self.isolation(job)).harness_error("running the rollout", exc)
             attempts += 1
             reason = rollout.meta.get(INFRA_REASON)
             if (rollout.status != "infra_error" or attempts > INFRA_RETRIES
@@ -103,56 +121,64 @@ class RolloutRunner:
         it ran, anything raised while examining, scanning, diffing or testing its workspace
         is that rollout's failure (``test_error``, :meth:`RolloutDraft.harness_error`): the
         agent's files may be what broke the harness, and only the harness may exclude a
-        rollout.
+        rollout. An environment that cannot be started (a ``SandboxError``) is the harness's
+        failure in either phase.
         """
         tmp = Path(tempfile.mkdtemp(prefix="rollout-", dir=self.scratch))
         stage = "preparing the workspace"
-        draft = RolloutDraft.start(job, self.backend.name)
+        task = job.task
+        where = self.environments[task.id]
+        draft = RolloutDraft.start(job, where.backend.name)
+        if where.prepared.image is not None:
+            draft.meta[IMAGE] = where.prepared.image.reference
+            draft.meta[IMAGE_DIGEST] = where.prepared.image.digest
+        envs: RolloutEnvironments | None = None
         try:
             os.chmod(tmp, 0o711)
             workspace = tmp / "workspace"
-            materialize(workspace, [job.task.workspace_dir])
+            materialize(workspace, [task.workspace_dir])
             prompt_file = tmp / "prompt.md"
-            prompt_file.write_text(job.task.prompt, encoding="utf-8")
+            prompt_file.write_text(task.prompt, encoding="utf-8")
             os.chmod(prompt_file, 0o644)
+            wall = task.timeout_s
+            if self.settings.test_timeout_s is not None:
+                wall = min(wall, self.settings.test_timeout_s)
+            limits = replace(self.settings.limits, wall_s=wall, cpu_s=wall)
+            envs = RolloutEnvironments(task, where, workspace, slot=slot, limits=self.settings.limits)
             stage = "running the agent"
-            result, agent_seconds = self._call_agent(job, workspace, prompt_file, slot)
+            result, agent_seconds = self._call_agent(job, workspace, prompt_file, slot, envs.agent)
             draft.agent_ran(result, agent_seconds)
             if result.status == "infra_error":  # the agent produced nothing: no tests
                 return draft.agent_infra_error()
+            stage = "ending the agent phase"
+            try:
+                envs.end_agent_phase()  # nothing the agent left running touches the workspace now
+            except SandboxError as exc:
+                return draft.infra_error("sandbox", f"sandbox failed: {exc}")
             stage = "scanning the workspace"
-            findings, scan_errors, changes = scan_changes(self.scanners, job.task.workspace_dir, workspace)
+            findings, scan_errors, changes = scan_changes(self.scanners, task.workspace_dir, workspace)
             bytecode_errors, _ = remove_bytecode(workspace)  # the tests run what was scanned
             scan_errors += bytecode_errors
             draft.scanned(findings, scan_errors, changes, [s.name for s in self.scanners])
             stage = "keeping the agent's files"
             draft.kept(take_snapshot(workspace, changes.files, _artifacts.DEFAULT_BUDGET))
             stage = "diffing the workspace"
-            draft.diff = workspace_diff(job.task.workspace_dir, workspace,
+            draft.diff = workspace_diff(task.workspace_dir, workspace,
                                         max_bytes=_artifacts.DEFAULT_BUDGET.max_diff_bytes)
-            wall = job.task.timeout_s
-            if self.settings.test_timeout_s is not None:
-                wall = min(wall, self.settings.test_timeout_s)
-            limits = replace(self.settings.limits, wall_s=wall, cpu_s=wall)
             stage = "running the hidden tests"
-            draft.meta[TEST_PATH] = "fresh" if self.warm is None else "warm"
-            draft.meta[TEST_RUNNER] = job.task.test_runner if self.warm is not None else "pytest"
+            runner = self.paths.for_task(task)
+            draft.meta[TEST_PATH] = runner.path
+            draft.meta[TEST_RUNNER] = self.paths.test_runner(task)
+            request = TestRequest(task=task, workspace=workspace, expected=self.expected[task.id],
+                                  limits=limits, slot=slot, open_environment=envs.open_tests,
+                                  starter=task.workspace_dir, open_at=envs.open_at,
+                                  allowed_skips=task.allowed_skips)
             try:
-                if job.task.stdio is not None:  # stdin/stdout cases, judged outside the sandbox
-                    draft.meta[TEST_PATH] = draft.meta[TEST_RUNNER] = "stdio"
-                    hidden = run_stdio_tests(workspace, job.task.stdio, timeout_s=wall, backend=self.backend,
-                                             limits=limits, slot=slot)
-                else:
-                    hidden = run_hidden_tests(workspace, job.task.tests_dir,
-                                              expected=self.expected[job.task.id],
-                                              backend=self.backend, limits=limits, slot=slot,
-                                              starter=job.task.workspace_dir, worker=self.warm,
-                                              test_runner=job.task.test_runner,
-                                              allowed_skips=job.task.allowed_skips)
+                hidden = runner.run(request)
             except SandboxError as exc:
                 return draft.infra_error("sandbox", f"sandbox failed: {exc}")
             if hidden.status == "test_error":
-                # the harness did not start, not even on the starter workspace (hidden_tests/fresh.py)
+                # the harness did not start, not even on the starter workspace (hidden_tests/judging.py)
                 return draft.infra_error("test_error", hidden.reason, hidden=hidden)
             draft.tested(hidden)
             stage = "recording the rollout"
@@ -161,9 +187,8 @@ class RolloutRunner:
                 from reliabench.run.retest import retest_during_run
 
                 stage = "re-testing the rollout"
-                outcome = retest_during_run(outcome, job.task, self.expected[job.task.id],
-                                            self.backend, limits, slot, tmp, self.settings.retest,
-                                            worker=self.warm)
+                outcome = retest_during_run(outcome, task, self.expected[task.id], where, self.paths,
+                                            limits, slot, tmp, self.settings.retest)
             return outcome
         except Exception as exc:
             if draft.result is None:
@@ -174,4 +199,6 @@ class RolloutRunner:
                     "sandbox", f"harness error while {stage}: {type(exc).__name__}: {exc}"[:600])
             return draft.harness_error(stage, exc)
         finally:
+            if envs is not None:
+                envs.close()
             remove_tree(tmp)

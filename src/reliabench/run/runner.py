@@ -2,7 +2,10 @@
 
 Each rollout is independent: a fresh copy of the task's starter workspace, a seed derived
 from (run seed, task, agent, rollout), the agent's edit, a scan of what the agent changed, and
-the hidden tests in a fresh sandboxed process. Workers do the work, each with its own sandbox
+the hidden tests in the task's environment. Before the first rollout every task gets its
+backend, refused or prepared once (:mod:`reliabench.run.environments`: a task no rollout of
+which could run refuses the run, exit 2) and its hidden-test runner
+(:mod:`reliabench.run.test_paths`). Workers do the work, each with its own sandbox
 slot and uid: threads of this process (``executor="local"``) or Ray actors on a local or
 remote cluster (``executor="ray"``, the ``ray`` extra). The calling thread is the store's
 single writer: it writes each rollout's artifacts and records it in one transaction as soon
@@ -32,11 +35,11 @@ from reliabench.run.plan import derive_seed, plan_run, run_identity
 from reliabench.run.recording import store_rollout
 from reliabench.run.rollout import Outcome
 from reliabench.run.settings import ProgressEvent, RunSettings, RunSummary
-from reliabench.sandbox import get_backend
+from reliabench.run.test_paths import TestPaths, check_harness
+from reliabench.sandbox.choice import choose_backends, prepare_environments
 from reliabench.scanners import get_scanner
 from reliabench.store import RunStore
 from reliabench.tasks.suite import Suite
-from reliabench.warm.hidden import open_test_workers
 
 __all__ = ["ProgressEvent", "RunSettings", "RunSummary", "derive_seed", "run_suite"]
 
@@ -93,7 +96,11 @@ def run_suite(
     if len(set(names)) != len(names):
         raise InvalidArgumentError(f"agent names must be unique, got {names!r}")
     selected = [suite.task(t) for t in tasks] if tasks else list(suite.tasks)
-    backend = get_backend(settings.sandbox)
+    specs = {t.id: t.environment for t in selected}
+    backends = choose_backends(settings.sandbox, specs)
+    environments = prepare_environments(specs, backends)  # refuses the run before anything is written
+    check_harness(selected, environments, settings.test_workers)
+    isolation = ",".join(sorted({b.name for b in backends.values()}))  # one name unless tasks differ
     scanners = [get_scanner(name) for name in settings.scanners]
     config, config_hash = run_identity(suite, selected, names, settings)
     config["suite_path"] = str(suite.root.resolve())  # where `reliabench scan` finds the starters
@@ -104,7 +111,7 @@ def run_suite(
     store, resumed = RunStore.create_or_resume(
         out_dir, config={**config, "n": settings.n}, config_hash=config_hash,
         suite={"name": suite.name, "version": suite.version, "hash": suite.content_hash},
-        packages=_package_versions(), isolation=backend.name,
+        packages=_package_versions(), isolation=isolation,
     )
     stopped: dict[str, str] = {}  # agent -> why it was stopped early
     with store, contextlib.ExitStack() as cleanup:
@@ -116,13 +123,11 @@ def run_suite(
         watch = InfraStopWatch()
         test_path: TestPath | None = None  # None: nothing ran
         if jobs:
-            needed = sorted({j.task.id for j in jobs})
-            warm = open_test_workers(settings.test_workers)  # None: fresh sandboxed processes
-            if warm is not None:
-                cleanup.callback(warm.close)
-            test_path = "fresh" if warm is None else "warm"
-            expected = collect_expected(backend, settings.workers,
-                                         [suite.task(t) for t in needed], warm)
+            needed = [suite.task(t) for t in sorted({j.task.id for j in jobs})]
+            paths = TestPaths.open(settings.test_workers)
+            cleanup.callback(paths.close)
+            test_path = paths.host_path
+            expected = collect_expected(backends[needed[0].id], settings.workers, needed, paths, environments)
 
             def record(outcome: Outcome | None) -> None:
                 nonlocal executed, passed, infra
@@ -146,12 +151,12 @@ def run_suite(
 
             # an agent stopped early gets no new rollouts (those in flight finish and are kept)
             live_jobs = (j for j in jobs if j.agent.name not in stopped)
-            context = ExecutionContext(suite, settings, backend, scanners, expected, warm, store,
+            context = ExecutionContext(suite, settings, environments, scanners, expected, paths, store,
                                        stopped.__contains__, record, stop,
                                        None if agents_file is None else Path(agents_file))
             EXECUTORS.get(settings.executor).run(live_jobs, context)
     summary = RunSummary(Path(out_dir), resumed, planned, skipped, executed, passed, infra,
-                         backend.name, time.perf_counter() - t0, test_path)
+                         isolation, time.perf_counter() - t0, test_path)
     if stopped:
         not_run = planned - skipped - executed
         raise InfraStopError(

@@ -13,7 +13,12 @@ that works on this host)::
                   drop to uid 61000+slot, sweep that uid
     none          rlimits + process-group kill only           the same
 
-What every backend promises: the command runs with ``workdir`` as its cwd, a cleared
+Every backend -- these, the warm jail, the container runtimes, a plugin -- has the lifecycle of
+:mod:`~reliabench.sandbox.environment` (``refuse``, ``prepare``, ``start`` an environment;
+``exec``, ``copy_in``, ``copy_out``, ``stop_processes``, ``close``); the host backends keep
+``run()``, one command (``start`` + ``exec`` + ``close``).
+
+What every host backend promises: the command runs with ``workdir`` as its cwd, a cleared
 environment (then ``env``), the resource limits of :class:`Limits` (CPU, address space,
 processes, file size; wall time and output size enforced by the parent), stdout and stderr
 captured to *files* (an escaped grandchild holding a pipe would hang a pipe reader), and at
@@ -31,9 +36,15 @@ the caller afterwards (files with several hard links are never chowned).
 
 The package, one module per concern:
 
-* :mod:`~reliabench.sandbox.base` -- the backend contract (:class:`SandboxBackend`,
-  :class:`Limits`, :class:`SandboxResult`), written so that a container or remote backend
-  can be added without touching the runner;
+* :mod:`~reliabench.sandbox.environment` -- THE contract: environment specs, the
+  :class:`~reliabench.sandbox.environment.EnvironmentBackend` and
+  :class:`~reliabench.sandbox.environment.Environment` protocols with their lifecycle;
+* :mod:`~reliabench.sandbox.base` -- :class:`Limits`, :class:`SandboxResult` and the
+  one-command ``run()`` protocol (:class:`SandboxBackend`);
+* :mod:`~reliabench.sandbox.host` -- the lifecycle over backends that run one command at a
+  time on this host (:class:`~reliabench.sandbox.host.HostBackend`);
+* :mod:`~reliabench.sandbox.rootfs` -- what a jail shows of the host (system folders, ``/etc``
+  files, the interpreter);
 * :mod:`~reliabench.sandbox.registry` -- the registry (:data:`BACKENDS`, plugins of the
   ``reliabench.sandboxes`` entry-point group), probing and ``auto``;
 * :mod:`~reliabench.sandbox.supervision` -- rlimits, wall-time and output-size enforcement;
@@ -42,8 +53,9 @@ The package, one module per concern:
 * :mod:`~reliabench.sandbox.seccomp` -- the seccomp filter every sandbox path installs (the
   keyring calls and Docker's list of denied calls);
 * :mod:`~reliabench.sandbox.bubblewrap`, :mod:`~reliabench.sandbox.namespaces`,
-  :mod:`~reliabench.sandbox.none` -- the built-in backends. The warm jail's backend is
-  :mod:`reliabench.warm.backend` (not in the registry: see its docstring).
+  :mod:`~reliabench.sandbox.none` -- the built-in host backends. The warm jail's backend is
+  :mod:`reliabench.warm.backend` (in the registry as ``warm``, not a ``--sandbox`` choice of
+  a run: see its docstring).
 
 See ``docs/threat-model.md`` for what each level does and does not stop.
 """
@@ -56,6 +68,15 @@ from reliabench.sandbox.base import (
     SandboxResult,
 )
 from reliabench.sandbox.bubblewrap import BubblewrapBackend
+from reliabench.sandbox.environment import (
+    HOST,
+    Environment,
+    EnvironmentBackend,
+    EnvironmentSpec,
+    Mount,
+    PreparedSpec,
+)
+from reliabench.sandbox.host import HostBackend
 from reliabench.sandbox.namespaces import NamespacesBackend
 from reliabench.sandbox.none import NoSandboxBackend
 from reliabench.sandbox.registry import (
@@ -71,13 +92,20 @@ __all__ = [
     "BACKENDS",
     "DEFAULT_PATH",
     "ENTRY_POINT_GROUP",
+    "HOST",
     "MAX_SECONDS",
     "SANDBOXES",
     "SLOT_UID_BASE",
     "BubblewrapBackend",
+    "Environment",
+    "EnvironmentBackend",
+    "EnvironmentSpec",
+    "HostBackend",
     "Limits",
+    "Mount",
     "NamespacesBackend",
     "NoSandboxBackend",
+    "PreparedSpec",
     "SandboxBackend",
     "SandboxResult",
     "available_backends",

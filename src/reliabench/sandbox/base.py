@@ -1,37 +1,16 @@
-"""The backend contract: :class:`SandboxBackend`, :class:`Limits` and :class:`SandboxResult`.
+"""Limits, results, and the one-command convenience every host backend keeps.
 
-A backend runs one command on files of one workspace under resource limits and says what
-happened; the runner, the hidden-test runner and the command agents see nothing else of it.
-The contract names no host uid and no process: a backend may run the command as a slot uid
-on this host (``bubblewrap``, ``namespaces``), as the current user (``none``), in a forked
-jail of a warm server (``reliabench.warm.backend``), or -- not built in -- in a container
-(podman, Docker) or on another machine. Such a backend:
+THE contract of the places where reliabench runs code is the environment lifecycle of
+:mod:`reliabench.sandbox.environment` (``refuse``, ``prepare``, ``start``; ``exec``,
+``copy_in``, ``copy_out``, ``stop_processes``, ``close``). This module holds what every
+backend shares: :class:`Limits` (what one command may use) and :class:`SandboxResult` (what
+happened to it, with the isolation it got), and :class:`SandboxBackend`, the protocol of
+``run()``: ONE command on one workspace (``start`` + ``exec`` + ``close``), which every host
+backend keeps as a convenience (:class:`reliabench.sandbox.host.HostBackend`).
 
-* receives ``workdir`` as a host path and must make the command see the workspace at that
-  same path as its cwd (a container bind-mounts it; a remote backend copies it there and back
-  -- the caller reads the workspace after ``run`` returns);
-* receives ``readonly`` host paths to show read-only at the same paths (the interpreter,
-  staged hidden tests), and ``stdin`` as a host file that it feeds to the command's standard
-  input (a container pipes it in, a remote backend sends it along);
-* may refuse what it cannot give: ``pass_fds`` (inherited file descriptors exist only on
-  this host), ``network=True`` (a backend without a network), or a ``slot`` it has no room
-  for. It refuses by raising :class:`~reliabench.errors.SandboxError` from ``run``, before it
-  starts anything, with a message naming the argument (``reliabench.warm.backend`` refuses
-  ``pass_fds`` and ``network=True`` so). The runner records such a refusal as the harness's
-  failure (``infra_error``, excluded from scores), never as a failed rollout. Note what needs
-  ``pass_fds`` today: every command agent passes its usage channel
-  (``reliabench.agents.usage``), and fresh-process hidden tests pass the signed outcome
-  channel and its key (``reliabench.hidden_tests.fresh``). Through a backend that refuses
-  ``pass_fds`` those end as ``infra_error``; the warm test path (``--test-workers warm``)
-  does not go through the backend. Turning those channels into files in a directory the
-  backend shows is what would let such a backend run them;
-* enforces :class:`Limits` its own way (a container's cgroup instead of rlimits) and reports
-  a limit that stopped the run in :attr:`SandboxResult.killed_reason` with the same words;
-* leaves no process of the run behind when ``run`` returns, and names the isolation it gave
-  in :attr:`SandboxResult.isolation` (recorded with every rollout).
-
-The registry (:mod:`reliabench.sandbox.registry`) finds backends by name, built-in or
-published by another package under the ``reliabench.sandboxes`` entry-point group.
+A backend never passes file descriptors into the sandbox: what used to need them (the agents'
+usage file, the hidden tests' signed outcome channel) lives in the environment's channel
+folder, which every backend -- a container included -- can show.
 """
 
 from __future__ import annotations
@@ -53,6 +32,7 @@ __all__ = [
     "SandboxBackend",
     "SandboxResult",
     "minimal_env",
+    "prepare_command",
 ]
 
 DEFAULT_PATH = "/usr/local/bin:/usr/bin:/bin"
@@ -134,10 +114,11 @@ class SandboxResult:
 
 
 class SandboxBackend(Protocol):
-    """An isolation backend; ``name`` is the isolation level it gives (recorded per rollout).
+    """A backend's one-command convenience ``run()``; ``name`` is the isolation it records.
 
-    See the module docstring for what a backend that is not on this host (a container, a
-    remote machine) must do and which arguments it may refuse.
+    Every host backend has it (:class:`reliabench.sandbox.host.HostBackend`); the lifecycle
+    that every backend has, host or container, is
+    :class:`reliabench.sandbox.environment.EnvironmentBackend`.
     """
 
     name: str
@@ -152,7 +133,6 @@ class SandboxBackend(Protocol):
         limits: Limits = Limits(),
         network: bool = False,
         slot: int = 0,
-        pass_fds: Sequence[int] = (),
         stdin: Path | None = None,
     ) -> SandboxResult:
         """Run ``argv`` in the sandbox with ``workdir`` as its only writable place.
@@ -167,8 +147,6 @@ class SandboxBackend(Protocol):
             network: Keep the host network (for agent CLIs that call an API). A backend
                 without a network raises ``SandboxError`` when this is True.
             slot: The worker slot; runs of one slot must not overlap.
-            pass_fds: File descriptors the command inherits (same numbers). A backend
-                that cannot pass descriptors raises ``SandboxError`` when this is not empty.
             stdin: A file the command reads as standard input (opened by the parent, so its
                 path need not be visible inside); None: ``/dev/null``.
 
@@ -212,14 +190,21 @@ def _base_env(env: Mapping[str, str] | None) -> dict[str, str]:
     return out
 
 
-def _prepare(argv: Sequence[str], workdir: Path,
-             env: Mapping[str, str] | None) -> tuple[dict[str, str], str, str]:
-    """What every backend does first: the cleared environment, the resolved program, the workdir."""
+def prepare_command(argv: Sequence[str], env: Mapping[str, str] | None) -> tuple[dict[str, str], str]:
+    """What every host backend does first: the command's whole environment and its resolved program.
+
+    Args:
+        argv: The command; ``argv[0]`` is looked up on the environment's ``PATH`` (default
+            :data:`DEFAULT_PATH`) when it has no slash.
+        env: The command's environment (None: :func:`minimal_env`).
+
+    Returns:
+        ``(environment, program)``.
+
+    Raises:
+        SandboxError: ``argv`` is empty or its program is not on the ``PATH``.
+    """
     full_env = _base_env(env)
-    prog = _resolve_argv0(argv, full_env)
-    work = os.path.realpath(workdir)
-    if not os.path.isdir(work):
-        raise SandboxError(f"workdir is not a directory: {workdir}")
-    return full_env, prog, work
+    return full_env, _resolve_argv0(argv, full_env)
 
 

@@ -90,8 +90,8 @@ from reliabench.sandbox.seccomp import (
     SYSCALL_NUMBERS,
     filter_unavailable_reason,
 )
-from reliabench.sandbox.slots import _hold_slot, _lend_workdir, slot_uid
-from reliabench.sandbox.supervision import _rlimit_args, _run_supervised
+from reliabench.sandbox.slots import hold_slot, lend_workdir, slot_uid
+from reliabench.sandbox.supervision import rlimit_args, run_supervised
 
 __all__ = [
     "DEFAULT_TEST_IMAGE",
@@ -582,9 +582,9 @@ class ContainerBackend:
         stack = contextlib.ExitStack()
         try:
             stack.enter_context(_slot_of_this_process(slot))
-            stack.enter_context(_hold_slot(uid))
+            stack.enter_context(hold_slot(uid))
             if spec.user is None:
-                stack.enter_context(_lend_workdir(ws, uid))
+                stack.enter_context(lend_workdir(ws, uid))
             parent = Path(tempfile.mkdtemp(prefix=_CHANNEL_PREFIX))
             stack.callback(remove_tree, parent)
             os.chmod(parent, 0o711)
@@ -959,7 +959,7 @@ class ContainerEnvironment:
             inner += ["-u", key]
         if self._tools.prlimit is not None:
             nproc = min(limits.max_procs, _host_hard_limit(resource.RLIMIT_NPROC, _NPROC))
-            inner += [self._tools.prlimit, *_rlimit_args(limits, nproc), "--"]
+            inner += [self._tools.prlimit, *rlimit_args(limits, nproc), "--"]
         return [*inner, *argv]
 
     # ---------------------------------------------------------------- the contract
@@ -1002,7 +1002,7 @@ class ContainerEnvironment:
                 if proc.returncode is not None and proc.returncode < 0:  # the client was killed on a limit
                     self._kill(before)
 
-            result = _run_supervised(cmd, cwd=private, env=self._backend._client_env(), limits=limits,
+            result = run_supervised(cmd, cwd=private, env=self._backend._client_env(), limits=limits,
                                      isolation=self.isolation, pass_fds=(), preexec_fn=None, user=None,
                                      cleanup=cleanup, stdin=stdin_path,
                                      seccomp=self._backend._seccomp_path() is not None)

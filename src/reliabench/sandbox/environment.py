@@ -38,17 +38,30 @@ What an :class:`Environment` promises:
 * The workspace -- a host folder the runner made for the rollout -- is the environment's
   only writable place besides its private ``/tmp`` (and the image's root where the spec
   asks for a writable root), visible at :attr:`~Environment.workdir`.
-* :attr:`~Environment.channel_dir` is a folder the commands see, backed by the host folder
-  :attr:`~Environment.channel_host`, made fresh and empty for this environment. It carries
-  what used to need inherited file descriptors: a Unix socket the harness listens on (the
-  signed outcome channel of the hidden tests), a file the agent writes its usage to. Any
-  backend can carry a folder; only a backend on this host could carry descriptors.
+* :attr:`~Environment.channel_dir` is a folder the commands see and may write, backed by
+  the host folder :attr:`~Environment.channel_host` (the same files, live: a bind mount), made
+  fresh and empty for this environment. It carries what used to need inherited file
+  descriptors: a Unix socket the harness binds in ``channel_host`` and listens on, which a
+  command connects to at ``channel_dir`` (the signed outcome channel of the hidden tests:
+  :mod:`reliabench.hidden_tests.outcome_socket`), and ``usage.json``, which an agent writes
+  (:mod:`reliabench.agents.usage`). Any backend can carry a folder; only a backend on this host
+  could carry descriptors. Nothing passes a descriptor into an environment.
 * ``copy_in`` and ``copy_out`` move files and folders across, bounded; ``copy_out`` never
   follows a link and never writes outside ``dest``.
 * ``close`` ends every process and removes everything the environment made (containers,
   volumes, the channel folder), also when called twice. A backend that can be left behind by
   a ``kill -9`` of reliabench (a container runtime) labels what it makes and removes such
-  leftovers in :meth:`EnvironmentBackend.sweep`, which the runner calls when it starts.
+  leftovers in :meth:`EnvironmentBackend.sweep`, which every run calls once before its first
+  rollout -- only what a process that is gone left: two runs may share a host, and the Ray
+  actors of one run a node.
+
+Who starts what, per rollout (:mod:`reliabench.run.environments`): the agent's environment
+when the agent first opens it (:class:`reliabench.agents.base.AgentEnvironment`, network as the
+agent asks, read-only mounts); then, after the agent returned, that environment is closed
+(``tests = "fresh"``: the tests get a new one from the same prepared spec, network ``none``,
+the staged tests as a read-only mount) or its processes are stopped (``tests = "same"``: the
+staged tests are copied in with ``copy_in`` and the tests run in it). The runner closes every
+environment when the rollout ends.
 
 What an :class:`EnvironmentBackend` promises:
 

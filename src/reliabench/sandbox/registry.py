@@ -1,41 +1,58 @@
 """The registry of sandbox backends: built-ins, entry-point plugins, probing, ``auto``.
 
-Built-in backends, strongest first: ``bubblewrap``, ``namespaces``, ``none``; then the container
-backends ``podman`` and ``docker`` (:mod:`reliabench.sandbox.containers`). Another package
-adds one through the ``reliabench.sandboxes`` entry-point group (the built-ins are declared
-there too, in reliabench's own ``pyproject.toml``)::
+Every backend -- host or container, built-in or a plugin -- is an
+:class:`~reliabench.sandbox.environment.EnvironmentBackend` (``refuse``, ``prepare``,
+``start``, ``sweep``) found by name here. The built-ins, in the order ``auto`` prefers them:
+
+* host backends (:data:`BACKENDS`): ``bubblewrap``, ``namespaces``, ``none`` -- ``auto`` picks
+  the strongest that runs a trivial command here, for tasks that run on the host;
+* ``warm``: the warm test workers' jail (:mod:`reliabench.warm.backend`), in the registry for
+  ``reliabench sandbox check`` and library use, but not a ``--sandbox`` choice of a run
+  (:data:`NOT_FOR_RUNS`; its module docstring says why);
+* container runtimes (:data:`CONTAINER_RUNTIMES`, tried in that order by ``auto`` for tasks
+  that name an image or a Dockerfile).
+
+Another package adds one through the ``reliabench.sandboxes`` entry-point group (the
+built-ins are declared there too, in reliabench's own ``pyproject.toml``)::
 
     [project.entry-points."reliabench.sandboxes"]
-    podman = "my_package.podman_backend:PodmanBackend"
+    mybox = "my_package.mybox:MyBackend"
 
-The entry point names a class called without arguments; its instances satisfy
-:class:`~reliabench.sandbox.base.SandboxBackend`. A built-in name always means the built-in
-backend (an entry point reusing one is ignored), and ``auto`` only picks among the built-ins.
-``get_backend`` probes a backend once per process on a trivial command before handing it out.
-See "Adding a sandbox backend" in ``docs/guide.md``.
+The entry point names a class called without arguments; the registry checks, when it loads
+it, that the class has the lifecycle (``refuse``, ``prepare``, ``start``, ``sweep``). A
+built-in name always means the built-in (an entry point reusing one is ignored), and ``auto``
+only picks among the built-ins. ``get_backend`` probes a host backend once per process on a
+trivial command before handing it out (:meth:`~reliabench.sandbox.host.HostBackend.probe`);
+other backends say what they cannot do in ``refuse``. See "Adding a sandbox backend" in
+``docs/guide.md``.
 """
 
 from __future__ import annotations
 
 import functools
 import logging
-import os
-import shutil
-import tempfile
+import threading
 import warnings
-from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 from reliabench.errors import SandboxError, UnknownNameError, UsageError
 from reliabench.plugins import Registry
-from reliabench.sandbox.base import DEFAULT_PATH, Limits, SandboxBackend
 from reliabench.sandbox.bubblewrap import BubblewrapBackend
-from reliabench.sandbox.docker import DockerBackend
+from reliabench.sandbox.environment import EnvironmentBackend
 from reliabench.sandbox.namespaces import NamespacesBackend
 from reliabench.sandbox.none import NoSandboxBackend
-from reliabench.sandbox.podman import PodmanBackend
 
-__all__ = ["BACKENDS", "ENTRY_POINT_GROUP", "SANDBOXES", "available_backends", "get_backend"]
+__all__ = [
+    "BACKENDS",
+    "CONTAINER_RUNTIMES",
+    "ENTRY_POINT_GROUP",
+    "LIFECYCLE",
+    "NOT_FOR_RUNS",
+    "SANDBOXES",
+    "available_backends",
+    "get_backend",
+    "shared_backend",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -46,28 +63,47 @@ BACKENDS: dict[str, type] = {
     "bubblewrap": BubblewrapBackend,
     "namespaces": NamespacesBackend,
     "none": NoSandboxBackend,
-    "podman": PodmanBackend,
-    "docker": DockerBackend,
 }
-"""The built-in backends: isolation level -> backend class, the host's strongest first, then containers."""
+"""The built-in host backends: isolation level -> backend class, strongest first."""
+
+CONTAINER_RUNTIMES: Final[tuple[str, ...]] = ("podman", "docker")
+"""The container backends ``auto`` tries, in this order, for tasks that name an image."""
+
+NOT_FOR_RUNS: Final = frozenset({"warm"})
+"""Registered backends that are not a ``--sandbox`` choice of a run."""
+
+LIFECYCLE: Final = ("refuse", "prepare", "start", "sweep")
+"""The methods a backend class must have (the contract of :mod:`reliabench.sandbox.environment`)."""
+
+_BUILTIN_TARGETS: dict[str, str] = {
+    **{name: f"{cls.__module__}:{cls.__name__}" for name, cls in BACKENDS.items()},
+    "warm": "reliabench.warm.backend:WarmBackend",
+    # the container runtimes, in CONTAINER_RUNTIMES order (reliabench.sandbox.containers)
+    "podman": "reliabench.sandbox.podman:PodmanBackend",
+    "docker": "reliabench.sandbox.docker:DockerBackend",
+}
+
+
+def _is_backend_class(cls: Any) -> bool:
+    return callable(cls) and all(callable(getattr(cls, method, None)) for method in LIFECYCLE)
 
 
 SANDBOXES: Registry[Any] = Registry(
     "sandboxes",
-    builtins={name: f"{cls.__module__}:{cls.__name__}" for name, cls in BACKENDS.items()},
+    builtins=_BUILTIN_TARGETS,
     what="sandbox backend",
-    check=lambda cls: callable(cls) and callable(getattr(cls, "run", None)),
-    expected="a backend class (needs a 'run' method)",
+    check=_is_backend_class,
+    expected=f"a backend class (needs {', '.join(repr(m) for m in LIFECYCLE)} methods)",
 )
 """The sandbox backend registry (entry-point group ``reliabench.sandboxes``)."""
 
 
 def available_backends() -> list[str]:
-    """Names of every backend: the built-ins strongest first, then plugins sorted by name.
+    """Names a run's ``--sandbox`` accepts: the built-ins strongest first, then plugins sorted.
 
     A name being listed does not mean the backend works here: ``get_backend`` probes it.
     """
-    return SANDBOXES.names()
+    return [name for name in SANDBOXES.names() if name not in NOT_FOR_RUNS]
 
 
 def _backend_class(name: str) -> Any:
@@ -83,37 +119,48 @@ _NONE_WARNING = (
 )
 
 
+def _instantiate(name: str) -> Any:
+    """A new instance of the backend ``name``.
+
+    Raises:
+        UnknownNameError: ``name`` is unknown.
+        SandboxError: its constructor says it does not work here.
+        UsageError: a plugin failed to load or is not a backend.
+    """
+    cls = _backend_class(name)
+    if cls is None:
+        raise UnknownNameError(
+            f"unknown sandbox backend {name!r}; choose one of: auto, {', '.join(available_backends())}")
+    backend = cls()
+    if not isinstance(getattr(backend, "name", None), str):
+        raise UsageError(f"sandbox backend {name!r} has no str 'name' (the isolation it records)")
+    return backend
+
+
 @functools.cache
 def _probe(name: str) -> str | None:
-    """Try ``name`` once on a trivial command; return why it does not work, or None."""
+    """Try ``name`` once (a host backend runs ``true``); return why it does not work, or None."""
     try:
-        backend = _backend_class(name)()
-        with tempfile.TemporaryDirectory(prefix="rb-probe-") as tmp:
-            os.chmod(tmp, 0o755)
-            true = shutil.which("true", path=DEFAULT_PATH) or "/bin/true"
-            result = backend.run(
-                [true], workdir=Path(tmp), limits=Limits(wall_s=10.0), slot=0
-            )
+        backend = _instantiate(name)
+        probe = getattr(backend, "probe", None)
+        return None if probe is None else probe()
     except SandboxError as exc:
         return str(exc)
     except OSError as exc:  # pragma: no cover - depends on the host
         return f"{name}: {exc}"
-    if result.returncode != 0:
-        detail = result.stderr.strip().splitlines()[-1:] or [f"exit status {result.returncode}"]
-        return f"{name} does not work on this host: {detail[0]}"
-    return None
 
 
-def get_backend(name: str = "auto") -> SandboxBackend:
-    """Return an isolation backend by name, or the strongest that works here.
+def get_backend(name: str = "auto") -> EnvironmentBackend:
+    """Return a sandbox backend by name, or the strongest host backend that works here.
 
     Args:
-        name: ``auto`` or a name from :func:`available_backends`. ``auto`` probes each
-            backend once per process (cached) and picks the strongest that runs a trivial
-            command; if it falls to ``none`` it warns.
+        name: ``auto``, a name from :func:`available_backends` or another registered name
+            (``warm``). ``auto`` probes each host backend once per process (cached) and
+            picks the strongest that runs a trivial command; if it falls to ``none`` it warns.
 
     Returns:
-        A ready backend.
+        A ready backend: an :class:`~reliabench.sandbox.environment.EnvironmentBackend`
+        (host backends also have the one-command ``run``).
 
     Raises:
         UnknownNameError: ``name`` is unknown (the message lists the known ones).
@@ -121,28 +168,46 @@ def get_backend(name: str = "auto") -> SandboxBackend:
         UsageError: a plugin backend failed to load or is not a backend.
     """
     if name == "auto":
-        reasons = []
         for candidate in ("bubblewrap", "namespaces"):
             why = _probe(candidate)
             if why is None:
-                return BACKENDS[candidate]()  # type: ignore[no-any-return]
-            reasons.append(why)
+                chosen: EnvironmentBackend = BACKENDS[candidate]()
+                return chosen
             logger.info("sandbox backend %s unavailable: %s", candidate, why)
         name = "none"
-    cls = _backend_class(name)
-    if cls is None:
-        raise UnknownNameError(
-            f"unknown sandbox backend {name!r}; choose one of: auto, "
-            f"{', '.join(available_backends())}"
-        )
     if name == "none":
         logger.warning(_NONE_WARNING)
         warnings.warn(_NONE_WARNING, RuntimeWarning, stacklevel=2)
         return NoSandboxBackend()
+    if _backend_class(name) is None:
+        raise UnknownNameError(
+            f"unknown sandbox backend {name!r}; choose one of: auto, {', '.join(available_backends())}")
     why = _probe(name)
     if why is not None:
         raise SandboxError(f"sandbox backend {name!r} is not available: {why}")
-    backend: SandboxBackend = cls()
-    if not isinstance(getattr(backend, "name", None), str):
-        raise UsageError(f"sandbox backend {name!r} has no str 'name' (the isolation it records)")
+    backend = _instantiate(name)
+    if not isinstance(backend, EnvironmentBackend):
+        raise UsageError(f"sandbox backend {name!r} does not have the environment lifecycle "
+                         f"({', '.join(LIFECYCLE)})")
     return backend
+
+
+_SHARED: dict[str, EnvironmentBackend] = {}
+_SHARED_LOCK = threading.Lock()
+
+
+def shared_backend(name: str) -> EnvironmentBackend:
+    """The backend ``name`` (``auto`` included), created once per process (thread-safe).
+
+    For callers that need a backend per rollout (an agent's own ``sandbox``): ``none`` warns
+    once, not per rollout.
+
+    Raises:
+        SandboxError: the backend does not work here.
+    """
+    with _SHARED_LOCK:
+        backend = _SHARED.get(name)
+        if backend is None:
+            backend = get_backend(name)
+            _SHARED[name] = backend
+        return backend

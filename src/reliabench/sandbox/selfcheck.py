@@ -1,9 +1,12 @@
 """The containment self-check: the attacks a sandbox backend must stop, run against any backend.
 
-Every check runs one hostile command through :meth:`SandboxBackend.run` and looks at what
-reached the host. A backend that passes every check gives the containment the runner relies
-on; a third-party backend (``reliabench.sandboxes`` entry point) must pass them all before it
-is trusted with agents' code. ``reliabench sandbox check --backend NAME`` runs them; the test
+Every check runs hostile commands in environments the backend starts (the lifecycle of
+:mod:`reliabench.sandbox.environment`: ``start``, ``exec``, ``close``, one environment per
+command) and looks at what reached the host. A container backend is checked on the spec it
+is given (an image with ``python3``); host backends on the host. A backend that passes every
+check gives the containment the runner relies on; a third-party backend
+(``reliabench.sandboxes`` entry point) must pass them all before it is trusted with agents'
+code. ``reliabench sandbox check --backend NAME`` runs them; the test
 suite runs them on every built-in backend and on the warm jail
 (``tests/test_sandbox_selfcheck.py``). The checks, in the order they run:
 
@@ -74,9 +77,10 @@ from pathlib import Path
 from typing import Literal
 
 from reliabench.errors import SandboxError, UsageError
-from reliabench.sandbox.base import Limits, SandboxBackend, SandboxResult
+from reliabench.sandbox.base import Limits, SandboxResult
+from reliabench.sandbox.environment import HOST, EnvironmentBackend, EnvironmentSpec, PreparedSpec
 from reliabench.sandbox.seccomp import SYSCALL_NUMBERS
-from reliabench.sandbox.slots import _hold_slot, _procs_of_uid, slot_uid
+from reliabench.sandbox.slots import hold_slot, procs_of_uid, slot_uid
 
 __all__ = [
     "CHECKS",
@@ -87,6 +91,7 @@ __all__ = [
     "check_backend",
     "check_names",
     "run_check",
+    "run_once",
     "run_selfcheck",
 ]
 
@@ -166,11 +171,26 @@ def _expect(ok: bool, detail: str) -> None:
         raise _Failed(detail)
 
 
+def run_once(backend: EnvironmentBackend, prepared: PreparedSpec, argv: Sequence[str], *,
+             workspace: Path, slot: int, limits: Limits = SMALL) -> SandboxResult:
+    """One command in a fresh environment of ``backend`` on ``workspace``: start, exec, close.
+
+    Raises:
+        SandboxError: The environment could not be started or the command not run.
+    """
+    env = backend.start(prepared, workspace=workspace, slot=slot, limits=limits)
+    try:
+        return env.exec(list(argv), limits=limits)
+    finally:
+        env.close()
+
+
 @dataclass
 class _Context:
-    """What one check gets: the backend, its slot and interpreter, a private base directory."""
+    """What one check gets: the backend and its prepared spec, the slot, the interpreter, a base."""
 
-    backend: SandboxBackend
+    backend: EnvironmentBackend
+    prepared: PreparedSpec
     slot: int
     python: str | None
     base: Path
@@ -180,19 +200,22 @@ class _Context:
         path.mkdir(exist_ok=True)
         return path
 
+    def run(self, argv: Sequence[str], limits: Limits = SMALL) -> SandboxResult:
+        return run_once(self.backend, self.prepared, argv, workspace=self.ws(), slot=self.slot,
+                        limits=limits)
+
     def py(self, code: str, limits: Limits = SMALL) -> SandboxResult:
         if self.python is None:
             raise _Skipped("no Python interpreter runs in this backend")
-        return self.backend.run([self.python, "-c", code], workdir=self.ws(), limits=limits,
-                                slot=self.slot)
+        return self.run([self.python, "-c", code], limits)
 
     def no_procs_left(self) -> None:
         """As root: no process of the slot uid is alive (looked at under the slot's lock)."""
         if os.geteuid() != 0:
             return
         uid = slot_uid(self.slot)
-        with _hold_slot(uid):
-            left = _procs_of_uid(uid)
+        with hold_slot(uid):
+            left = procs_of_uid(uid)
         _expect(left == [], f"processes of the slot uid {uid} still run after run() returned: {left}")
 
 
@@ -296,7 +319,7 @@ def _infinite_loop(ctx: _Context) -> str:
 
 
 def _sleep_forever(ctx: _Context) -> str:
-    result = ctx.backend.run(["sleep", "1000"], workdir=ctx.ws(), limits=Limits(wall_s=1.0), slot=ctx.slot)
+    result = ctx.run(["sleep", "1000"], Limits(wall_s=1.0))
     _expect(result.timed_out, f"`sleep 1000` was not timed out (returncode {result.returncode})")
     _expect(result.killed_reason == "wall time limit",
             f"killed_reason is {result.killed_reason!r}, expected 'wall time limit'")
@@ -584,15 +607,22 @@ def _base_dir() -> Iterator[Path]:
         shutil.rmtree(path, ignore_errors=True)
 
 
-def _find_python(backend: SandboxBackend, slot: int) -> str | None:
-    """The first interpreter that runs in ``backend`` (this one, then the system's), or None."""
-    candidates = dict.fromkeys(p for p in (sys.executable, "/usr/bin/python3") if p and os.path.exists(p))
+def _find_python(backend: EnvironmentBackend, prepared: PreparedSpec, slot: int) -> str | None:
+    """The first interpreter that runs in ``backend``, or None.
+
+    On the host: this one, then the system's; in an image: ``python3`` on its ``PATH``.
+    """
+    if prepared.spec.kind == "host":
+        candidates = list(dict.fromkeys(p for p in (sys.executable, "/usr/bin/python3")
+                                        if p and os.path.exists(p)))
+    else:
+        candidates = ["python3"]
     for cand in candidates:
         with _base_dir() as base:
             ws = base / "ws"
             ws.mkdir()
             try:
-                result = backend.run([cand, "-c", "print('ok')"], workdir=ws, limits=SMALL, slot=slot)
+                result = run_once(backend, prepared, [cand, "-c", "print('ok')"], workspace=ws, slot=slot)
             except SandboxError:
                 continue
             if result.stdout == "ok\n":
@@ -612,9 +642,10 @@ def _by_name(name: str) -> ContainmentCheck:
     raise UsageError(f"unknown containment check {name!r}; choose one of: {', '.join(check_names())}")
 
 
-def _run_one(check: ContainmentCheck, backend: SandboxBackend, slot: int, python: str | None) -> CheckResult:
+def _run_one(check: ContainmentCheck, backend: EnvironmentBackend, prepared: PreparedSpec, slot: int,
+             python: str | None) -> CheckResult:
     with _base_dir() as base:
-        ctx = _Context(backend, slot, python, base)
+        ctx = _Context(backend, prepared, slot, python, base)
         try:
             note = check.run(ctx)
         except _Failed as exc:
@@ -628,60 +659,76 @@ def _run_one(check: ContainmentCheck, backend: SandboxBackend, slot: int, python
     return CheckResult(check.name, "passed", note)
 
 
-def run_check(backend: SandboxBackend, check: str, *, slot: int = 0,
-              python: str | None = None) -> CheckResult:
+def _prepared(backend: EnvironmentBackend, spec: EnvironmentSpec) -> PreparedSpec:
+    """``backend.prepare(spec)`` after ``refuse``; a refusal is a ``SandboxError`` naming it."""
+    why = backend.refuse(spec)
+    if why is not None:
+        raise SandboxError(f"sandbox backend {backend.name!r} cannot run the self-check: {why}")
+    return backend.prepare(spec)
+
+
+def run_check(backend: EnvironmentBackend, check: str, *, slot: int = 0, python: str | None = None,
+              spec: EnvironmentSpec = HOST) -> CheckResult:
     """Run one containment check on ``backend``.
 
     Args:
-        backend: Any object satisfying :class:`~reliabench.sandbox.base.SandboxBackend`.
+        backend: Any :class:`~reliabench.sandbox.environment.EnvironmentBackend`.
         check: A name from :func:`check_names`.
         slot: The worker slot to attack in (0 <= slot < 4000).
         python: The interpreter for the Python attacks; None: the first that runs in the
-            backend (this interpreter, then ``/usr/bin/python3``).
+            backend (this interpreter, then ``/usr/bin/python3``; ``python3`` in an image).
+        spec: Where the attacks run (the host; an image for a container backend).
 
     Returns:
         The check's result.
 
     Raises:
         UsageError: unknown check or bad slot.
+        SandboxError: the backend refuses ``spec`` or cannot prepare it.
     """
     chosen = _by_name(check)
     _validate_slot(slot)
-    return _run_one(chosen, backend, slot, python if python is not None else _find_python(backend, slot))
+    prepared = _prepared(backend, spec)
+    py = python if python is not None else _find_python(backend, prepared, slot)
+    return _run_one(chosen, backend, prepared, slot, py)
 
 
-def check_backend(backend: SandboxBackend, *, slot: int = 0, python: str | None = None,
-                  checks: Sequence[str] | None = None) -> SelfCheckReport:
+def check_backend(backend: EnvironmentBackend, *, slot: int = 0, python: str | None = None,
+                  checks: Sequence[str] | None = None, spec: EnvironmentSpec = HOST) -> SelfCheckReport:
     """Run the containment checks on ``backend``, one result per check.
 
     Args:
-        backend: Any object satisfying :class:`~reliabench.sandbox.base.SandboxBackend`.
+        backend: Any :class:`~reliabench.sandbox.environment.EnvironmentBackend`.
         slot: The worker slot to attack in (0 <= slot < 4000).
         python: As in :func:`run_check`.
         checks: Names of the checks to run (default: all, in order).
+        spec: As in :func:`run_check`.
 
     Returns:
         The report; ``report.passed`` is True when every check passed.
 
     Raises:
         UsageError: an unknown check name or a bad slot.
+        SandboxError: the backend refuses ``spec`` or cannot prepare it.
     """
     _validate_slot(slot)
     chosen = [_by_name(n) for n in checks] if checks is not None else list(CHECKS)
-    py = python if python is not None else _find_python(backend, slot)
-    results = tuple(_run_one(c, backend, slot, py) for c in chosen)
+    prepared = _prepared(backend, spec)
+    py = python if python is not None else _find_python(backend, prepared, slot)
+    results = tuple(_run_one(c, backend, prepared, slot, py) for c in chosen)
     return SelfCheckReport(str(getattr(backend, "name", type(backend).__name__)), slot, py, results)
 
 
-def run_selfcheck(name: str = "auto", *, slot: int = 0,
-                  checks: Sequence[str] | None = None) -> SelfCheckReport:
+def run_selfcheck(name: str = "auto", *, slot: int = 0, checks: Sequence[str] | None = None,
+                  spec: EnvironmentSpec = HOST) -> SelfCheckReport:
     """Run the containment checks on the backend registered as ``name``.
 
     Args:
-        name: ``auto``, a name from :func:`reliabench.sandbox.available_backends`, or
-            ``warm`` (the warm test workers' jail, :mod:`reliabench.warm.backend`).
+        name: ``auto``, or a registered backend (:data:`reliabench.sandbox.registry.SANDBOXES`:
+            the built-ins, ``warm`` -- the warm test workers' jail -- and plugins).
         slot: The worker slot to attack in.
         checks: As in :func:`check_backend`.
+        spec: As in :func:`run_check` (container backends need an image).
 
     Returns:
         The report.
@@ -694,22 +741,15 @@ def run_selfcheck(name: str = "auto", *, slot: int = 0,
     if checks is not None:
         for n in checks:
             _by_name(n)
-    if name == "warm":
-        from reliabench.warm import warm_unavailable_reason
-        from reliabench.warm.backend import WarmBackend
-
-        why = warm_unavailable_reason()
-        if why is not None:
-            raise SandboxError(f"sandbox backend 'warm' is not available: {why}")
-        warm = WarmBackend()
-        try:
-            return check_backend(warm, slot=slot, checks=checks)
-        finally:
-            warm.close()
     from reliabench.sandbox.registry import get_backend
 
     with warnings.catch_warnings():
         # ``none`` warns that it does not isolate: the report is there to say so
         warnings.simplefilter("ignore", RuntimeWarning)
         backend = get_backend(name)
-    return check_backend(backend, slot=slot, checks=checks)
+    try:
+        return check_backend(backend, slot=slot, checks=checks, spec=spec)
+    finally:
+        close = getattr(backend, "close", None)
+        if callable(close):  # the warm jail's servers
+            close()

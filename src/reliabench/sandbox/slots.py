@@ -34,8 +34,19 @@ from reliabench.errors import SandboxError
 from reliabench.files.untrusted import ChownReport, chown_tree, remove_tree
 from reliabench.sandbox import seccomp
 from reliabench.sandbox.base import DEFAULT_PATH
+from reliabench.sandbox.rootfs import ancestors
 
-__all__ = ["SLOT_UID_BASE", "slot_uid"]
+__all__ = [
+    "SLOT_UID_BASE",
+    "clear_keyrings",
+    "hold_slot",
+    "kill_uid",
+    "lend_workdir",
+    "procs_of_uid",
+    "remove_files_of",
+    "slot_uid",
+    "uid_can_reach",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -61,7 +72,7 @@ def slot_uid(slot: int) -> int:
 
 
 
-def _procs_of_uid(uid: int) -> list[int]:
+def procs_of_uid(uid: int) -> list[int]:
     """Live (non-zombie) processes whose /proc entry belongs to ``uid``."""
     pids: list[int] = []
     for entry in os.scandir("/proc"):
@@ -79,7 +90,7 @@ def _procs_of_uid(uid: int) -> list[int]:
     return pids
 
 
-def _kill_uid(uid: int, *, timeout: float = 5.0) -> None:
+def kill_uid(uid: int, *, timeout: float = 5.0) -> None:
     """Kill every process of ``uid``: ``kill(-1)`` run as that uid, then a /proc sweep.
 
     Raises:
@@ -103,7 +114,7 @@ def _kill_uid(uid: int, *, timeout: float = 5.0) -> None:
             )
     deadline = time.monotonic() + timeout
     while True:
-        pids = _procs_of_uid(uid)
+        pids = procs_of_uid(uid)
         if not pids:
             return
         for pid in pids:
@@ -135,7 +146,7 @@ def _lock_dir() -> Path:
 
 
 @contextlib.contextmanager
-def _hold_slot(uid: int | None) -> Iterator[None]:
+def hold_slot(uid: int | None) -> Iterator[None]:
     """Hold the host-wide lock of a slot uid while it runs.
 
     Runs of one uid never overlap, even across processes: the final sweep kills every process
@@ -147,11 +158,11 @@ def _hold_slot(uid: int | None) -> Iterator[None]:
     fd = os.open(_lock_dir() / f"slot-{uid}.lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
-        _clear_keyrings(uid)
+        clear_keyrings(uid)
         try:
             yield
         finally:
-            _clear_keyrings(uid)
+            clear_keyrings(uid)
     finally:
         os.close(fd)
 
@@ -164,7 +175,7 @@ _KEYCTL_GET_PERSISTENT = 22
 _NO_KEYS = (errno.ENOSYS, errno.EOPNOTSUPP)  # a kernel without keys or persistent keyrings
 
 
-def _clear_keyrings(uid: int) -> None:
+def clear_keyrings(uid: int) -> None:
     """Empty the user, user-session and persistent keyrings of ``uid`` (as root).
 
     The calls are made as ``uid`` by a short-lived thread that switches only its own
@@ -213,7 +224,7 @@ def _clear_keyrings(uid: int) -> None:
 
 
 @contextlib.contextmanager
-def _lend_workdir(workdir: Path, uid: int | None) -> Iterator[None]:
+def lend_workdir(workdir: Path, uid: int | None) -> Iterator[None]:
     """Give ``workdir`` to the slot uid (mode 0700) for the run, then give it back."""
     if uid is None:
         yield
@@ -228,16 +239,7 @@ def _lend_workdir(workdir: Path, uid: int | None) -> Iterator[None]:
         os.chmod(workdir, stat.S_IMODE(st.st_mode))
 
 
-def _ancestors(path: str) -> list[str]:
-    parts = Path(path).parts[1:]
-    return ["/" + "/".join(parts[:i]) for i in range(1, len(parts))]
-
-
-def _under(path: str, base: str) -> bool:
-    return path == base or path.startswith(base.rstrip("/") + "/")
-
-
-def _uid_can_reach(path: str, uid: int, gid: int, *, need: int) -> str | None:
+def uid_can_reach(path: str, uid: int, gid: int, *, need: int) -> str | None:
     """Return the first component that ``uid`` cannot traverse or use, or None if all is well.
 
     ``need`` is the permission bit triple wanted on the last component (4 r, 2 w, 1 x); ACLs
@@ -256,7 +258,7 @@ def _uid_can_reach(path: str, uid: int, gid: int, *, need: int) -> str | None:
     # The kernel walks the path as written (a symlink such as a venv's bin/python sits in a
     # directory that must be traversable too) and then the target it resolves to.
     literal = os.path.abspath(path)
-    for anc in dict.fromkeys(["/", *_ancestors(literal), *_ancestors(real)]):
+    for anc in dict.fromkeys(["/", *ancestors(literal), *ancestors(real)]):
         try:
             if not allowed(os.stat(anc), 1):
                 return anc
@@ -270,7 +272,8 @@ def _uid_can_reach(path: str, uid: int, gid: int, *, need: int) -> str | None:
     return None
 
 
-def _remove_files_of(uid: int) -> None:
+def remove_files_of(uid: int) -> None:
+    """Remove what ``uid`` left at the top of ``/tmp``, ``/var/tmp`` and ``/dev/shm`` (no link followed)."""
     for base in ("/tmp", "/var/tmp", "/dev/shm"):
         with contextlib.suppress(OSError):
             for entry in os.scandir(base):

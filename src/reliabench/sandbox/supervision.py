@@ -1,6 +1,6 @@
 """Supervision of one sandboxed process: rlimits, wall time, output size, clean-up.
 
-Every fresh-process backend starts its command through :func:`_run_supervised`: output goes
+Every fresh-process backend starts its command through :func:`run_supervised`: output goes
 to *files* (an escaped grandchild holding a pipe would hang a pipe reader), the parent kills
 the run at the wall-time limit or when a stream grows past 8 times the output limit, and each
 stream is cut to the output limit (head and tail kept).
@@ -22,16 +22,23 @@ from pathlib import Path
 from reliabench.errors import SandboxError
 from reliabench.records import Isolation
 from reliabench.sandbox.base import Limits, SandboxResult
-from reliabench.sandbox.slots import _procs_of_uid
+from reliabench.sandbox.slots import procs_of_uid
 
-__all__: list[str] = []
+__all__ = [
+    "max_output",
+    "nproc_for_current_user",
+    "rlimit_args",
+    "rlimit_preexec",
+    "run_supervised",
+    "signal_reason",
+]
 
 _CUT_MARKER = "\n[... {n} bytes cut by the reliabench sandbox (output limit) ...]\n"
 _OUTPUT_KILL_FACTOR = 8  # a stream larger than 8 x output_bytes gets the process killed
 _POLL_S = 0.05
 
 
-def _rlimit_args(limits: Limits, nproc: int) -> list[str]:
+def rlimit_args(limits: Limits, nproc: int) -> list[str]:
     """``prlimit`` options; soft CPU limit sends SIGXCPU, the hard one a second later SIGKILL."""
     cpu = max(1, math.ceil(limits.cpu_s))
     return [
@@ -43,7 +50,7 @@ def _rlimit_args(limits: Limits, nproc: int) -> list[str]:
     ]
 
 
-def _rlimit_preexec(limits: Limits, nproc: int) -> Callable[[], None]:
+def rlimit_preexec(limits: Limits, nproc: int) -> Callable[[], None]:
     """Fallback when ``prlimit(1)`` is missing (not thread-safe, like every preexec_fn)."""
     import resource
 
@@ -63,9 +70,9 @@ def _rlimit_preexec(limits: Limits, nproc: int) -> Callable[[], None]:
     return apply
 
 
-def _nproc_for_current_user(limits: Limits) -> int:
+def nproc_for_current_user(limits: Limits) -> int:
     """As a normal user RLIMIT_NPROC counts all of the user's processes, so allow those too."""
-    return len(_procs_of_uid(os.getuid())) + limits.max_procs
+    return len(procs_of_uid(os.getuid())) + limits.max_procs
 
 
 def _read_capped(path: Path, cap: int) -> str:
@@ -87,7 +94,8 @@ def _read_capped(path: Path, cap: int) -> str:
     )
 
 
-def _signal_reason(returncode: int | None) -> str | None:
+def signal_reason(returncode: int | None) -> str | None:
+    """The limit a signal (or a shell's ``128 + signal`` status) says stopped a run, if it is one of ours."""
     if returncode is None:
         return None
     sig = -returncode if returncode < 0 else returncode - 128 if returncode > 128 else 0
@@ -98,7 +106,7 @@ def _signal_reason(returncode: int | None) -> str | None:
     return None
 
 
-def _run_supervised(
+def run_supervised(
     cmd: Sequence[str],
     *,
     cwd: Path,
@@ -158,8 +166,8 @@ def _run_supervised(
         stderr = _read_capped(err_path, cap)
     returncode = proc.returncode
     if reason is None:
-        reason = _signal_reason(returncode)
-    if reason is None and max(out_size, err_size) > _max_output(limits):
+        reason = signal_reason(returncode)
+    if reason is None and max(out_size, err_size) > max_output(limits):
         reason = "output limit"  # the file size limit stopped the writer before we looked
     return SandboxResult(
         returncode=returncode,
@@ -173,7 +181,8 @@ def _run_supervised(
     )
 
 
-def _max_output(limits: Limits) -> int:
+def max_output(limits: Limits) -> int:
+    """The size of a stream past which a run is killed ("output limit")."""
     return max(limits.output_bytes * _OUTPUT_KILL_FACTOR, 64 * 1024)
 
 
@@ -188,7 +197,7 @@ def _wait(
     if pidfd is not None:
         poller = select.poll()
         poller.register(pidfd, select.POLLIN)
-    max_out = _max_output(limits)
+    max_out = max_output(limits)
     try:
         while True:
             now = time.monotonic()

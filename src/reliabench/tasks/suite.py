@@ -2,12 +2,15 @@
 
 ::
 
-    SUITE/suite.toml                      name, version, description
+    SUITE/suite.toml                      name, version, description; optional [environment]
+                                          (the default of every task: tasks/environment_spec.py)
     SUITE/tasks/<task_id>/task.toml       id, language = "python", timeout_s, optional tags,
-                                          optional test_runner = "pytest" | "plain" | "stdio" | "command"
-                                          (command: any language, a [test_command] table,
-                                          see reliabench.tasks.test_command),
-                                          optional allowed_skips = ["test_x.py::test_y", ...]
+                                          optional test_runner = "pytest" | "plain" | "stdio" |
+                                          "command" | "repository" (command: any language, a
+                                          [test_command] table, see reliabench.tasks.test_command),
+                                          optional allowed_skips = ["test_x.py::test_y", ...],
+                                          optional [environment] (image or dockerfile, tests,
+                                          workdir, user, writable_root: where it runs)
     SUITE/tasks/<task_id>/prompt.md       what the agent is asked to do
     SUITE/tasks/<task_id>/workspace/      starter files the agent sees and edits
     SUITE/tasks/<task_id>/tests/          hidden pytest tests, copied in only after the agent is done
@@ -43,6 +46,7 @@ from reliabench.hidden_tests.stdio_config import StdioConfig, parse_stdio_config
 from reliabench.meta_keys import TEST_RUNNERS, TestRunner
 from reliabench.sandbox import MAX_SECONDS
 from reliabench.sandbox.environment import HOST, EnvironmentSpec
+from reliabench.tasks.environment_spec import parse_environment
 from reliabench.tasks.test_command import TestCommand, parse_test_command, table_line, valid_language
 
 if TYPE_CHECKING:
@@ -275,7 +279,7 @@ def _parse_allowed_skips(meta: dict[str, Any], path: Path, runner: object,
     return tuple(out)
 
 
-def _load_task(tdir: Path, problems: list[str], root: Path) -> Task | None:
+def _load_task(tdir: Path, problems: list[str], root: Path, default: EnvironmentSpec = HOST) -> Task | None:
     before = len(problems)
     meta = _read_toml(tdir / "task.toml", problems, root)
     prompt_path = tdir / "prompt.md"
@@ -325,6 +329,10 @@ def _load_task(tdir: Path, problems: list[str], root: Path) -> Task | None:
     if not isinstance(tags, list) or not all(isinstance(t, str) for t in tags):
         problems.append(f"{tdir / 'task.toml'}: tags: expected a list of strings")
     allowed_skips = _parse_allowed_skips(meta, tdir / "task.toml", runner, problems)
+    environment = default
+    if "environment" in meta:  # the task's own table replaces the suite's default as a whole
+        environment = parse_environment(meta["environment"], tdir / "task.toml", tdir, problems,
+                                        suite_root=root)
     variants: list[Variant] = []
     if file_kind(tdir / "variants") == "dir":
         for vdir in sorted(p for p in (tdir / "variants").iterdir() if file_kind(p) == "dir"):
@@ -351,6 +359,7 @@ def _load_task(tdir: Path, problems: list[str], root: Path) -> Task | None:
         stdio=stdio,
         allowed_skips=allowed_skips,
         test_command=test_command,
+        environment=environment,
     )
 
 
@@ -395,6 +404,9 @@ def load_suite(path: str | Path) -> Suite:
     for key in ("name", "version"):
         if read is not None and not isinstance(meta.get(key), str):
             problems.append(f"{root / 'suite.toml'}: {key}: expected a string")
+    default = HOST
+    if "environment" in meta:
+        default = parse_environment(meta["environment"], root / "suite.toml", root, problems, suite_root=root)
     tasks_root = root / "tasks"
     tasks: list[Task] = []
     if file_kind(tasks_root) != "dir":
@@ -402,7 +414,7 @@ def load_suite(path: str | Path) -> Suite:
     else:
         for tdir in sorted(p for p in tasks_root.iterdir()
                            if file_kind(p) == "dir" and p.name not in _IGNORED):
-            t = _load_task(tdir, problems, root)
+            t = _load_task(tdir, problems, root, default)
             if t is not None:
                 tasks.append(t)
         if not tasks and not problems:

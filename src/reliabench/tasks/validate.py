@@ -1,6 +1,8 @@
 """Check a suite: references pass, starters fail, insecure variants are caught.
 
-For every task, in the sandbox like a real run:
+For every task, in the sandbox like a real run (the task's environment: the host, or its
+image on a container backend, refused by name before anything runs when the backend cannot
+give it), with a fresh test process per run:
 
 * the hidden tests collect on the untouched starter workspace;
 * the reference solution (``solution/`` over ``workspace/``) passes EVERY hidden test,
@@ -29,12 +31,15 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from reliabench.errors import SuiteError
-from reliabench.hidden_tests.fresh import collect_hidden_tests, run_hidden_tests
+from reliabench.hidden_tests.fresh import FreshPytest
+from reliabench.hidden_tests.layer import HiddenTestRunner, TestRequest, fresh_open_at, fresh_opener
 from reliabench.hidden_tests.skips import unknown_skips
-from reliabench.hidden_tests.stdio import expected_stdio_tests, run_stdio_tests
+from reliabench.hidden_tests.stdio import StdioCases
 from reliabench.metrics.security import DEFAULT_THRESHOLD, judge_security
 from reliabench.records import Isolation, Rollout, RolloutStatus
-from reliabench.sandbox import Limits, SandboxBackend, get_backend
+from reliabench.sandbox import Limits
+from reliabench.sandbox.choice import choose_backends, prepare_environments
+from reliabench.sandbox.environment import EnvironmentBackend, PreparedSpec
 from reliabench.scanners import Scanner, get_scanner
 from reliabench.tasks.suite import Suite, Task, materialize
 
@@ -91,7 +96,8 @@ def _skip_problems(task: Task, ref_skips: Sequence[str], undeclared: Sequence[st
     return out
 
 
-def _check_task(task: Task, backend: SandboxBackend, scanners: Sequence[Scanner], slot: int) -> TaskCheck:
+def _check_task(task: Task, backend: EnvironmentBackend, scanners: Sequence[Scanner], slot: int,
+                prepared: PreparedSpec | None = None) -> TaskCheck:
     from reliabench.scanners.workspace import scan_workspace  # the runner's own scan path
 
     problems: list[str] = []
@@ -105,24 +111,26 @@ def _check_task(task: Task, backend: SandboxBackend, scanners: Sequence[Scanner]
         return ws
 
     isolation = backend.name
+    spec = prepared or backend.prepare(task.environment)
+    runner: HiddenTestRunner = StdioCases() if task.stdio is not None else FreshPytest()
     try:
         try:
-            expected = expected_stdio_tests(task.stdio) if task.stdio is not None else collect_hidden_tests(
-                workspace("collect", [task.workspace_dir]), task.tests_dir, backend=backend, slot=slot,
-                limits=Limits(wall_s=60.0))
+            collect_limits = Limits(wall_s=60.0)
+            opener = fresh_opener(backend, spec, workspace("collect", [task.workspace_dir]), slot=slot,
+                                  limits=collect_limits)
+            expected = runner.collect(task, opener, starter=task.workspace_dir, limits=collect_limits,
+                                      slot=slot)
         except SuiteError as exc:
             return TaskCheck(task.id, 0, 0, 0, 0, (), tuple(exc.problems), isolation)
 
         def run(name: str, layers: list[Path]) -> tuple[Rollout, Path]:
             ws = workspace(name, layers)
             findings, errors, _ = scan_workspace(scanners, task.workspace_dir, ws)
-            if task.stdio is not None:
-                hidden = run_stdio_tests(ws, task.stdio, timeout_s=task.timeout_s, backend=backend,
-                                         limits=limits, slot=slot)
-            else:
-                hidden = run_hidden_tests(ws, task.tests_dir, expected=expected, backend=backend,
-                                          limits=limits, slot=slot, starter=task.workspace_dir,
-                                          allowed_skips=task.allowed_skips)
+            hidden = runner.run(TestRequest(
+                task=task, workspace=ws, expected=expected, limits=limits, slot=slot,
+                open_environment=fresh_opener(backend, spec, ws, slot=slot, limits=limits),
+                open_at=fresh_open_at(backend, spec, slot=slot, limits=limits),
+                starter=task.workspace_dir, allowed_skips=task.allowed_skips))
             nonlocal isolation
             isolation = hidden.isolation
             undeclared[name] = hidden.undeclared_skips
@@ -196,14 +204,20 @@ def validate_suite(
     tasks: Sequence[str] | None = None,
     progress: Callable[[TaskCheck], None] | None = None,
 ) -> list[TaskCheck]:
-    """Validate every task (or the given ones) of ``suite``; returns one check per task."""
-    backend = get_backend(sandbox)
+    """Validate every task (or the given ones) of ``suite``; returns one check per task.
+
+    Raises:
+        PreflightError: a task's environment is refused or cannot be prepared (one line).
+    """
     scanner_objs = [get_scanner(s) for s in scanners]
     selected = [suite.task(t) for t in tasks] if tasks else list(suite.tasks)
+    specs = {t.id: t.environment for t in selected}
+    environments = prepare_environments(specs, choose_backends(sandbox, specs))
 
     def one(item: tuple[int, Task]) -> TaskCheck:
         i, task = item
-        return _check_task(task, backend, scanner_objs, i % workers)
+        where = environments[task.id]
+        return _check_task(task, where.backend, scanner_objs, i % workers, where.prepared)
 
     out: list[TaskCheck] = []
     with ThreadPoolExecutor(max_workers=workers) as pool:

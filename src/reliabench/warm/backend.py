@@ -2,75 +2,92 @@
 
 It gives a command what a warm rollout's tests get (see :mod:`reliabench.warm.server`): new
 mount, pid and IPC namespaces, the server's empty network and UTS namespaces, a minimal root
-with read-only system and interpreter binds, the workdir writable at its own path, private
-sized ``/tmp`` and ``/dev/shm``, rlimits, the slot uid, no capabilities, ``no_new_privs``,
-and a kill of everything it started when it ends. The command is ``execve``'d in the jail,
-so it saves the start-up of ``bwrap``, not of the command itself: the speed of warm workers
-comes from running hidden tests in the fork without an ``exec``
+with read-only system and interpreter binds, the workspace and the channel folder writable at
+their own path, private sized ``/tmp`` and ``/dev/shm``, rlimits, the slot uid, no
+capabilities, ``no_new_privs``, and a kill of everything it started when it ends. The command
+is ``execve``'d in the jail, so it saves the start-up of ``bwrap``, not of the command itself:
+the speed of warm workers comes from running hidden tests in the fork without an ``exec``
 (:class:`~reliabench.warm.hidden.WarmTests`). This backend exists so that every containment
-test of the other backends runs unchanged on the warm jail.
+test of the other backends runs unchanged on the warm jail, and it is in the one registry
+(``get_backend("warm")``, ``reliabench sandbox check --backend warm``).
 
-Not supported: ``network=True`` (the jail has no network), ``pass_fds`` and ``stdin``; all are refused
-with ``SandboxError`` before anything starts, as the contract in
-:mod:`reliabench.sandbox.base` says.
+What it refuses, by name and before anything starts (:class:`~reliabench.sandbox.host.HostBackend`):
+every network mode but ``none`` (the jail has no network), standard input, mounts elsewhere
+than at their own path and a spec's ``workdir``.
 
-It is not in the sandbox registry (``get_backend("warm")``, ``--sandbox warm``): it owns
-server processes (one per slot, shared with :class:`~reliabench.warm.hidden.WarmTests`) that
-must be stopped with ``close()``, which the backend contract and the runner's use of a backend
-do not have; the run's agents would lose the network and every command agent its usage
-channel (``pass_fds``); and the runner already reaches the warm jail for hidden tests through
-``--test-workers``. Tests build it from a ``WarmWorkers`` (``tests/sandbox_helpers.py``).
+It is not among the ``--sandbox`` choices of a run (:func:`reliabench.sandbox.registry.available_backends`):
+a run reaches the warm jail through ``--test-workers``, which runs the hidden tests in the
+fork itself -- the point of warm workers; an ``exec`` of a fresh pytest in the jail would be a
+slower fresh path, and the agents of a run would lose their network. It owns server processes
+(one per slot, started on first use): :meth:`WarmBackend.close` stops them (the servers also
+end when this process does: their request pipe closes).
 """
 
 from __future__ import annotations
 
+import atexit
+import threading
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import ClassVar
 
-from reliabench.errors import SandboxError
-from reliabench.sandbox.base import Limits, SandboxResult, _prepare
+from reliabench.sandbox.base import Limits, SandboxResult, prepare_command
+from reliabench.sandbox.environment import NetworkMode
+from reliabench.sandbox.host import HostBackend, HostView
 from reliabench.warm.client import WarmWorkers
 
 __all__ = ["WarmBackend"]
 
 
-class WarmBackend:
-    """Run commands in the warm jail; see the module docstring. close() stops the servers."""
+class WarmBackend(HostBackend):
+    """Run commands in the warm jail; see the module docstring. ``close()`` stops the servers.
+
+    Args:
+        workers: The servers to use (default: this backend's own, started on first use).
+    """
 
     name: str = "warm"
+    networks: ClassVar[frozenset[NetworkMode]] = frozenset({"none"})
+    writable_mounts: ClassVar[bool] = True
+    feeds_stdin: ClassVar[bool] = False
 
     def __init__(self, workers: WarmWorkers | None = None) -> None:
         self._own = workers is None
-        self.workers = workers or WarmWorkers()
+        self._workers = workers
+        self._lock = threading.Lock()
+
+    @property
+    def workers(self) -> WarmWorkers:
+        """The warm servers (this backend's own are started on first use)."""
+        with self._lock:
+            if self._workers is None:
+                self._workers = WarmWorkers()
+                atexit.register(self._workers.close)
+            return self._workers
 
     def close(self) -> None:
         """Stop the servers if this backend started them."""
-        if self._own:
-            self.workers.close()
+        with self._lock:
+            if self._own and self._workers is not None:
+                self._workers.close()
+                self._workers = None
 
-    def run(
-        self,
-        argv: Sequence[str],
-        *,
-        workdir: Path,
-        readonly: Sequence[Path] = (),
-        env: Mapping[str, str] | None = None,
-        limits: Limits = Limits(),
-        network: bool = False,
-        slot: int = 0,
-        pass_fds: Sequence[int] = (),
-        stdin: Path | None = None,
-    ) -> SandboxResult:
-        """Run ``argv`` in a jailed fork of the slot's warm server; see ``SandboxBackend``."""
-        if network:
-            raise SandboxError("the warm backend has no network (use bubblewrap for network=True)")
-        if pass_fds:
-            raise SandboxError("the warm backend does not pass file descriptors")
-        if stdin is not None:
-            raise SandboxError(f"the warm backend does not feed standard input, got stdin={stdin}")
-        full_env, prog, work = _prepare(argv, workdir, env)
+    def probe(self) -> str | None:
+        """Why warm workers do not work here (root, namespaces, a jailed round trip), or None."""
+        from reliabench.warm.hidden import warm_unavailable_reason
+
+        return warm_unavailable_reason()
+
+    def spawn(self, argv: Sequence[str], *, view: HostView, env: Mapping[str, str] | None,
+              limits: Limits, network: bool, slot: int, stdin: Path | None) -> SandboxResult:
+        """Run ``argv`` in a jailed fork of the slot's warm server; see :class:`HostBackend`."""
+        full_env, prog = prepare_command(argv, env)
+        writable = [src for src, _ in view.writable]
+        if view.channel is not None:
+            writable.append(view.channel[0])
         raw = self.workers.request(
-            "exec", Path(work), readonly=[str(Path(p).resolve()) for p in readonly],
-            env=full_env, limits=limits, slot=slot, fields={"argv": [prog, *argv[1:]]},
+            "exec", Path(view.workspace), readonly=[src for src, _ in view.readonly],
+            writable=writable, cwd=view.cwd, env=full_env, limits=limits, slot=slot,
+            fields={"argv": [prog, *argv[1:]]},
         )
         return raw.result

@@ -31,12 +31,12 @@ from typing import Any, Final
 
 import reliabench
 from reliabench.errors import SandboxError
-from reliabench.hidden_tests.staging import hidden_test_env
+from reliabench.hidden_tests.staging import fd_channel, hidden_test_env
 from reliabench.sandbox import DEFAULT_PATH, Limits, SandboxResult, slot_uid
-from reliabench.sandbox.bubblewrap import _ETC_FILES, _SHM_BYTES, _SYSTEM_DIRS, _python_prefixes
+from reliabench.sandbox.rootfs import ETC_FILES, SHM_BYTES, SYSTEM_DIRS, python_prefixes, under
 from reliabench.sandbox.seccomp import active_filter
-from reliabench.sandbox.slots import _hold_slot, _lend_workdir, _under
-from reliabench.sandbox.supervision import _max_output, _signal_reason
+from reliabench.sandbox.slots import hold_slot, lend_workdir
+from reliabench.sandbox.supervision import max_output, signal_reason
 from reliabench.warm.protocol import Message, ProtocolError, read_message, write_frame
 
 __all__ = [
@@ -100,14 +100,14 @@ def _jail_base() -> dict[str, Any]:
     """The read-only part of every rollout's root (same choices as the bubblewrap backend)."""
     system: list[str] = []
     symlinks: list[list[str]] = []
-    for d in _SYSTEM_DIRS:
+    for d in SYSTEM_DIRS:
         if os.path.islink(d):
             symlinks.append([d, os.readlink(d)])
         elif os.path.isdir(d):
             system.append(d)
-    files = [f for f in _ETC_FILES if os.path.exists(f)]
-    prefixes = [p for p in _python_prefixes()
-                if not any(_under(p, s) for s in system)]
+    files = [f for f in ETC_FILES if os.path.exists(f)]
+    prefixes = [p for p in python_prefixes()
+                if not any(under(p, s) for s in system)]
     return {"system": system, "symlinks": symlinks, "files": files, "prefixes": prefixes}
 
 
@@ -293,7 +293,7 @@ class WarmWorkers:
         if runner not in ("pytest", "plain"):
             raise SandboxError(f"warm worker: runner must be 'pytest' or 'plain', got {runner!r}")
         ws = os.path.realpath(workspace)
-        env = {**hidden_test_env(3, 4, ws, order_seed), "PWD": ws}  # as bwrap --chdir sets it
+        env = {**hidden_test_env(fd_channel(3, 4), ws, order_seed), "PWD": ws}  # as bwrap --chdir sets it
         extra = {"tests": str(staging / "tests"), "plugin_dir": str(staging / "plugin"),
                  "pytest_args": list(pytest_args)}
         return self.request(runner, Path(ws), readonly=[str(staging)], env=env, limits=limits,
@@ -301,11 +301,15 @@ class WarmWorkers:
 
     def request(self, runner: str, workspace: Path, *, readonly: Sequence[str],
                 env: dict[str, str], limits: Limits, slot: int,
-                fields: dict[str, Any], key: bytes = b"\0") -> WarmRaw:
+                fields: dict[str, Any], key: bytes = b"\0", writable: Sequence[str] = (),
+                cwd: str | None = None) -> WarmRaw:
         """Send one request to the slot's server (see :meth:`run_raw`).
 
         ``runner`` ``exec`` runs ``fields["argv"]`` in the jail instead of tests. ``key`` goes
         as an attachment (the server splices it to the rollout and never reads it).
+        ``writable`` folders are bound writable at their own path (they must be the slot
+        uid's already: the channel folder); ``cwd`` (default: the workspace) is where the
+        command starts.
 
         Raises:
             SandboxError: The server could not run the request (twice).
@@ -319,6 +323,8 @@ class WarmWorkers:
             "runner": runner,
             "workspace": ws,
             "readonly": [*self._base["prefixes"], *readonly],
+            "writable": list(writable),
+            "cwd": cwd or ws,
             "env": env,
             "uid": uid,
             "seccomp": active_filter(),
@@ -330,18 +336,22 @@ class WarmWorkers:
                 "max_procs": limits.max_procs,
                 "file_size_bytes": limits.file_size_bytes,
                 "output_bytes": limits.output_bytes,
-                "max_output": _max_output(limits),
+                "max_output": max_output(limits),
                 "tmp_bytes": max(64 * 1024**2, 2 * limits.file_size_bytes),
-                "shm_bytes": _SHM_BYTES,
+                "shm_bytes": SHM_BYTES,
             },
         }
         started = time.monotonic()
-        with _hold_slot(uid), _lend_workdir(Path(ws), uid):
+        with contextlib.ExitStack() as lent:
+            lent.enter_context(hold_slot(uid))
+            for folder in (ws, *writable):
+                if os.path.isdir(folder):
+                    lent.enter_context(lend_workdir(Path(folder), uid))
             answer = self._slot(slot).request(req, key, timeout=limits.wall_s + 60.0)
         resp = answer.frame
         if "error" in resp:
             raise SandboxError(f"warm test worker failed: {resp['error']}")
-        reason = resp["killed_reason"] or _signal_reason(resp["returncode"])
+        reason = resp["killed_reason"] or signal_reason(resp["returncode"])
         streams = _streams(resp, answer.attachments)
         result = SandboxResult(
             returncode=resp["returncode"],

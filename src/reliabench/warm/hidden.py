@@ -1,9 +1,12 @@
-"""Hidden tests on a warm worker: the glue between :mod:`reliabench.hidden_tests.fresh` and the servers.
+"""Hidden tests on a warm worker: a hidden-test runner (:mod:`reliabench.hidden_tests.layer`) on the servers.
 
-:class:`WarmTests` is what :func:`reliabench.hidden_tests.fresh.run_hidden_tests` and
-:func:`~reliabench.hidden_tests.fresh.collect_hidden_tests` take as ``worker``: the same staging, the same
-signed channel and the same parsing as the fresh-process path, only the process that runs the
-tests differs (a jailed fork of a warm server instead of a new sandboxed interpreter).
+:class:`WarmTests` implements :class:`~reliabench.hidden_tests.layer.HiddenTestRunner` for
+tasks that run on the host: the same staging, the same signed channel, the same parsing and
+judging (:func:`reliabench.hidden_tests.judging.judge_hidden_tests`) as the fresh-process
+path; only the process that runs the tests differs (a jailed fork of a warm server instead
+of a new sandboxed interpreter), and ``test_runner = "plain"`` tasks run with the lean
+runner. The warm jail is its own environment: a request's ``open_environment`` is not used.
+This package imports :mod:`reliabench.hidden_tests`, never the other way round.
 """
 
 from __future__ import annotations
@@ -16,23 +19,46 @@ import os
 import shutil
 import tempfile
 import threading
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from reliabench.errors import InvalidArgumentError, SandboxError
 from reliabench.hidden_tests.channel import parse_channel
+from reliabench.hidden_tests.judging import (
+    HiddenTestRun,
+    RawTestRunner,
+    collected_tests,
+    copy_of_starter,
+    judge_hidden_tests,
+)
+from reliabench.hidden_tests.layer import EnvironmentOpener, TestRequest
 from reliabench.hidden_tests.staging import RawRun, pytest_command, staged
 from reliabench.meta_keys import TestPath, TestRunner
+from reliabench.records import TestOutcome
 from reliabench.sandbox import Limits
 from reliabench.warm.client import TEST_PATHS, WarmWorkers, new_key
+from reliabench.warm.plain_tests import collect_plain_tests
 
-__all__ = ["WarmTests", "open_test_workers", "probe_round_trip", "warm_unavailable_reason"]
+if TYPE_CHECKING:
+    from reliabench.tasks.suite import Task
+
+__all__ = [
+    "WarmTests",
+    "collect_warm_tests",
+    "open_test_workers",
+    "probe_round_trip",
+    "run_warm_tests",
+    "warm_unavailable_reason",
+]
 
 logger = logging.getLogger(__name__)
 
 
 class WarmTests:
-    """Runs hidden tests on warm workers (one server per slot); close() stops the servers.
+    """Runs hidden tests on warm workers (one server per slot); a hidden-test runner.
+
+    ``close()`` removes the staged copies and stops the servers it owns.
 
     Args:
         workers: The servers to use (default: a new :class:`WarmWorkers`).
@@ -124,6 +150,83 @@ class WarmTests:
         raw = self.workers.run_raw(workspace, staging, runner=runner, pytest_args=args,
                                    key=key, limits=limits, slot=slot, order_seed=order_seed)
         return RawRun(raw.result, parse_channel(raw.channel, key, expected))
+
+    def raw_runner(self, tests_dir: Path, *, workspace: Path, slot: int, limits: Limits,
+                   test_runner: TestRunner) -> RawTestRunner:
+        """The one raw run of ``tests_dir`` on ``workspace`` (or another) in the slot's warm worker."""
+        rollout_ws = workspace
+
+        def raw(workspace: Path | None, *, collect_only: bool, expected: set[str] | None,
+                order_seed: int | None) -> RawRun:
+            target = workspace if workspace is not None else rollout_ws
+            extra = ["--collect-only"] if collect_only else []
+            return self.run_tests(target, tests_dir, limits=limits, slot=slot, extra=extra,
+                                  expected=expected, test_runner=test_runner, order_seed=order_seed)
+
+        return raw
+
+    def collect(self, task: Task, open_environment: EnvironmentOpener, *, starter: Path,
+                limits: Limits, slot: int) -> tuple[TestOutcome, ...]:
+        """The task's expected tests: read from the source (plain) or collected on a starter copy.
+
+        Raises:
+            SuiteError: The tests cannot be collected on the starter.
+            SandboxError: The worker failed.
+        """
+        if task.test_runner == "plain":
+            return collect_plain_tests(task.tests_dir)
+        with copy_of_starter(starter) as ws:
+            raw = self.raw_runner(task.tests_dir, workspace=ws, slot=slot, limits=limits,
+                                  test_runner="pytest")
+            run = raw(None, collect_only=True, expected=None, order_seed=None)
+        return collected_tests(run, task.tests_dir)
+
+    def run(self, request: TestRequest) -> HiddenTestRun:
+        """Run one rollout's hidden tests in the slot's warm worker (pytest, or the lean runner).
+
+        Raises:
+            SandboxError: The worker failed twice (the harness's failure).
+        """
+        task = request.task
+        raw = self.raw_runner(task.tests_dir, workspace=request.workspace, slot=request.slot,
+                              limits=request.limits, test_runner=task.test_runner)
+        return judge_hidden_tests(raw, workspace=request.workspace, tests_dir=task.tests_dir,
+                                  expected=request.expected, wall_s=request.limits.wall_s,
+                                  starter=request.starter, order_seed=request.order_seed,
+                                  allowed_skips=request.allowed_skips)
+
+
+def run_warm_tests(warm: WarmTests, workspace: Path, tests_dir: Path, *,
+                   expected: Sequence[TestOutcome | str] | None, limits: Limits | None = None,
+                   slot: int = 0, starter: Path | None = None, order_seed: int | None = None,
+                   test_runner: TestRunner = "pytest", allowed_skips: Collection[str] = ()) -> HiddenTestRun:
+    """Run hidden tests on a warm worker in one call (``run_hidden_tests`` of the warm path).
+
+    ``test_runner`` ``plain`` runs them with the lean runner. See
+    :func:`reliabench.hidden_tests.judging.judge_hidden_tests` for the arguments.
+
+    Raises:
+        SandboxError: The worker failed twice (the harness's failure).
+    """
+    lim = limits or Limits()
+    raw = warm.raw_runner(Path(tests_dir), workspace=Path(workspace), slot=slot, limits=lim,
+                          test_runner=test_runner)
+    return judge_hidden_tests(raw, workspace=Path(workspace), tests_dir=Path(tests_dir), expected=expected,
+                              wall_s=lim.wall_s, starter=starter, order_seed=order_seed,
+                              allowed_skips=allowed_skips)
+
+
+def collect_warm_tests(warm: WarmTests, workspace: Path, tests_dir: Path, *, limits: Limits | None = None,
+                       slot: int = 0) -> tuple[TestOutcome, ...]:
+    """Collect hidden tests with pytest on a warm worker (``workspace`` is lent to the slot uid).
+
+    Raises:
+        SuiteError: The tests cannot be collected.
+        SandboxError: The worker failed twice.
+    """
+    raw = warm.raw_runner(Path(tests_dir), workspace=Path(workspace), slot=slot, limits=limits or Limits(),
+                          test_runner="pytest")
+    return collected_tests(raw(None, collect_only=True, expected=None, order_seed=None), Path(tests_dir))
 
 
 _spare: list[WarmWorkers] = []

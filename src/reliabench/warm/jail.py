@@ -9,7 +9,8 @@ Called only in processes forked from the warm server (root), never in the caller
    ``/`` becomes private (no mount event goes back to the host); a tmpfs becomes the new
    root with read-only binds of the system directories, a few ``/etc`` files, the
    interpreter's prefixes and the staged hidden tests, a writable bind of the workspace at
-   its own path, a minimal ``/dev``, and private, sized tmpfs mounts on ``/tmp`` and
+   its own path, a minimal ``/dev``, and private, sized tmpfs mounts on ``/tmp`` (mode 1733:
+   not listable, so the names of the host folders bound below it are not shown) and
    ``/dev/shm``; then ``pivot_root`` and the old root is detached.
 2. :func:`mount_proc` (in ``C``, pid 1 of the new pid namespace and the test runner): a
    ``/proc`` that shows only the rollout's processes. When ``C`` exits the kernel kills every
@@ -34,13 +35,15 @@ from dataclasses import dataclass
 from reliabench.sandbox.seccomp import install_filter
 from reliabench.warm import _linux as lx
 
-__all__ = ["NS_FLAGS", "JailSpec", "RlimitSpec", "confine_syscalls", "drop_privileges",
+__all__ = ["NS_FLAGS", "TMP_MODE", "JailSpec", "RlimitSpec", "confine_syscalls", "drop_privileges",
            "enter_namespaces", "mount_proc"]
 
 _DEV_NODES = ("null", "zero", "full", "random", "urandom", "tty")
 _DEV_LINKS = {"fd": "/proc/self/fd", "stdin": "/proc/self/fd/0", "stdout": "/proc/self/fd/1",
               "stderr": "/proc/self/fd/2", "ptmx": "pts/ptmx"}
 NS_FLAGS = lx.CLONE_NEWNS | lx.CLONE_NEWPID | lx.CLONE_NEWIPC
+TMP_MODE = 0o1733
+"""The jail's private ``/tmp``: sticky, writable and searchable by all, listable by none but root."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,9 +57,11 @@ class JailSpec:
         symlinks: Top-level symlinks recreated as they are (``/bin -> usr/bin``).
         files: Read-only single files bound at the same path (``/etc/passwd`` ...).
         readonly: Further read-only directories (interpreter prefixes, the staged tests).
-        workspace: The only writable host directory, bound at its own path.
+        workspace: The workspace, bound writable at its own path.
         tmp_bytes: Size of the private ``/tmp``.
         shm_bytes: Size of the private ``/dev/shm``.
+        writable: Further host folders bound writable at their own path (the environment's
+            channel folder).
     """
 
     new_root: str
@@ -67,6 +72,7 @@ class JailSpec:
     workspace: str
     tmp_bytes: int
     shm_bytes: int
+    writable: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,9 +142,13 @@ def enter_namespaces(spec: JailSpec, *, unshare: bool = True) -> None:
     for f in spec.files:
         _bind(root, f, readonly=True, is_file=os.path.isfile(f))
     nosuid = lx.MS_NOSUID | lx.MS_NODEV
-    # /tmp first: the workspace and the staged tests may live under the host's /tmp
-    _tmpfs(root, "/tmp", spec.tmp_bytes, 0o1777, nosuid)
-    binds = [(p, True) for p in spec.readonly] + [(spec.workspace, False)]
+    # /tmp first: the workspace, the staged tests, the channel folder and the interpreter (a
+    # clone in a mktemp folder) may live under the host's /tmp, and their binds need mount
+    # points there. Mode 1733: the rollout creates and uses files by name, but cannot list
+    # /tmp, so the host's folder names behind those mount points are not shown to it.
+    _tmpfs(root, "/tmp", spec.tmp_bytes, TMP_MODE, nosuid)
+    binds = ([(p, True) for p in spec.readonly] + [(p, False) for p in spec.writable]
+             + [(spec.workspace, False)])
     for path, ro in sorted(binds, key=lambda b: (b[0].count("/"), b[0])):
         if ro and any(_under(path, d) for d in ro_done):
             continue  # already visible through a read-only parent

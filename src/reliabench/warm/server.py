@@ -204,7 +204,7 @@ def _child_c(req: dict[str, Any], spec: JailSpec | None = None) -> None:
             RlimitSpec(cpu_s=int(lim["cpu_s"]), memory_bytes=int(lim["memory_bytes"]),
                        max_procs=int(lim["max_procs"]), file_size_bytes=int(lim["file_size_bytes"])),
             env=req["env"],
-            cwd=req["workspace"],
+            cwd=req.get("cwd") or req["workspace"],
         )
         confine_syscalls(bool(req.get("seccomp")))
         os.write(_CTL_FD, b"\0\0\0\0")  # the jail is ready
@@ -248,6 +248,7 @@ def _spec_of(req: dict[str, Any], new_root: str) -> JailSpec:
         symlinks=tuple((a, b) for a, b in base["symlinks"]),
         files=tuple(base["files"]),
         readonly=tuple(req["readonly"]),
+        writable=tuple(req.get("writable", ())),
         workspace=req["workspace"],
         tmp_bytes=int(lim["tmp_bytes"]),
         shm_bytes=int(lim["shm_bytes"]),
@@ -270,11 +271,11 @@ def _capped_spans(fd: int, cap: int) -> tuple[list[FileSpan], int, int]:
 
 def _sweep_uid(uid: int, timeout: float = 5.0) -> None:
     """Kill every process of ``uid`` (only when a killed rollout was not reaped in time)."""
-    from reliabench.sandbox.slots import _procs_of_uid
+    from reliabench.sandbox.slots import procs_of_uid
 
     end = time.monotonic() + timeout
     while True:
-        pids = _procs_of_uid(uid)
+        pids = procs_of_uid(uid)
         if not pids or time.monotonic() > end:
             return
         for p in pids:

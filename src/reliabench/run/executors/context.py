@@ -6,22 +6,22 @@ import contextlib
 import os
 import tempfile
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from reliabench.files.untrusted import remove_tree
 from reliabench.records import TestOutcome
 from reliabench.run.artifacts import RolloutArtifacts
+from reliabench.run.environments import TaskEnvironment
 from reliabench.run.plan import Job
 from reliabench.run.recording import write_rollout_artifacts
 from reliabench.run.rollout import Outcome, RolloutRunner
 from reliabench.run.settings import RunSettings
-from reliabench.sandbox import SandboxBackend
+from reliabench.run.test_paths import TestPaths
 from reliabench.scanners import Scanner
 from reliabench.store import RunStore
 from reliabench.tasks.suite import Suite
-from reliabench.warm.hidden import WarmTests
 
 __all__ = ["ExecutionContext"]
 
@@ -33,10 +33,11 @@ class ExecutionContext:
     Attributes:
         suite: The suite.
         settings: The run's settings (``workers`` slots, ``executor_options``...).
-        backend: The sandbox backend of this process.
+        environments: Task id -> where the task executes (its backend and prepared spec, in
+            this process).
         scanners: The scanners of this process.
         expected: Task id -> the hidden tests it must report (a missing one counts as failed).
-        warm: Warm test workers of this process (None: fresh sandboxed processes).
+        paths: The hidden-test runners of this process (warm test workers, if open).
         store: The run store (only ``record`` writes it).
         stopped: Whether an agent was stopped (its jobs that have not started are skipped).
         record: Store one outcome (None: a skipped job); call it only from the thread that
@@ -47,10 +48,10 @@ class ExecutionContext:
 
     suite: Suite
     settings: RunSettings
-    backend: SandboxBackend
+    environments: Mapping[str, TaskEnvironment]
     scanners: Sequence[Scanner]
     expected: dict[str, tuple[TestOutcome, ...]]
-    warm: WarmTests | None
+    paths: TestPaths
     store: RunStore
     stopped: Callable[[str], bool]
     record: Callable[[Outcome | None], None]
@@ -69,8 +70,8 @@ class ExecutionContext:
         scratch = Path(tempfile.mkdtemp(prefix="reliabench-run-"))
         os.chmod(scratch, 0o711)
         try:
-            runner = RolloutRunner(self.settings, self.backend, self.scanners, self.expected,
-                                   scratch, self.warm)
+            runner = RolloutRunner(self.settings, self.environments, self.paths, self.scanners,
+                                   self.expected, scratch)
             runner.stopped = self.stopped
 
             def run_one(job: Job, slot: int) -> Outcome | None:

@@ -6,7 +6,11 @@ actor unpacks them into a private temporary folder on its node, checks them (eve
 sha256, the suite's content hash, the reliabench and Python versions, the sandbox backend and
 the agents' environment variables) and refuses to start with a one-line error naming what
 differs. Nothing has to be copied to the nodes by hand; reliabench (with the extras the run
-uses) and bubblewrap must be installed on each.
+uses) and bubblewrap must be installed on each. Container images are not shipped: each actor
+prepares every task's environment on its node (``backend.prepare``: the image there, read by
+its digest) and refuses to take any rollout, in one line naming the image, when the node does
+not have the image the driver prepared, by digest -- no rollout of such a node is run or
+scored.
 
 Actors are spread over the cluster's nodes (soft node affinity, as many per node as it has
 CPUs) and restarted by Ray on another node when theirs dies. A rollout whose actor died is
@@ -26,7 +30,7 @@ import platform
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -34,6 +38,7 @@ from typing import Any
 from reliabench.errors import (
     InvalidArgumentError,
     MissingExtraError,
+    PreflightError,
     ReliabenchError,
     SandboxError,
     UsageError,
@@ -41,6 +46,7 @@ from reliabench.errors import (
 )
 from reliabench.meta_keys import RAY_ATTEMPTS, RAY_NODE, RAY_NODE_ID
 from reliabench.records import TestOutcome
+from reliabench.run.environments import TaskEnvironment
 from reliabench.run.executors.context import ExecutionContext
 from reliabench.run.executors.ray_bundle import BundleManifest, pack_run_bundle, unpack_run_bundle
 from reliabench.run.plan import Job
@@ -48,8 +54,9 @@ from reliabench.run.rollout import Outcome, RolloutRunner
 from reliabench.run.settings import RunSettings
 from reliabench.tasks.suite import Suite
 
-__all__ = ["MAX_ATTEMPTS", "RAY_EXECUTOR", "RESTART_WAIT_S", "RayExecutor", "RayInputs",
-           "RayRolloutWorker", "WorkerSpec", "WorkerStatus", "run_ray"]
+__all__ = ["MAX_ATTEMPTS", "RAY_EXECUTOR", "RESTART_WAIT_S", "EnvironmentKey", "RayExecutor", "RayInputs",
+           "RayRolloutWorker", "WorkerSpec", "WorkerStatus", "check_environments", "environment_keys",
+           "run_ray"]
 
 MAX_ATTEMPTS = 3
 """Submissions of one rollout whose actor died before it is left for a resume."""
@@ -74,6 +81,47 @@ def _versions() -> dict[str, str]:
 
 
 @dataclass(frozen=True, slots=True)
+class EnvironmentKey:
+    """Where a task runs, as a node must reproduce it: the backend and the image's digest.
+
+    Attributes:
+        backend: The backend's name.
+        image: The image reference (None on the host).
+        digest: The image's digest (None on the host).
+    """
+
+    backend: str
+    image: str | None = None
+    digest: str | None = None
+
+
+def environment_keys(environments: Mapping[str, TaskEnvironment]) -> dict[str, EnvironmentKey]:
+    """What each task's environment is, to compare across nodes."""
+    out = {}
+    for task_id, where in environments.items():
+        image = where.prepared.image
+        out[task_id] = EnvironmentKey(where.backend.name, image.reference if image else None,
+                                      image.digest if image else None)
+    return out
+
+
+def check_environments(here: Mapping[str, EnvironmentKey],
+                       driver: Mapping[str, EnvironmentKey]) -> str | None:
+    """Why this node cannot run the driver's tasks as the driver prepared them (one line), or None."""
+    for task_id, want in sorted(driver.items()):
+        got = here.get(task_id)
+        if got is None:  # pragma: no cover - both sides prepare the same tasks
+            return f"task {task_id} was not prepared here"
+        if got.backend != want.backend:
+            return (f"task {task_id}: the sandbox backend here is {got.backend!r}, the driver's "
+                    f"{want.backend!r}: install the same on every node")
+        if want.digest is not None and got.digest != want.digest:
+            return (f"task {task_id}: image {want.image} is {got.digest} here, the driver's is "
+                    f"{want.digest}: load the same image on every node")
+    return None
+
+
+@dataclass(frozen=True, slots=True)
 class RayInputs:
     """What the driver hands the Ray executor besides the jobs and the settings.
 
@@ -81,13 +129,14 @@ class RayInputs:
         suite: The run's suite (shipped to the nodes).
         agents_file: The agents file the run's agents come from (shipped with its files).
         expected: Each task's expected hidden-test outcomes (computed once, on the driver).
-        isolation: The sandbox backend's name on the driver; every node must use the same.
+        environments: Task id -> where it runs on the driver (:func:`environment_keys`);
+            every node must give each task the same backend and image digest.
     """
 
     suite: Suite
     agents_file: Path
     expected: dict[str, tuple[TestOutcome, ...]]
-    isolation: str
+    environments: dict[str, EnvironmentKey]
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,7 +149,7 @@ class WorkerSpec:
     manifest: BundleManifest
     settings: RunSettings
     expected: dict[str, tuple[TestOutcome, ...]]
-    isolation: str
+    environments: dict[str, EnvironmentKey]
     versions: dict[str, str]
 
 
@@ -149,10 +198,10 @@ class RayRolloutWorker:
     def _setup(self, spec: WorkerSpec, data: bytes) -> None:
         from reliabench.agents.config import load_agents
         from reliabench.agents.preflight import check_agents
-        from reliabench.sandbox import get_backend
+        from reliabench.run.environments import task_environments
+        from reliabench.run.test_paths import TestPaths
         from reliabench.scanners import get_scanner
         from reliabench.tasks.suite import load_suite
-        from reliabench.warm.hidden import open_test_workers
 
         here = _versions()
         if here != spec.versions:
@@ -176,19 +225,23 @@ class RayRolloutWorker:
         if problems:
             raise UsageError(f"{problems[0].message} (workers see the environment of the `ray start` "
                              "that started their node: set it there)")
-        backend = get_backend(spec.settings.sandbox)
-        if backend.name != spec.isolation:
-            raise SandboxError(f"the sandbox backend here is {backend.name!r}, the driver's "
-                               f"{spec.isolation!r}: install the same (bubblewrap) on every node")
+        tasks = [suite.task(t) for t in sorted(spec.environments)]
+        try:
+            environments = task_environments(spec.settings.sandbox, tasks)
+        except PreflightError as exc:  # an image the driver has and this node has not, a runtime
+            raise SandboxError(str(exc)) from None
+        problem = check_environments(environment_keys(environments), spec.environments)
+        if problem is not None:
+            raise SandboxError(problem)
         self.agents = {a.name: a for a in agents}
         self.suite = suite
         scratch = self.root / "scratch"
         scratch.mkdir()
         os.chmod(self.root, 0o711)
         os.chmod(scratch, 0o711)
-        self.runner = RolloutRunner(spec.settings, backend,
+        self.runner = RolloutRunner(spec.settings, environments, TestPaths.open(spec.settings.test_workers),
                                     [get_scanner(n) for n in spec.settings.scanners], spec.expected,
-                                    scratch, open_test_workers(spec.settings.test_workers))
+                                    scratch)
 
     def ready(self) -> WorkerStatus:
         """Where this actor runs, and why it cannot run rollouts (None: it can)."""
@@ -208,9 +261,9 @@ class RayRolloutWorker:
 
     def close(self) -> None:
         """Close the warm test workers and remove the unpacked files and the scratch folder."""
-        if self.runner is not None and self.runner.warm is not None:
+        if self.runner is not None:
             with contextlib.suppress(Exception):
-                self.runner.warm.close()
+                self.runner.paths.close()
         if self.root is not None:
             from reliabench.files.untrusted import remove_tree
 
@@ -301,11 +354,10 @@ class RayExecutor:
         """
         if context.agents_file is None:
             raise InvalidArgumentError("executor='ray' needs agents_file (it is shipped to the workers)")
-        if context.warm is not None:
-            context.warm.close()  # each Ray actor opens its own
+        context.paths.close()  # each Ray actor opens its own warm workers
         run_ray(jobs, context.settings,
                 RayInputs(context.suite, Path(context.agents_file), context.expected,
-                          context.backend.name),
+                          environment_keys(context.environments)),
                 context.record, context.stop)
 
 
@@ -330,7 +382,7 @@ def run_ray(jobs: Iterable[Job], settings: RunSettings, inputs: RayInputs,
     except ImportError:
         raise MissingExtraError("ray", "the Ray executor (--executor ray)") from None
     bundle = pack_run_bundle(inputs.suite, inputs.agents_file, settings.agents_config_hash)
-    spec = WorkerSpec(bundle.manifest, settings, inputs.expected, inputs.isolation, _versions())
+    spec = WorkerSpec(bundle.manifest, settings, inputs.expected, inputs.environments, _versions())
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
     os.environ.setdefault("RAY_AUTH_MODE", "disabled")
     started = not ray.is_initialized()
