@@ -42,7 +42,9 @@ from reliabench.sandbox.containers import (
     ContainerBackend,
     ContainerEnvironment,
     _bad_workdir,
+    _exited,
     _extract_bounded,
+    _ns_pids,
     _write_tar,
     owner_alive,
     owner_token,
@@ -131,6 +133,23 @@ def test_owner_token_names_a_live_process_and_no_other() -> None:
     proc.wait()
     assert not owner_alive(dead)
     assert not owner_alive("garbage") and not owner_alive("x:1:2")
+
+
+def test_a_zombie_is_no_live_process_of_its_namespace() -> None:
+    """A process that exited and was not reaped is left out (the kill loop cannot kill it)."""
+    own_ns = os.readlink("/proc/self/ns/pid")
+    proc = subprocess.Popen([sys.executable, "-c", "pass"])
+    try:
+        deadline = time.monotonic() + 30
+        while not _exited(proc.pid):
+            assert time.monotonic() < deadline, "the child did not exit"
+            time.sleep(0.01)
+        assert proc.pid not in _ns_pids(own_ns)  # a zombie now: not reaped yet
+        assert os.getpid() in _ns_pids(own_ns)
+        assert not _exited(os.getpid())
+    finally:
+        proc.wait()
+    assert _exited(proc.pid)  # gone
 
 
 @pytest.mark.parametrize(("workdir", "why"), [

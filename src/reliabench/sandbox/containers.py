@@ -254,11 +254,28 @@ def _pid_ns(pid: int) -> str | None:
         return None
 
 
+def _exited(pid: int) -> bool:
+    """Whether ``pid`` has exited and only waits to be reaped (a zombie), or is gone.
+
+    A process of an ``exec`` whose runtime helper died (the client killed on a limit) is
+    reparented outside the container, to the host's nearest reaper; where that reaper does
+    not reap (a machine whose pid 1 is no init), it stays a zombie for good. A zombie runs
+    nothing, holds no file and cannot be killed: it is not a live process of the container.
+    """
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            stat = fh.read()
+    except OSError:
+        return True
+    state = stat[stat.rfind(b")") + 2:][:1]
+    return state in (b"Z", b"X", b"x")
+
+
 def _ns_pids(ns: str) -> set[int]:
-    """Host pids of the live processes in the pid namespace ``ns``."""
+    """Host pids of the live processes in the pid namespace ``ns`` (zombies left out: :func:`_exited`)."""
     found: set[int] = set()
     for entry in os.scandir("/proc"):
-        if entry.name.isdigit() and _pid_ns(int(entry.name)) == ns:
+        if entry.name.isdigit() and _pid_ns(int(entry.name)) == ns and not _exited(int(entry.name)):
             found.add(int(entry.name))
     return found
 
