@@ -489,6 +489,14 @@ class ContainerBackend:
             self._ready_at = time.monotonic()
         return why
 
+    def unavailable(self) -> str | None:
+        """Why the runtime cannot run containers here (one line with the fix), or None.
+
+        Installed, reliabench as root, catatonit there, the runtime answering (asked at most
+        every few seconds): what ``--sandbox auto`` asks before it picks a runtime.
+        """
+        return self._why_not_here()
+
     def refuse(self, spec: EnvironmentSpec) -> str | None:
         """Why this backend cannot run ``spec`` (one line with the fix), or None.
 
