@@ -29,9 +29,10 @@ DEAD = "unix:///nonexistent/reliabench-test/docker.sock"
 
 
 def test_the_containment_self_check_runs_and_gives_the_documented_table() -> None:
+    """Every check in an environment of an image task (the workspace at /workspace, as runs give it)."""
     backend = container_backend_or_skip("docker")
-    report = check_backend(backend, slot=SLOTS["docker"])
-    assert report.python == "/usr/bin/python3"
+    report = check_backend(backend, slot=SLOTS["docker"], spec=EnvironmentSpec(image=DEFAULT_TEST_IMAGE))
+    assert report.python == "python3"
     assert {r.check: r.status for r in report.results} == documented_selfcheck("docker"), \
         [r for r in report.results if r.status != "passed"]
 
