@@ -195,7 +195,8 @@ def _assert_complete(out: Path, tasks: tuple[str, ...] = HANDOVERS, n: int = N) 
 
 @dataclass
 class Killed:
-    """What a ``kill -9``'d run left: its owner token, its containers and their channel and private folders."""
+    """What a ``kill -9``'d run left: its owner token, its containers, their channel folders, the folders
+    named after it (its private folder, channel folders)."""
 
     token: str
     records: dict[tuple[str, str, int], str]
@@ -236,7 +237,8 @@ def _kill_during_agent(args: list[str], log: Path, backend: ContainerBackend, ou
     assert left, "the kill left no container: nothing for the resume to sweep"
     channels = [Path(_labels(backend, c)["org.reliabench.channel"]) for c in left]
     assert all(c.is_dir() for c in channels), channels
-    private = [p for p in Path("/tmp").glob(f"rb-{backend.runtime}-{proc.pid}-*") if p.is_dir()]
+    private = [p for kind in (backend.runtime, "chan") for p in Path("/tmp").glob(f"rb-{kind}-{proc.pid}-*")]
+    assert private, "no folder named after the killed run"
     return Killed(token, _recorded(out), left, channels, private)
 
 
