@@ -12,6 +12,12 @@ reliabench's test image (``reliabench/python3-pytest:bookworm``, built by
   with every limit of docs/containers.md, the slot lock, the lent workspace, the channel folder),
   the same pytest command through ``exec``, then ``close`` (the container removed);
 * ``environment: start+close``: the same without the command (the per-environment cost);
+* ``hidden tests of one rollout``: what the test phase of a rollout of an image task costs on
+  the container path -- the runner's fresh pytest path (:class:`~reliabench.hidden_tests.fresh.FreshPytest`:
+  the tests staged, the outcome socket in the channel folder, a container with the staged tests
+  mounted, pytest with the outcome plugin, the container removed, the outcomes judged against
+  the expected tests); a replay agent's rollout pays this plus the host's scan and record, a
+  command agent's one more environment for its own phase;
 * ``exec in a running environment``: only ``exec`` of the pytest command (the per-command
   cost: what each further command of a rollout pays), next to ``RUNTIME exec`` of the same
   command in a plain running container, and ``exec`` of ``true`` next to ``RUNTIME exec ... true``.
@@ -40,6 +46,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 from reliabench.files.untrusted import remove_tree
+from reliabench.hidden_tests.fresh import FreshPytest
+from reliabench.hidden_tests.judging import judge_hidden_tests
+from reliabench.hidden_tests.layer import fresh_open_at
 from reliabench.sandbox.base import Limits
 from reliabench.sandbox.containers import DEFAULT_TEST_IMAGE, ContainerBackend
 from reliabench.sandbox.docker import DockerBackend
@@ -109,10 +118,22 @@ def variants(backend: ContainerBackend, ws: Path,
     def environment_only() -> None:
         backend.start(prepared, workspace=ws, slot=slot).close()
 
+    open_at = fresh_open_at(backend, prepared, slot=slot, limits=limits)
+    expected = [f"test_add.py::test_add_{i}" for i in range(5)]
+
+    def hidden_tests() -> None:
+        raw = FreshPytest().raw_runner(lambda mounts: open_at(ws, mounts), ws / "tests", slot=slot,
+                                       limits=limits, open_at=open_at)
+        run = judge_hidden_tests(raw, workspace=ws, tests_dir=ws / "tests", expected=expected,
+                                 wall_s=limits.wall_s)
+        if [o.outcome for o in run.outcomes] != ["passed"] * 5:
+            raise SystemExit(f"hidden tests failed: {run.reason}")
+
     timed: dict[str, Callable[[], None]] = {
         "run --rm (yardstick)": run_rm,
         "environment: start+exec+close": environment_rollout,
         "environment: start+close": environment_only,
+        "hidden tests of one rollout (fresh pytest path)": hidden_tests,
     }
     if not with_running:
         return timed, lambda: None

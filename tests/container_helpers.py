@@ -93,3 +93,83 @@ def documented_selfcheck(backend: str) -> dict[str, str]:
         cells = [c.strip() for c in line.strip("|").split("|")]
         table[cells[0].strip("`")] = {"pass": "passed", "fail": "failed"}[cells[column]]
     return table
+
+
+class SocketProxy:
+    """A Unix socket at ``path`` that forwards every connection to ``upstream`` until :meth:`cut`.
+
+    Put in front of a Docker daemon's socket (``DOCKER_HOST=unix://PATH``), :meth:`cut` is
+    what a client sees when the daemon dies: every open connection drops (an attached
+    ``docker exec`` mid-stream among them) and new ones are refused. The daemon itself, shared
+    with whatever else runs on this host, is left alone.
+    """
+
+    def __init__(self, path: Path, upstream: str) -> None:
+        import socket
+        import threading
+
+        self.path, self.upstream = path, upstream
+        self._conns: list[socket.socket] = []
+        self._lock = threading.Lock()
+        self._cut = False
+        self._listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self._listener.bind(str(path))
+        os.chmod(path, 0o600)
+        self._listener.listen(128)
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    @property
+    def address(self) -> str:
+        """The ``DOCKER_HOST`` of the proxy."""
+        return f"unix://{self.path}"
+
+    def _accept(self) -> None:
+        import socket
+        import threading
+
+        while True:
+            try:
+                conn, _ = self._listener.accept()
+            except OSError:
+                return
+            up = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            try:
+                up.connect(self.upstream)
+            except OSError:
+                conn.close()
+                up.close()
+                continue
+            with self._lock:
+                if self._cut:
+                    conn.close()
+                    up.close()
+                    return
+                self._conns += [conn, up]
+            for a, b in ((conn, up), (up, conn)):
+                threading.Thread(target=self._pump, args=(a, b), daemon=True).start()
+
+    @staticmethod
+    def _pump(a: Any, b: Any) -> None:
+        try:
+            while data := a.recv(65536):
+                b.sendall(data)
+            b.shutdown(1)  # SHUT_WR: the other side's end of stream
+        except OSError:
+            return
+
+    def cut(self) -> None:
+        """Refuse new connections and drop every open one (idempotent)."""
+        import socket
+
+        with self._lock:
+            if self._cut:
+                return
+            self._cut = True
+            conns, self._conns = self._conns, []
+        self._listener.close()
+        with contextlib.suppress(OSError):
+            os.unlink(self.path)
+        for conn in conns:
+            with contextlib.suppress(OSError):
+                conn.shutdown(socket.SHUT_RDWR)
+            conn.close()

@@ -144,12 +144,71 @@ class HiddenTestPath:
         return collect_hidden_tests(workspace, tests_dir, backend=self.backend, python=self.python, **kw)
 
 
+@dataclass(frozen=True)
+class ContainerTestPath(HiddenTestPath):
+    """Hidden tests in a container of an image task: a fresh container of the test image per run.
+
+    What a run of an ``[environment] image = ...`` task does (the runner's fresh path): the
+    workspace bind-mounted at ``/workspace``, the staged tests mounted read-only, the outcome
+    socket in the channel folder at ``/run/reliabench``, the image's ``python3``; a control
+    run on the starter starts a container of its own. ``mounts`` are shown in every container
+    of the run besides (a harness wrapper the test brings, never the agent's).
+    """
+
+    prepared: Any = None
+
+    def run(self, workspace: Path, tests_dir: Path, *, mounts: tuple[Any, ...] = (), python: str | None = None,
+            **kw: Any) -> HiddenTestRun:
+        """Run the hidden tests of ``tests_dir`` on ``workspace`` in containers of the image."""
+        from reliabench.hidden_tests.fresh import FreshPytest
+        from reliabench.hidden_tests.judging import judge_hidden_tests
+        from reliabench.hidden_tests.layer import fresh_open_at
+        from reliabench.sandbox import Limits
+
+        kw.pop("test_runner", None)
+        limits, slot = kw.pop("limits", None) or Limits(), kw.pop("slot", 0)
+        start = fresh_open_at(self.backend, self.prepared, slot=slot, limits=limits)
+
+        def open_at(ws: Path, more: Any) -> Any:
+            return start(ws, [*more, *mounts])
+
+        raw = FreshPytest(python or self.python).raw_runner(lambda more: open_at(Path(workspace), more),
+                                                            Path(tests_dir), slot=slot, limits=limits,
+                                                            open_at=open_at)
+        return judge_hidden_tests(raw, workspace=Path(workspace), tests_dir=Path(tests_dir), wall_s=limits.wall_s,
+                                  expected=kw.pop("expected", None), **kw)
+
+    def collect(self, workspace: Path, tests_dir: Path, **kw: Any) -> tuple[Any, ...]:
+        """Collect the hidden tests of ``tests_dir`` on ``workspace`` in a container of the image."""
+        from reliabench.hidden_tests.fresh import FreshPytest
+        from reliabench.hidden_tests.judging import collected_tests
+        from reliabench.hidden_tests.layer import fresh_opener
+        from reliabench.sandbox import Limits
+
+        limits, slot = kw.pop("limits", None) or Limits(), kw.pop("slot", 0)
+        opener = fresh_opener(self.backend, self.prepared, Path(workspace), slot=slot, limits=limits)
+        raw = FreshPytest(self.python).raw_runner(opener, Path(tests_dir), slot=slot, limits=limits)
+        return collected_tests(raw(None, collect_only=True, expected=None, order_seed=None), Path(tests_dir))
+
+
 HIDDEN_TEST_PATHS: tuple[str, ...] = ("bubblewrap", "namespaces", "none", "warm")
-"""The ids of the paths; ``hidden_test_path_or_skip`` builds one (``warm``: warm test workers)."""
+"""The ids of the host paths; ``hidden_test_path_or_skip`` builds one (``warm``: warm test workers)."""
+
+CONTAINER_TEST_PATHS: tuple[str, ...] = ("podman", "docker")
+"""The container paths: the tests of an image task (the test image) on each runtime."""
 
 
 def hidden_test_path_or_skip(name: str, slot: int) -> HiddenTestPath:
-    """The named hidden-test path for ``slot``, or skip when it cannot work on this host."""
+    """The named hidden-test path for ``slot``, or skip when it cannot work on this host (fail in CI)."""
+    if name in CONTAINER_TEST_PATHS:
+        from container_helpers import container_backend_or_skip
+
+        from reliabench.sandbox.containers import DEFAULT_TEST_IMAGE
+        from reliabench.sandbox.environment import EnvironmentSpec
+
+        backend = container_backend_or_skip(name)
+        return ContainerTestPath(name, backend, "python3",
+                                 prepared=backend.prepare(EnvironmentSpec(image=DEFAULT_TEST_IMAGE)))
     if name == "warm":
         worker = warm_or_skip("tests")
         return HiddenTestPath(name, backend_or_skip("auto"), sys.executable, worker)

@@ -4,7 +4,8 @@ The review ran 30 attack classes as an agent gaming the benchmark would. Besides
 findings it listed classes that were already contained; those without a test of their own get
 one here, each run as a real rollout's hidden tests on every execution path where the class
 applies (``sandbox_helpers.HIDDEN_TEST_PATHS``: bubblewrap, namespaces, warm; ``none`` contains
-nothing and is left out where the class is about isolation):
+nothing and is left out where the class is about isolation; and the tests of an image task in
+podman and docker containers, ``CONTAINER_TEST_PATHS``):
 
 - a fake ``pytest11`` entry point (a ``.dist-info`` folder in the workspace);
 - ``sitecustomize.py``, ``usercustomize.py`` and ``.pth`` files in the workspace;
@@ -27,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from sandbox_helpers import HIDDEN_TEST_PATHS, HiddenTestPath, hidden_test_path_or_skip
+from sandbox_helpers import CONTAINER_TEST_PATHS, HIDDEN_TEST_PATHS, HiddenTestPath, hidden_test_path_or_skip
 
 from reliabench.hidden_tests.fresh import HiddenTestRun
 from reliabench.records import TestOutcome
@@ -48,7 +49,7 @@ TESTS = textwrap.dedent("""
 """)
 NAMES = ("test_adder.py::test_small", "test_adder.py::test_zero")
 # the warm path twice: pytest in the fork, and the lean runner of `test_runner = "plain"`
-PATHS = (*HIDDEN_TEST_PATHS, "warm-plain")
+PATHS = (*HIDDEN_TEST_PATHS, "warm-plain", *CONTAINER_TEST_PATHS)
 ISOLATING_PATHS = tuple(p for p in PATHS if p != "none")
 
 
@@ -281,10 +282,17 @@ ZOO = {
 }
 
 
+# the zoo is judged inside the pytest process, the same on every path: the containers run the two
+# exceptions that end the interpreter cleanly (exit status 0 and 2), not all seven
+ZOO_CASES = [(p, exc) for p in PATHS if p not in CONTAINER_TEST_PATHS for exc in sorted(ZOO)] + [
+    (p, exc) for p in CONTAINER_TEST_PATHS for exc in ("KeyboardInterrupt", "SystemExit-0")]
+
+
 @pytest.mark.parametrize("where", ["call", "import"])
-@pytest.mark.parametrize("exc", sorted(ZOO))
-def test_the_baseexception_zoo_is_a_failure_of_the_rollout(test_path: Path_, base: Path,
+@pytest.mark.parametrize(("path_name", "exc"), ZOO_CASES)
+def test_the_baseexception_zoo_is_a_failure_of_the_rollout(path_name: str, base: Path,
                                                            exc: str, where: str) -> None:
+    test_path = _path(path_name)
     if where == "call":
         solution = f"def add(a, b):\n    raise {ZOO[exc]}\n"
     else:

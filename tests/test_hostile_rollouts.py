@@ -3,7 +3,10 @@
 Each class of the hostile-input review (issue 10) with the cases seen and their neighbours:
 exceptions inside one rollout, agent-caused conditions that must be failures and never
 ``infra_error``, host-side reads of the agent's files, bounded resources, names, bad input.
-Hidden-test runs are parametrised over ``sandbox_helpers.HIDDEN_TEST_PATHS``.
+Hidden-test runs are parametrised over ``sandbox_helpers.HIDDEN_TEST_PATHS`` and the container
+paths (``CONTAINER_TEST_PATHS``: the tests of an image task in a podman or docker container of
+the test image); the runs through the runner take the container backends too, with the suite's
+task declaring the test image. What stays host-only says why where it is.
 """
 
 from __future__ import annotations
@@ -21,8 +24,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from container_helpers import container_backend_or_skip
 from sandbox_helpers import (
+    CONTAINER_TEST_PATHS,
     HIDDEN_TEST_PATHS,
+    ContainerTestPath,
     HiddenTestPath,
     backend_or_skip,
     deep_chain,
@@ -43,6 +49,8 @@ from reliabench.run import artifacts, rollout
 from reliabench.run.artifacts import ArtifactBudget, StoredArtifacts
 from reliabench.run.runner import RunSettings, run_suite
 from reliabench.sandbox import Limits
+from reliabench.sandbox.containers import DEFAULT_TEST_IMAGE
+from reliabench.sandbox.environment import Mount
 from reliabench.scanners.rescan import plan_rebuild
 from reliabench.store import RunStore
 from reliabench.tasks.suite import load_suite
@@ -64,7 +72,7 @@ SECRET = "host-secret-7f3a [tool.pytest.ini_options]"
 
 
 
-@pytest.fixture(params=HIDDEN_TEST_PATHS)
+@pytest.fixture(params=(*HIDDEN_TEST_PATHS, *CONTAINER_TEST_PATHS))
 def test_path(request: pytest.FixtureRequest) -> HiddenTestPath:
     return hidden_test_path_or_skip(request.param, SLOT)
 
@@ -179,7 +187,7 @@ LURKER = """
 import glob, socket, time
 end = time.time() + 60
 while time.time() < end:
-    for path in glob.glob("/tmp/rb-chan-*/channel/outcome-*.sock"):
+    for path in glob.glob("/tmp/rb-chan-*/channel/outcome-*.sock") + glob.glob("/run/reliabench/outcome-*.sock"):
         s = socket.socket(socket.AF_UNIX)
         try:
             s.connect(path)
@@ -198,21 +206,34 @@ subprocess.Popen([sys.executable, sys.argv[1]], start_new_session=True,
 """
 
 
-@pytest.mark.parametrize("sandbox", ["bubblewrap", "namespaces"])
+@pytest.mark.parametrize("sandbox", ["bubblewrap", "namespaces", "podman-fresh", "podman-same", "docker-fresh",
+                                     "docker-same"])
 def test_a_process_left_by_the_agent_phase_cannot_reach_the_tests_socket(base: Path, sandbox: str) -> None:
-    """An agent leaves a setsid() process that waits for the tests' outcome socket to appear."""
-    backend = backend_or_skip(sandbox)
-    fresh_harness_or_skip(backend)
+    """An agent leaves a setsid() process that waits for the tests' outcome socket to appear.
+
+    In a container (``tests = "same"``) the lurker lives in the very container the tests then
+    run in, so only ``stop_processes`` between the phases keeps it from taking the socket's one
+    connection (and the key); with ``tests = "fresh"`` its container is gone.
+    """
+    sandbox, _, handover = sandbox.partition("-")
+    environment = ""
+    if handover:
+        container_backend_or_skip(sandbox)
+        python = "/usr/bin/python3"
+        environment = f'[environment]\nimage = "{DEFAULT_TEST_IMAGE}"\ntests = "{handover}"\n'
+    else:
+        backend = backend_or_skip(sandbox)
+        fresh_harness_or_skip(backend)
+        python = python_for(backend, SLOT)
     os.chmod(base, 0o755)
     lurker, spawner = base / "lurker.py", base / "spawner.py"
     lurker.write_text(LURKER)
     spawner.write_text(SPAWNER)
     for f in (lurker, spawner):
         os.chmod(f, 0o644)
-    python = python_for(backend, SLOT)
     agent = CommandAgent("lurker", [python, str(spawner), str(lurker)], readonly=[lurker, spawner],
                          sandbox=sandbox)
-    suite = load_suite(_suite(base))
+    suite = load_suite(_suite(base, environment))
     settings = RunSettings(n=1, sandbox=sandbox, scanners=("bandit",), limits=LIMITS, test_workers="fresh")
     run_suite(suite, [agent], base / "run", settings)
     with RunStore.open_existing(base / "run", readonly=True) as store:
@@ -236,24 +257,32 @@ def _gatekeeper(base: Path, python: str) -> str:
     return str(script)
 
 
-@pytest.mark.parametrize("name", ["bubblewrap", "namespaces"])
+def _run_with_python(path: HiddenTestPath, base: Path, ws: Path, tests: Path, starter: Path,
+                     python: str) -> Any:
+    """The hidden tests run by ``python`` (a wrapper of the test's own, mounted read-only in a container)."""
+    if isinstance(path, ContainerTestPath):
+        return path.run(ws, tests, expected=_expected(), limits=LIMITS, slot=SLOT, starter=starter,
+                        python=python, mounts=(Mount(Path(python)),) if python.startswith(str(base)) else ())
+    return run_hidden_tests(ws, tests, expected=_expected(), backend=path.backend, limits=LIMITS,
+                            slot=SLOT, python=python, starter=starter)
+
+
+@pytest.mark.parametrize("name", ["bubblewrap", "namespaces", *CONTAINER_TEST_PATHS])
 def test_missing_start_line_caused_by_the_workspace_is_a_failure(base: Path, name: str) -> None:
     path = hidden_test_path_or_skip(name, SLOT)
     starter, ws, tests = _task(base, GOOD)
     (ws / "BREAK_HARNESS").write_text("")
-    run = run_hidden_tests(ws, tests, expected=_expected(), backend=path.backend, limits=LIMITS,
-                           slot=SLOT, python=_gatekeeper(base, path.python), starter=starter)
+    run = _run_with_python(path, base, ws, tests, starter, _gatekeeper(base, path.python))
     assert run.status == "completed"
     assert "starts on the starter workspace" in (run.reason or "")
     assert all(o.outcome == "failed" for o in run.outcomes)
 
 
-@pytest.mark.parametrize("name", ["bubblewrap", "namespaces"])
+@pytest.mark.parametrize("name", ["bubblewrap", "namespaces", *CONTAINER_TEST_PATHS])
 def test_a_harness_that_never_starts_is_still_infra(base: Path, name: str) -> None:
     path = hidden_test_path_or_skip(name, SLOT)
     starter, ws, tests = _task(base, GOOD)
-    run = run_hidden_tests(ws, tests, expected=_expected(), backend=path.backend, limits=LIMITS,
-                           slot=SLOT, python="/bin/false", starter=starter)
+    run = _run_with_python(path, base, ws, tests, starter, "/bin/false")
     assert run.status == "test_error"
 
 
@@ -304,8 +333,11 @@ def test_tamper_scan_of_a_deep_tree(base: Path) -> None:
 # ------------------------------------------------------------------------------------------
 
 
-def test_private_tmp_is_bounded_and_counted_against_the_rollout(base: Path) -> None:
-    path = hidden_test_path_or_skip("bubblewrap", SLOT)
+@pytest.mark.parametrize("name", ["bubblewrap", *CONTAINER_TEST_PATHS])
+def test_private_tmp_is_bounded_and_counted_against_the_rollout(base: Path, name: str) -> None:
+    """bubblewrap's /tmp tmpfs (``--size``), a container's (``--tmpfs /tmp:size=``); namespaces
+    has the host's /tmp (guarantee 4)."""
+    path = hidden_test_path_or_skip(name, SLOT)
     starter, ws, tests = _task(base, GOOD)
     (tests / "test_tmp.py").write_text(textwrap.dedent("""
         def test_small_tmp():
@@ -330,9 +362,21 @@ def test_private_tmp_is_bounded_and_counted_against_the_rollout(base: Path) -> N
 # ------------------------------------------------------------------------------------------
 
 
-def _suite(root: Path) -> Path:
-    return write_adder_suite(root, "hostile", TESTS, prompt="Implement add.\n", timeout_s=30,
-                             world_readable=True)
+def _suite(root: Path, environment: str = "") -> Path:
+    suite = write_adder_suite(root, "hostile", TESTS, prompt="Implement add.\n", timeout_s=30,
+                              world_readable=True)
+    toml = suite / "tasks" / "adder" / "task.toml"
+    toml.write_text(toml.read_text() + environment)
+    return suite
+
+
+def _boxed(sandbox: str) -> str:
+    """The ``[environment]`` of the suite's task for ``sandbox``: the test image on a container backend."""
+    if sandbox not in CONTAINER_TEST_PATHS:
+        backend_or_skip(sandbox)
+        return ""
+    container_backend_or_skip(sandbox)
+    return f'[environment]\nimage = "{DEFAULT_TEST_IMAGE}"\n'
 
 
 @dataclass
@@ -372,14 +416,14 @@ def _settings(sandbox: str, n: int = 1) -> RunSettings:
     return RunSettings(n=n, sandbox=sandbox, scanners=("bandit",), limits=LIMITS)
 
 
-@pytest.mark.parametrize("sandbox", ["bubblewrap", "namespaces"])
+@pytest.mark.parametrize("sandbox", ["bubblewrap", "namespaces", *CONTAINER_TEST_PATHS])
 def test_a_hostile_workspace_is_one_recorded_rollout(base: Path, monkeypatch: pytest.MonkeyPatch,
                                                      sandbox: str) -> None:
-    backend_or_skip(sandbox)
+    environment = _boxed(sandbox)
     monkeypatch.setattr(artifacts, "DEFAULT_BUDGET", ArtifactBudget(max_files=50, max_bytes=200_000))
     secret = base / "secret.txt"
     secret.write_text(SECRET)
-    suite = load_suite(_suite(base))
+    suite = load_suite(_suite(base, environment))
     out = base / ("o" * 200) / ("o" * 200) / "run"
     summary = _finishes(lambda: run_suite(suite, [HostileAgent(secret=secret)], out, _settings(sandbox)),
                         timeout=300)
@@ -416,9 +460,9 @@ def test_a_hostile_workspace_is_one_recorded_rollout(base: Path, monkeypatch: py
     assert again.executed == 0
 
 
-@pytest.mark.parametrize("sandbox", ["bubblewrap", "namespaces"])
+@pytest.mark.parametrize("sandbox", ["bubblewrap", "namespaces", *CONTAINER_TEST_PATHS])
 def test_un_chownable_deep_tree_of_a_sandboxed_agent_is_not_infra(base: Path, sandbox: str) -> None:
-    backend_or_skip(sandbox)
+    environment = _boxed(sandbox)
     script = base / "agent.py"
     script.write_text(textwrap.dedent("""\
         import os
@@ -431,9 +475,9 @@ def test_un_chownable_deep_tree_of_a_sandboxed_agent_is_not_infra(base: Path, sa
             fh.write("x = 1\\n")
     """))
     os.chmod(script, 0o644)
-    agent = CommandAgent("deep", [python_for(backend_or_skip(sandbox), SLOT), str(script)],
-                         sandbox=sandbox, readonly=(script,), timeout_s=60)
-    suite = load_suite(_suite(base))
+    python = "/usr/bin/python3" if environment else python_for(backend_or_skip(sandbox), SLOT)
+    agent = CommandAgent("deep", [python, str(script)], sandbox=sandbox, readonly=(script,), timeout_s=60)
+    suite = load_suite(_suite(base, environment))
     summary = run_suite(suite, [agent], base / "run", _settings(sandbox))
     with RunStore.open_existing(base / "run", readonly=True) as store:
         (r,) = store.rollouts()

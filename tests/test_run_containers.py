@@ -1,9 +1,10 @@
 """Tasks in a container image, run end to end on the real podman and docker backends.
 
 The runner's side of the contract is tested on a fake backend in tests/test_run_environments.py;
-here the same runs go through reliabench's own container backends (the test image of
-scripts/containers/images.sh): a replay agent's rollouts get the verdicts a bubblewrap run of
-the same suite on the host gives, rollout by rollout, records carry the image and its digest,
+here the same runs go through reliabench's own container backends: a suite whose tasks declare
+the test image of scripts/containers/images.sh and a Dockerfile of the suite's own runs -n 5
+with a replay agent under podman and under docker and gets the verdicts a bubblewrap run of the
+same tasks on the host gives, rollout by rollout; records carry the image and its digest,
 and a command agent runs in the image, reports its usage through the channel folder and, with
 ``tests = "same"``, hands its machine to the tests.
 """
@@ -12,7 +13,9 @@ from __future__ import annotations
 
 import json
 import os
+import tempfile
 import textwrap
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -21,6 +24,7 @@ from sandbox_helpers import backend_or_skip
 from suite_helpers import write_adder_suite
 
 from reliabench.agents.config import load_agents
+from reliabench.files.untrusted import remove_tree
 from reliabench.records import Rollout
 from reliabench.run.runner import RunSettings, run_suite
 from reliabench.sandbox.containers import DEFAULT_TEST_IMAGE
@@ -43,6 +47,17 @@ TESTS = textwrap.dedent("""
 GOOD = "def add(a, b):\n    return a + b\n"
 BUGGY = "def add(a, b):\n    return a + b + (a == 0)\n"
 CRASH = "import os\n\ndef add(a, b):\n    os._exit(0)\n"
+FLAGGED = "def add(a, b):\n    return eval(f'{a} + {b}')\n"  # right, and a Bandit finding (B307)
+FORGER = ("import pytest\n\n@pytest.hookimpl(hookwrapper=True)\ndef pytest_runtest_makereport(item, call):\n"
+          "    outcome = yield\n    outcome.get_result().outcome = 'passed'\n")
+SOLUTIONS = ({"adder.py": GOOD}, {"adder.py": BUGGY}, {"adder.py": CRASH}, {"adder.py": FLAGGED},
+             {"adder.py": BUGGY, "conftest.py": FORGER})
+"""Rollout i of a task writes SOLUTIONS[(i + shift) % 5]: right, wrong, a crash, right with a
+finding, wrong with a conftest that would forge every pass (flagged, never loaded)."""
+BUILT = "FROM reliabench/python3-pytest:bookworm\nRUN mkdir /opt/from-the-suite\n"
+"""The suite's own Dockerfile (built by the runtime with the network off)."""
+TASKS = {"from-image": f'[environment]\nimage = "{DEFAULT_TEST_IMAGE}"\n',
+         "from-dockerfile": '[environment]\ndockerfile = "environment/Dockerfile"\n'}
 
 
 def _suite(root: Path, environment: str = "") -> Path:
@@ -53,33 +68,80 @@ def _suite(root: Path, environment: str = "") -> Path:
     return suite
 
 
+def two_task_suite(root: Path, *, boxed: bool) -> Path:
+    """The image task and the Dockerfile task (``boxed``), or the same tasks on the host."""
+    suite = write_adder_suite(root, "containers", TESTS, task_ids=tuple(TASKS), world_readable=True)
+    for task, environment in TASKS.items():
+        folder = suite / "tasks" / task
+        (folder / "environment").mkdir(mode=0o755)
+        (folder / "environment" / "Dockerfile").write_text(BUILT)
+        if boxed:
+            (folder / "task.toml").write_text((folder / "task.toml").read_text() + environment)
+    for f in suite.rglob("*"):
+        os.chmod(f, 0o755 if f.is_dir() else 0o644)
+    return suite
+
+
+def replay_agent(root: Path, n: int = 5) -> Path:
+    """An agents file with one replay agent: rollout i of each task writes one of SOLUTIONS."""
+    gens = [{"task_id": task, "rollout": i, "files": SOLUTIONS[(i + shift) % len(SOLUTIONS)]}
+            for shift, task in enumerate(TASKS) for i in range(n)]
+    (root / "gens.jsonl").write_text("".join(json.dumps(g) + "\n" for g in gens))
+    (root / "agents.toml").write_text('[[agents]]\nname = "replayed"\nkind = "replay"\npath = "gens.jsonl"\n')
+    return root / "agents.toml"
+
+
+def verdicts(records: list[Rollout]) -> list[tuple[object, ...]]:
+    """What must not depend on where a rollout ran: status, every outcome, findings, tamper flags."""
+    return [(r.key, r.status, r.passes, tuple((t.name, t.outcome) for t in r.tests or ()),
+             tuple(sorted((f.tool, f.rule_id, f.path, f.line) for f in r.findings)),
+             r.tamper_suspected, tuple(r.meta.get("tamper_files") or ())) for r in records]
+
+
 def _records(out: Path) -> list[Rollout]:
     with RunStore.open_existing(out, readonly=True) as store:
         return sorted(store.rollouts(), key=lambda r: r.key)
 
 
+@pytest.fixture(scope="module")
+def on_the_host() -> Iterator[tuple[Path, list[Rollout]]]:
+    """The suite's tasks on the host under bubblewrap, -n 5: the verdicts every container run must give."""
+    backend_or_skip("bubblewrap")
+    root = Path(tempfile.mkdtemp(prefix="rb-test-"))
+    os.chmod(root, 0o755)
+    try:
+        agents = load_agents(replay_agent(root))
+        run_suite(load_suite(two_task_suite(root / "host", boxed=False)), agents, root / "host-run",
+                  RunSettings(n=5, workers=2, sandbox="bubblewrap", test_workers="fresh"))
+        yield root, _records(root / "host-run")
+    finally:
+        remove_tree(root)
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("runtime", RUNTIMES)
-def test_image_tasks_get_the_verdicts_of_the_host(base: Path, runtime: str) -> None:
+def test_an_image_and_a_dockerfile_suite_gets_the_verdicts_of_the_host(on_the_host: tuple[Path, list[Rollout]],
+                                                                       runtime: str) -> None:
+    """Issue 21's acceptance run: -n 5, a replay agent, two workers; rollout by rollout as on the host."""
     container_backend_or_skip(runtime)
-    backend_or_skip("bubblewrap")
-    os.chmod(base, 0o755)
-    gens = [{"task_id": "adder", "rollout": i, "files": {"adder.py": code}}
-            for i, code in enumerate((GOOD, BUGGY, CRASH))]
-    (base / "gens.jsonl").write_text("".join(json.dumps(g) + "\n" for g in gens))
-    (base / "agents.toml").write_text('[[agents]]\nname = "replayed"\nkind = "replay"\npath = "gens.jsonl"\n')
-    agents = load_agents(base / "agents.toml")
-    host = load_suite(_suite(base / "host"))
-    boxed = load_suite(_suite(base / "boxed", f'[environment]\nimage = "{DEFAULT_TEST_IMAGE}"\n'))
-    run_suite(host, agents, base / "host-run", RunSettings(n=3, workers=1, sandbox="bubblewrap",
-                                                            test_workers="fresh"))
-    run_suite(boxed, agents, base / "boxed-run", RunSettings(n=3, workers=1, sandbox=runtime))
-    on_host, in_image = _records(base / "host-run"), _records(base / "boxed-run")
-    assert [(r.key, r.status, r.tests) for r in in_image] == [(r.key, r.status, r.tests) for r in on_host]
-    assert [r.passes for r in in_image] == [True, False, False]
+    root, on_host = on_the_host
+    out = root / f"{runtime}-run"
+    summary = run_suite(load_suite(two_task_suite(root / runtime, boxed=True)), load_agents(root / "agents.toml"),
+                        out, RunSettings(n=5, workers=2, sandbox=runtime))
+    in_image = _records(out)
+    assert summary.executed == 10 and summary.infra_errors == 0
+    assert verdicts(in_image) == verdicts(on_host)
+    # the run is not trivially equal: each kind of solution gave its own verdict, in both tasks
+    right = [(shift, i) for shift, task in enumerate(TASKS) for i in range(5) if (i + shift) % 5 in (0, 3)]
+    assert {(list(TASKS).index(r.task_id), r.rollout) for r in in_image if r.passes} == set(right)
+    assert {f.rule_id for r in in_image for f in r.findings} >= {"B307"}
+    assert sum(r.tamper_suspected for r in in_image) == 2
+    images = {r.task_id: (r.meta["image"], r.meta["image_digest"]) for r in in_image}
+    assert images["from-image"][0] == DEFAULT_TEST_IMAGE
+    assert images["from-dockerfile"][0].startswith("reliabench-build/environment:")
     for r in in_image:
         assert r.isolation == runtime and r.meta["test_path"] == "fresh", r.meta
-        assert r.meta["image"] == DEFAULT_TEST_IMAGE and r.meta["image_digest"].startswith("sha256:")
+        assert r.meta["image_digest"] == images[r.task_id][1] and r.meta["image_digest"].startswith("sha256:")
 
 
 AGENT = textwrap.dedent("""

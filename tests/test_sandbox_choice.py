@@ -54,6 +54,29 @@ def test_auto_without_a_container_runtime_refuses_image_tasks_in_one_line(monkey
                                "(docs/containers.md), or leave such tasks out with --task")
 
 
+def test_auto_passes_over_a_container_runtime_that_does_not_work(monkeypatch: pytest.MonkeyPatch) -> None:
+    """podman not installed (or not answering) and docker set up: image tasks go to docker."""
+
+    class Runtime(NoSandboxBackend):
+        def __init__(self, name: str, why: str | None) -> None:
+            self.name, self.why = name, why
+
+        def unavailable(self) -> str | None:
+            return self.why
+
+    runtimes = {"first": Runtime("first", "first is not installed: apt-get install first"),
+                "second": Runtime("second", None), "third": Runtime("third", "the third does not answer")}
+    monkeypatch.setattr(choice_mod, "get_backend", runtimes.__getitem__)
+    monkeypatch.setattr(choice_mod.SANDBOXES, "find", lambda name: name)
+    monkeypatch.setattr(choice_mod, "CONTAINER_RUNTIMES", ("first", "second"))
+    assert choose_backends("auto", {"b": IMAGE})["b"] is runtimes["second"]
+    monkeypatch.setattr(choice_mod, "CONTAINER_RUNTIMES", ("first", "third"))
+    with pytest.raises(PreflightError) as info:
+        choose_backends("auto", {"b": IMAGE})
+    assert ("no container runtime works here (first is not installed: apt-get install first; the third does "
+            "not answer): install podman or docker") in str(info.value)
+
+
 def test_an_explicit_backend_runs_every_task_and_warm_is_refused() -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)

@@ -35,6 +35,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from reliabench.errors import SandboxError
+from reliabench.files.untrusted import remove_tree
+from reliabench.sandbox import containers as containers_mod
 from reliabench.sandbox.base import Limits
 from reliabench.sandbox.containers import (
     DEFAULT_TEST_IMAGE,
@@ -660,6 +662,19 @@ def test_sweep_removes_what_a_killed_reliabench_left(backend: ContainerBackend) 
         assert backend._private_dir().exists()  # this live process's own stays
         assert container_exists(backend, live.container_id)  # a live reliabench's container stays
         assert live.exec(["true"]).returncode == 0
+
+
+def test_sweep_removes_a_channel_folder_whose_owner_died_before_its_container(backend: ContainerBackend) -> None:
+    """``kill -9`` between making the channel folder and the container: the folder's name says whose it is."""
+    dead = Path(tempfile.mkdtemp(prefix=f"rb-chan-{os.getpid()}-0-"))  # this pid, another start: gone
+    live = Path(tempfile.mkdtemp(prefix=f"rb-chan-{containers_mod._owner_stem()}-"))
+    host = Path(tempfile.mkdtemp(prefix="rb-chan-"))  # a host backend's channel folder (no owner in it)
+    try:
+        backend.sweep()
+        assert not dead.exists() and live.exists() and host.exists()
+    finally:
+        for folder in (dead, live, host):
+            remove_tree(folder)
 
 
 def test_refusals_name_the_fix(backend: ContainerBackend, tmp_path: Path) -> None:

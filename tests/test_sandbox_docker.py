@@ -5,12 +5,15 @@ contract itself is tested on both runtimes in tests/test_sandbox_containers.py."
 from __future__ import annotations
 
 import json
+import threading
 from pathlib import Path
 
 import pytest
 from container_helpers import (
     SLOTS,
+    SocketProxy,
     container_backend_or_skip,
+    container_exists,
     documented_selfcheck,
     started,
     workspace_dir,
@@ -26,9 +29,10 @@ DEAD = "unix:///nonexistent/reliabench-test/docker.sock"
 
 
 def test_the_containment_self_check_runs_and_gives_the_documented_table() -> None:
+    """Every check in an environment of an image task (the workspace at /workspace, as runs give it)."""
     backend = container_backend_or_skip("docker")
-    report = check_backend(backend, slot=SLOTS["docker"])
-    assert report.python == "/usr/bin/python3"
+    report = check_backend(backend, slot=SLOTS["docker"], spec=EnvironmentSpec(image=DEFAULT_TEST_IMAGE))
+    assert report.python == "python3"
     assert {r.check: r.status for r in report.results} == documented_selfcheck("docker"), \
         [r for r in report.results if r.status != "passed"]
 
@@ -73,6 +77,33 @@ def test_a_daemon_lost_mid_run_is_the_harness_failure() -> None:
                 env.exec(["true"])
         finally:
             backend.host = live
+
+
+def test_a_daemon_that_dies_during_a_command_is_the_harness_failure(base: Path) -> None:
+    """The client of a command in flight loses its daemon: exit 255, nothing on stderr.
+
+    That status is also what a command's own ``exit(255)`` gives, so the daemon is asked: gone,
+    the command's result is the harness's failure (``SandboxError``: infra_error), never the
+    command's; alive, the status is the command's own.
+    """
+    live = container_backend_or_skip("docker")
+    proxy = SocketProxy(base / "docker.sock", live.docker_host().removeprefix("unix://"))
+    backend = DockerBackend(host=proxy.address)
+    with workspace_dir() as ws:
+        env = backend.start(backend.prepare(EnvironmentSpec(image=DEFAULT_TEST_IMAGE)), workspace=ws,
+                            slot=SLOTS["docker"])
+        try:
+            assert env.exec(["sh", "-c", "exit 255"]).returncode == 255  # the command's own status
+            threading.Timer(1.0, proxy.cut).start()
+            with pytest.raises(SandboxError, match="does not answer"):
+                env.exec(["sh", "-c", "echo started; sleep 20"])
+            with pytest.raises(SandboxError):
+                env.close()  # it cannot be removed without its daemon: a later sweep does it
+        finally:
+            proxy.cut()
+            env.close()
+            live._remove(env.container_id)
+        assert not container_exists(live, env.container_id)
 
 
 def test_the_users_docker_config_plays_no_part(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

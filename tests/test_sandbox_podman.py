@@ -24,9 +24,10 @@ from reliabench.sandbox.selfcheck import check_backend, check_names, run_selfche
 
 
 def test_the_containment_self_check_runs_and_gives_the_documented_table() -> None:
+    """Every check in an environment of an image task (the workspace at /workspace, as runs give it)."""
     backend = container_backend_or_skip("podman")
-    report = check_backend(backend, slot=SLOTS["podman"])
-    assert report.python == "/usr/bin/python3"  # the image's: this venv's interpreter is not inside
+    report = check_backend(backend, slot=SLOTS["podman"], spec=EnvironmentSpec(image=DEFAULT_TEST_IMAGE))
+    assert report.python == "python3"  # the image's: this venv's interpreter is not inside
     assert {r.check: r.status for r in report.results} == documented_selfcheck("podman"), \
         [r for r in report.results if r.status != "passed"]
     assert set(documented_selfcheck("podman")) == set(check_names())

@@ -9,7 +9,9 @@ from the prepared spec on the workspace; for ``tests = "same"`` the agent's own 
 its processes stopped, the staged tests copied in. :meth:`RolloutEnvironments.close` closes
 whatever is still open. Starting an environment can fail (a dead runtime, a container that
 cannot start): a ``SandboxError``, which the rollout records as ``infra_error`` (retried),
-never as the agent's failure.
+never as the agent's failure. The agent can make the handover of ``tests = "same"`` fail (it
+filled its ``/tmp``, where the tests are copied): that is the rollout's own failure
+(:class:`HandoverError`), never ``infra_error``.
 """
 
 from __future__ import annotations
@@ -18,8 +20,9 @@ import os
 import threading
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Final
 
-from reliabench.errors import SandboxError
+from reliabench.errors import ReliabenchError, SandboxError
 from reliabench.sandbox.base import Limits
 from reliabench.sandbox.choice import TaskEnvironment, choose_backends, prepare_environments
 from reliabench.sandbox.environment import (
@@ -34,6 +37,7 @@ from reliabench.sandbox.rootfs import under
 from reliabench.tasks.suite import Task
 
 __all__ = [
+    "HandoverError",
     "RolloutEnvironments",
     "TaskEnvironment",
     "choose_backends",
@@ -55,6 +59,35 @@ def task_environments(sandbox: str, tasks: Sequence[Task]) -> dict[str, TaskEnvi
 
 def _overlaps(a: str, b: str) -> bool:
     return under(a, b) or under(b, a)
+
+
+class HandoverError(ReliabenchError):
+    """``tests = "same"``: the machine the agent left has no room for the hidden tests.
+
+    Not a :class:`~reliabench.errors.SandboxError`: the agent filled it (its ``/tmp``, say),
+    so the rollout fails (``test_error``, counted in n), never ``infra_error``, which would
+    take it out of n.
+    """
+
+
+_NO_ROOM: Final = ("No space left on device", "Disk quota exceeded")
+
+
+def _no_room_left(env: Environment, exc: SandboxError) -> None:
+    """Raise :class:`HandoverError` when copying the tests in failed for want of room.
+
+    Only when the environment itself still works: otherwise the copy's failure stays the
+    harness's (``SandboxError``).
+    """
+    if not any(marker in str(exc) for marker in _NO_ROOM):
+        return
+    try:
+        healthy = env.exec(["true"], env={}).returncode == 0
+    except SandboxError:
+        return
+    if healthy:
+        raise HandoverError(f"the agent's environment has no room left for the hidden tests ({exc})") \
+            from None
 
 
 class _AgentEnvironment:
@@ -166,10 +199,14 @@ class RolloutEnvironments:
             same = (self.task.environment.tests == "same" and agent_env is not None
                     and agent_env.backend == self.where.backend.name)
             if same and agent_env is not None:
+                self._agent_env = None  # handed over: the tests' runner closes it
                 agent_env.stop_processes()
                 for m in mounts:
-                    agent_env.copy_in(m.source, m.target or os.path.realpath(m.source))
-                self._agent_env = None  # handed over: the tests' runner closes it
+                    try:
+                        agent_env.copy_in(m.source, m.target or os.path.realpath(m.source))
+                    except SandboxError as exc:
+                        _no_room_left(agent_env, exc)
+                        raise
                 return agent_env
         return self.open_at(self.workspace, mounts)
 

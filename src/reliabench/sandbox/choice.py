@@ -4,7 +4,8 @@ Used by a run (:mod:`reliabench.run.runner`), re-tests and ``validate``, keyed b
 
 1. :func:`choose_backends`: ``--sandbox auto`` gives host tasks the strongest host backend that
    works here and tasks with an image or a Dockerfile the first container runtime that works
-   (:data:`~reliabench.sandbox.registry.CONTAINER_RUNTIMES`: podman, then docker); an explicit
+   (:data:`~reliabench.sandbox.registry.CONTAINER_RUNTIMES`: podman, then docker; one that is not
+   installed or does not answer is passed over); an explicit
    ``--sandbox NAME`` runs every task there (a host backend refuses container tasks, a
    container backend host tasks, by name);
 2. :func:`prepare_environments`: every backend sweeps what runs killed before their clean-up
@@ -46,16 +47,26 @@ class TaskEnvironment:
 
 
 def _container_backend() -> tuple[EnvironmentBackend | None, str]:
-    """The first container runtime that works here, or None and why none does."""
+    """The first container runtime that works here, or None and why none does.
+
+    A backend with an ``unavailable()`` method is asked whether its runtime works (installed,
+    answering); a runtime that does not is passed over for the next.
+    """
     reasons = []
     for name in CONTAINER_RUNTIMES:
         if SANDBOXES.find(name) is None:
             reasons.append(f"{name}: not installed")
             continue
         try:
-            return get_backend(name), ""
+            backend = get_backend(name)
         except SandboxError as exc:
             reasons.append(str(exc))
+            continue
+        unavailable = getattr(backend, "unavailable", None)
+        why = unavailable() if callable(unavailable) else None
+        if why is None:
+            return backend, ""
+        reasons.append(str(why))
     return None, "; ".join(reasons)
 
 

@@ -233,6 +233,12 @@ def owner_token(pid: int | None = None) -> str:
     return f"{pid}:{_start_ticks(pid) or 0}:{_boot_id()}"
 
 
+def _owner_stem() -> str:
+    """``PID-TICKS`` of this process, in the names of the folders it makes (see ``_sweep_private_dirs``)."""
+    pid = os.getpid()
+    return f"{pid}-{_start_ticks(pid) or 0}"
+
+
 def owner_alive(token: str) -> bool:
     """Whether the process a :func:`owner_token` names still runs (False for a malformed token)."""
     parts = token.split(":")
@@ -466,8 +472,8 @@ class ContainerBackend:
         """A 0700 folder of this backend for the seccomp profile, env files and stdin."""
         with self._lock:
             if self._private is None or not self._private.is_dir():
-                pid = os.getpid()  # in the name: sweep removes the folders of processes that are gone
-                path = Path(tempfile.mkdtemp(prefix=f"rb-{self.runtime}-{pid}-{_start_ticks(pid) or 0}-"))
+                # the owner in the name: sweep removes the folders of processes that are gone
+                path = Path(tempfile.mkdtemp(prefix=f"rb-{self.runtime}-{_owner_stem()}-"))
                 self._private = path
                 weakref.finalize(self, shutil.rmtree, path, True)
                 atexit.register(shutil.rmtree, path, True)
@@ -505,6 +511,14 @@ class ContainerBackend:
         if why is None:
             self._ready_at = time.monotonic()
         return why
+
+    def unavailable(self) -> str | None:
+        """Why the runtime cannot run containers here (one line with the fix), or None.
+
+        Installed, reliabench as root, catatonit there, the runtime answering (asked at most
+        every few seconds): what ``--sandbox auto`` asks before it picks a runtime.
+        """
+        return self._why_not_here()
 
     def refuse(self, spec: EnvironmentSpec) -> str | None:
         """Why this backend cannot run ``spec`` (one line with the fix), or None.
@@ -602,7 +616,8 @@ class ContainerBackend:
             stack.enter_context(hold_slot(uid))
             if spec.user is None:
                 stack.enter_context(lend_workdir(ws, uid))
-            parent = Path(tempfile.mkdtemp(prefix=_CHANNEL_PREFIX))
+            # the owner in the name: sweep removes it even if the kill came before the container
+            parent = Path(tempfile.mkdtemp(prefix=f"{_CHANNEL_PREFIX}{_owner_stem()}-"))
             stack.callback(remove_tree, parent)
             os.chmod(parent, 0o711)
             channel = parent / "channel"
@@ -771,12 +786,17 @@ class ContainerBackend:
         return removed
 
     def _sweep_private_dirs(self) -> None:
-        """Remove the private folders (:meth:`_private_dir`) of processes that are gone."""
+        """Remove the private folders (:meth:`_private_dir`) and channel folders of processes that are gone.
+
+        Both are named ``rb-KIND-PID-TICKS-RANDOM``; a channel folder whose container was made
+        is also removed with it (:meth:`sweep`), this catches one whose owner died before.
+        """
         with contextlib.suppress(OSError):
             for entry in os.scandir(tempfile.gettempdir()):
                 parts = entry.name.split("-")
-                if (len(parts) == 5 and parts[0] == "rb" and parts[1] == self.runtime and parts[2].isdigit()
-                        and _start_ticks(int(parts[2])) != parts[3] and entry.is_dir(follow_symlinks=False)):
+                if (len(parts) == 5 and parts[0] == "rb" and parts[1] in (self.runtime, "chan")
+                        and parts[2].isdigit() and _start_ticks(int(parts[2])) != parts[3]
+                        and entry.is_dir(follow_symlinks=False)):
                     remove_tree(Path(entry.path))
 
     # ---------------------------------------------------------------- one command (SandboxBackend)

@@ -27,6 +27,7 @@ RELIABENCH_DOCKER_SOCKET: Final = os.path.join(
     os.environ.get("RELIABENCH_DOCKER_RUN", "/run/reliabench-docker"), "docker.sock")
 """The socket of the daemon ``scripts/containers/dockerd.sh start`` runs (``$RELIABENCH_DOCKER_RUN``)."""
 
+_CONNECTION_LOST: Final = 255
 _DAEMON_ERRORS: Final = ("Error response from daemon", "Cannot connect to the Docker daemon",
                          "error during connect")
 
@@ -81,5 +82,9 @@ class DockerBackend(ContainerBackend):
         return [*args, str(context)], {"DOCKER_BUILDKIT": "0"}
 
     def _runtime_failed(self, returncode: int, stderr: str) -> bool:
+        # a client whose connection to the daemon broke mid-command (the daemon died) exits 255
+        # with nothing on stderr, as a command's own exit(255) does: the daemon is asked which
+        if returncode == _CONNECTION_LOST:
+            return True
         tail = output_tail(stderr, 2)
         return returncode in (1, 125, 126, 127) and any(marker in tail for marker in _DAEMON_ERRORS)
