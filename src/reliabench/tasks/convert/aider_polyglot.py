@@ -24,7 +24,10 @@ writes one task per exercise, ``<language>-<exercise>``:
   JUnit XML; Python exercises are ordinary pytest tasks (reliabench's own plugin);
 * the adjustments Aider's harness makes, applied and listed in ``task.toml``
   (``test_command.adjustments``): Java ``@Disabled`` stripped from the tests, JavaScript
-  ``xtest(`` -> ``test(``, Rust ``--include-ignored``, C++ ``-DEXERCISM_RUN_ALL_TESTS=1``.
+  ``xtest(`` -> ``test(``, Rust ``--include-ignored``, C++ ``-DEXERCISM_RUN_ALL_TESTS=1``;
+* the refactoring exercises, whose starter is working code to improve (:data:`STARTER_PASSES`),
+  are tagged ``starter-passes``: ``reliabench validate`` notes that their starter passes
+  instead of calling it a problem.
 
 The toolchains the commands need come from ``make polyglot`` (docs/polyglot.md).
 """
@@ -47,6 +50,7 @@ from reliabench.tasks.convert._common import task_id_for, toml_value, write_suit
 __all__ = [
     "COMMANDS",
     "LANGUAGES",
+    "STARTER_PASSES",
     "AiderPolyglotConverter",
     "Exercise",
     "PolyglotTask",
@@ -56,6 +60,9 @@ __all__ = [
 ]
 
 LANGUAGES: Final = ("cpp", "go", "java", "javascript", "python", "rust")
+STARTER_PASSES: Final = frozenset({"go-ledger", "go-markdown", "java-ledger", "java-tree-building",
+                                   "javascript-ledger"})
+"""Refactoring exercises: the starter is working code to improve, so it passes its tests by design."""
 _DROPPED_DIRS: Final = (".meta", ".docs", ".approaches", ".articles", "gradle")
 _DROPPED_FILES: Final = ("gradlew", "gradlew.bat", "build.gradle")
 _FILE_BYTES: Final = 16 << 20
@@ -462,8 +469,9 @@ def build_task(ex: Exercise, root: Path) -> PolyglotTask:
         extra.append("the tests build with the reference's Cargo.toml (.meta/Cargo-example.toml), whose "
                      "crates the reference needs; an agent's own Cargo.toml is not used, as in Aider's runs")
     workspace = {rel: _adjust(ex, rel, data) for rel, data in files.items() if not _is_test_file(ex, rel)}
+    tags = [ex.language, "aider-polyglot", *(["starter-passes"] if ex.task_id in STARTER_PASSES else [])]
     meta = [f"id = {toml_value(ex.task_id)}", f"language = {toml_value(ex.language)}",
-            f"timeout_s = {toml_value(_TIMEOUT_S)}", f"tags = {toml_value([ex.language, 'aider-polyglot'])}"]
+            f"timeout_s = {toml_value(_TIMEOUT_S)}", f"tags = {toml_value(tags)}"]
     adjustments: tuple[str, ...] = ()
     count: int | None = None
     still_disabled = _still_disabled(ex, tests)
