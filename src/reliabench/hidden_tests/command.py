@@ -119,6 +119,7 @@ __all__ = [
     "copy_files",
     "grade",
     "lay_test_tree",
+    "report_disagreements",
 ]
 
 COMMAND_LIMITS: Final = Limits(wall_s=180.0, cpu_s=600.0, memory_bytes=32 << 30, max_procs=4096,
@@ -714,3 +715,31 @@ def grade(run: CommandRun, expected: Sequence[TestOutcome],
         log=log,
         undeclared_skips=judged.undeclared,
     )
+
+
+def report_disagreements(report: ParsedReport, outcomes: Sequence[TestOutcome]) -> tuple[str, ...]:
+    """Where graded outcomes disagree with what a tool's report says (an empty tuple: they agree).
+
+    A test agrees when the report lists it ``passed`` and its outcome is ``passed``; lists it
+    ``skipped`` or ``xfailed`` and it is ``skipped`` or ``failed`` (an undeclared skip fails);
+    lists it ``failed`` or ``error`` and it is ``failed`` or ``error``; or does not list it
+    and it is ``failed`` (it did not run). Reported tests the outcomes do not have are not
+    counted (the task does not expect them).
+
+    Example:
+        >>> from reliabench.hidden_tests.reports import ReportedCase
+        >>> rep = ParsedReport((ReportedCase("t::a", "passed"), ReportedCase("t::b", "failed")))
+        >>> report_disagreements(rep, [TestOutcome("t::a", "passed"), TestOutcome("t::b", "passed"),
+        ...                              TestOutcome("t::c", "failed")])
+        ('t::b: the report says failed, the outcome is passed',)
+    """
+    allowed: dict[ReportedOutcome | None, tuple[str, ...]] = {
+        "passed": ("passed",), "skipped": ("skipped", "failed"), "xfailed": ("skipped", "failed"),
+        "failed": ("failed", "error"), "error": ("failed", "error"), None: ("failed",)}
+    by_name = {c.name: c.outcome for c in report.cases if not c.has_children}
+    out = []
+    for test in outcomes:
+        said = by_name.get(test.name)
+        if test.outcome not in allowed[said]:
+            out.append(f"{test.name}: the report says {said or 'nothing'}, the outcome is {test.outcome}")
+    return tuple(out)
