@@ -47,26 +47,16 @@ from reliabench.records import TestOutcome
 from reliabench.sandbox import SandboxBackend, get_backend
 from reliabench.sandbox.environment import HOST, Environment, Mount
 from reliabench.tasks.convert import ConvertOptions
-from reliabench.tasks.convert.aider_polyglot import LANGUAGES, find_exercises, write_polyglot_suite
+from reliabench.tasks.convert.aider_polyglot import (
+    LANGUAGES,
+    aider_test_command,
+    find_exercises,
+    write_polyglot_suite,
+)
 from reliabench.tasks.suite import Task, load_suite, materialize
 from reliabench.tasks.test_command import TestCommand
 
 SLOT = 9
-
-# Aider's benchmark.py TEST_COMMANDS and its scripts, as argv in the exercise folder
-AIDER_COMMANDS: dict[str, tuple[str, ...]] = {
-    "go": ("go", "test", "./..."),
-    "rust": ("cargo", "test", "--offline", "--", "--include-ignored"),
-    "javascript": ("sh", "-c", "node node_modules/jest/bin/jest.js --ci --cacheDirectory={scratch}/jc ./*"),
-    "cpp": ("sh", "-c", "mkdir -p {scratch}/b && cd {scratch}/b && cmake -DEXERCISM_RUN_ALL_TESTS=1 "
-                        '-G "Unix Makefiles" {workdir} && make'),
-    "python": ("python3", "-m", "pytest", "-p", "no:cacheprovider"),
-    "java": ("sh", "-c", "mkdir -p {scratch}/c && find src -name '*.java' > {scratch}/s.txt && "
-                         "javac -encoding UTF-8 -nowarn -d {scratch}/c -cp \"$JUNIT_CLASSPATH\" "
-                         "@{scratch}/s.txt && java -Xmx768m -XX:CompressedClassSpaceSize=128m "
-                         "-jar \"$JUNIT_CONSOLE\" --disable-banner "
-                         "--details=none --class-path \"{scratch}/c:$ASSERTJ_JAR\" --scan-classpath"),
-}
 
 # (pattern, replacement) tried in this order on the solution files; the first mutant that
 # builds and fails a test is the broken variant
@@ -101,9 +91,7 @@ def ours(runner: CommandTestRunner, backend: SandboxBackend, task: Task, ws: Pat
 def aiders(runner: CommandTestRunner, backend: SandboxBackend, task: Task, ws: Path) -> bool:
     """Aider's verdict: its command's exit status, on the workspace with the tests copied over."""
     assert task.test_command is not None
-    command = TestCommand(argv=AIDER_COMMANDS[task.language], report="exit-code", timeout_s=180.0,
-                          tamper=task.test_command.tamper)
-    aider_task = replace(task, test_command=command)
+    aider_task = replace(task, test_command=aider_test_command(task.language, task.test_command.tamper))
     run = runner.execute(aider_task, ws, _opener(backend, ws), starter=None, limits=COMMAND_LIMITS, slot=SLOT)
     return run.result.returncode == 0
 

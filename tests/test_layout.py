@@ -165,6 +165,8 @@ OTHER_TESTS: dict[str, str] = {
     "test_run_containers.py": "image tasks end to end on the real podman and docker backends",
     "test_run_containers_faults.py": "container runs killed (kill -9 + resume), refused, or losing their runtime",
     "test_hostile_containers.py": "attacks of our own against the container path, on podman and docker",
+    "test_run_command_tasks.py": "test-command tasks through run, validate, retest and score: the polyglot "
+                                 "extract in bubblewrap, Harbor tasks on podman and docker",
     "test_schema.py": "the published JSON Schema agrees with the record reader",
     "test_security_e2e.py": "security-adjusted figures end to end",
     "test_simulated_marking.py": "simulated agents are labelled in every command's output",

@@ -135,6 +135,26 @@ def test_suite_tables_are_golden() -> None:
     check("suite_tables", text)
 
 
+def test_validation_exceptions_by_reason_are_golden() -> None:
+    """``validate`` on a converted benchmark: exceptions named by the first check failed, declared deviations noted."""
+    from reliabench.report.suite_tables import validation_line, validation_summary
+    from reliabench.report.terminal import to_text
+
+    checks = [
+        TaskCheck("go-dnd-character", 0, 0, 0, 0, (), ("tasks/go-dnd-character/tests: the test command lists no "
+                                                     "test on the reference (exit status 1): package slices is "
+                                                     "not in GOROOT",), "bubblewrap", exception="cannot collect"),
+        TaskCheck("java-mazy-mice", 6, 0, 4, 6, (), ("solution: reference fails 2 hidden test(s): a, b",),
+                  "bubblewrap", exception="reference fails"),
+        TaskCheck("go-ledger", 9, 0, 9, 0, (), (), "bubblewrap",
+                  notes=("go-ledger: the untouched starter passes every hidden test, as the task declares "
+                         "(tag 'starter-passes')",)),
+        TaskCheck("rust-poker", 0, 0, 0, 0, (), ("rust-poker: the test command lists no test",), "bubblewrap",
+                  exception="cannot collect"),
+    ]
+    check("validation_exceptions", to_text([*(validation_line(c) for c in checks), *validation_summary(checks)]))
+
+
 def test_html_report_is_golden(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The HTML report of the fixture run (tables, figures, rank intervals), its timestamp fixed."""
     from report_helpers import copy_run

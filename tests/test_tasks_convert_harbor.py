@@ -10,10 +10,10 @@ import pytest
 
 from reliabench.errors import InputError
 from reliabench.files.toml import tomllib
-from reliabench.meta_keys import TEST_RUNNERS
 from reliabench.records import TestOutcome
 from reliabench.tasks.convert import ConvertOptions, get_converter, import_suite
 from reliabench.tasks.convert.harbor import HarborConverter, harbor_outcomes, read_harbor_task
+from reliabench.tasks.suite import load_suite
 
 FIXTURES = Path(__file__).parent / "fixtures" / "harbor"
 
@@ -46,6 +46,9 @@ def test_layout_becomes_environment_and_test_command(tmp_path: Path) -> None:
         "report_file": "reward.txt",
         "cwd": ".",
         "timeout_s": 60.0,
+        "tests_at": "/tests",
+        "report_dir": "/logs/verifier",
+        "oracle": "oracle/solve.sh",
     }
     assert hello["harbor"] == {
         "tests_at": "/tests",
@@ -64,9 +67,12 @@ def test_layout_becomes_environment_and_test_command(tmp_path: Path) -> None:
         "PYTHONDONTWRITEBYTECODE": "1"
     }
     assert (out / "fix-sum" / "environment" / "total.py").is_file()
+    # what the Dockerfile COPYs into its WORKDIR is the agent's starter (the workspace is shown there)
+    assert (out / "fix-sum" / "workspace" / "total.py").read_text() == "def total(xs):\n    return sum(xs[:-1])\n"
+    assert not any((out / "hello-file" / "workspace").iterdir())
     assert (out / "fix-sum" / "tests" / "test_outputs.py").is_file()
     # a prebuilt image instead of a Dockerfile
-    assert tasks["broken-verifier"]["environment"]["image"] == "localhost/reliabench/bookworm-python:test"  # type: ignore[index]
+    assert tasks["broken-verifier"]["environment"]["image"] == "reliabench/python3-pytest:bookworm"  # type: ignore[index]
 
 
 def test_one_task_folder_converts_alone(tmp_path: Path) -> None:
@@ -138,11 +144,31 @@ def test_outcomes_from_reward_and_ctrf(tmp_path: Path) -> None:
     )
 
 
-@pytest.mark.skipif(
-    "command" not in TEST_RUNNERS,
-    reason='loading test_runner = "command" tasks needs the test-command runner (branch poly23) '
-    "and [environment] parsing (branch env21): phase 2",
-)
-def test_import_suite_loads_the_result(tmp_path: Path) -> None:  # pragma: no cover - phase 2
+def test_import_suite_loads_the_result(tmp_path: Path) -> None:
     result = import_suite("harbor", FIXTURES, tmp_path / "s")
     assert result.tasks == 3
+    assert result.notes == ("broken-verifier: a prebuilt image (reliabench/python3-pytest:bookworm): what it has "
+                            "in /app is hidden by the workspace",)
+    suite = load_suite(tmp_path / "s")
+    fix = suite.task("fix-sum").test_command
+    assert fix is not None and (fix.tests_at, fix.report_dir, fix.oracle) == ("/tests", "/logs/verifier",
+                                                                              "oracle/solve.sh")
+    assert suite.task("fix-sum").environment.tests == "same"
+
+
+def test_dockerfile_copies_into_the_workdir_are_followed(tmp_path: Path) -> None:
+    src = tmp_path / "t"
+    shutil.copytree(FIXTURES / "hello-file", src)
+    (src / "environment" / "data").mkdir()
+    (src / "environment" / "data" / "in.csv").write_text("a,b\n")
+    (src / "environment" / "run.sh").write_text("echo\n")
+    (src / "environment" / "Dockerfile").write_text(
+        "FROM reliabench/python3-pytest:bookworm\nWORKDIR /app\nCOPY data ./data\nCOPY run.sh data/ /app/x/\n"
+        "COPY run.sh /opt/elsewhere.sh\nADD https://example.org/f /app/f\nWORKDIR /app\n")
+    task = read_harbor_task(src)
+    assert {k: v.relative_to(src).as_posix() for k, v in task.workdir_files.items()} == {
+        "data/in.csv": "environment/data/in.csv", "x/run.sh": "environment/run.sh",
+        "x/in.csv": "environment/data/in.csv"}
+    assert task.hidden_workdir is not None and "https://example.org/f" in task.hidden_workdir
+    (src / "tests" / "test.sh").write_text("echo 1 > /logs/verifier/reward.json\n")
+    assert read_harbor_task(src).reward_file == "reward.json"

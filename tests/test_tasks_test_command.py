@@ -79,8 +79,16 @@ def test_a_command_task_loads_in_any_language(tmp_path: Path) -> None:
     (('tamper = [".cargo", "vendor"]', "tamper = [1]"),
      "task.toml:13: test_command.tamper: expected a list of non-empty strings, got [1]"),
     (('adjustments = ["nothing changed"]', 'adjustments = ["x"]\nargvs = []'),
-     "task.toml:15: test_command.argvs: unknown key (known: adjustments, argv, cwd, env, ignore, report, "
-     "report_file, tamper, timeout_s)"),
+     "task.toml:15: test_command.argvs: unknown key (known: adjustments, argv, cwd, env, ignore, oracle, report, "
+     "report_dir, report_file, tamper, tests_at, timeout_s)"),
+    (('report = "go-test-json"', 'report = "go-test-json"\ntests_at = "tests"'),
+     "task.toml:10: test_command.tests_at: expected an absolute path in the environment other than /, got 'tests'"),
+    (('report = "go-test-json"', 'report = "go-test-json"\nreport_dir = "/"'),
+     "task.toml:10: test_command.report_dir: expected an absolute path in the environment other than /, got '/'"),
+    (('report = "go-test-json"', 'report = "go-test-json"\noracle = "../solve.sh"'),
+     "task.toml:10: test_command.oracle: expected a relative path inside the task's folder, got '../solve.sh'"),
+    (('report = "go-test-json"', 'report = "go-test-json"\noracle = "oracle/solve.sh"'),
+     "task.toml:10: test_command.oracle: oracle/solve.sh: not a file in the task's folder"),
     (('report = "go-test-json"', 'report = "go-test-json"\ncwd = "/abs"'),
      "task.toml:10: test_command.cwd: expected a relative path inside the workspace, got '/abs'"),
     (('report = "go-test-json"', 'report = "junit-xml"\nreport_file = "../x.xml"'),
@@ -91,12 +99,25 @@ def test_a_command_task_loads_in_any_language(tmp_path: Path) -> None:
     (('language = "go"', 'language = "Go Lang"'),
      "task.toml:2: language: expected a lower-case language name (go, rust, java, javascript, cpp, ...), "
      "got 'Go Lang'"),
-], ids=["argv", "report", "timeout", "env", "ignore", "tamper", "unknown-key", "cwd", "report-file",
+], ids=["argv", "report", "timeout", "env", "ignore", "tamper", "unknown-key", "tests-at", "report-dir",
+        "oracle-outside", "oracle-missing", "cwd", "report-file",
         "exit-code-file", "language"])
 def test_each_problem_is_one_line_with_file_and_line(tmp_path: Path, change: tuple[str, str],
                                                      expected: str) -> None:
     assert GOOD.count(change[0]) == 1
     assert _problems(tmp_path, GOOD.replace(*change)) == [expected]
+
+
+def test_a_verifiers_places_and_oracle_are_read(tmp_path: Path) -> None:
+    table = GOOD.replace('report = "go-test-json"', 'report = "go-test-json"\ntests_at = "/tests/"\n'
+                         'report_dir = "/logs//verifier"\noracle = "oracle/./solve.sh"')
+    root = _suite(tmp_path / "s", table)
+    (root / "tasks" / "t" / "oracle").mkdir()
+    (root / "tasks" / "t" / "oracle" / "solve.sh").write_text("#!/bin/bash\n")
+    cmd = load_suite(root).tasks[0].test_command
+    assert cmd is not None and (cmd.tests_at, cmd.report_dir, cmd.oracle) == ("/tests", "/logs/verifier",
+                                                                              "oracle/solve.sh")
+    assert TestCommand(argv=("x",), report="tap").tests_at is None
 
 
 def test_a_command_task_needs_the_table_and_other_tasks_must_not_have_one(tmp_path: Path) -> None:

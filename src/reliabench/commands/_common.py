@@ -19,11 +19,12 @@ if TYPE_CHECKING:  # imported where used: `reliabench --help` imports this modul
     from reliabench.metrics.security import FindingFilter, SecurityThreshold
     from reliabench.run.settings import RunSettings
     from reliabench.runs import RunDirectory, Source
-    from reliabench.studies.scoring import ScoreResult
+    from reliabench.studies.scoring import ScoreResult, TaskLabels
     from reliabench.tasks.suite import Suite
 
 __all__ = [
     "RunInputs",
+    "by_option",
     "console",
     "emit",
     "format_option",
@@ -36,6 +37,7 @@ __all__ = [
     "security_config_option",
     "set_invocation",
     "source_options",
+    "task_labels",
     "test_workers_option",
     "threshold_option",
     "write_page",
@@ -99,6 +101,30 @@ def k_option(default: str = "1,5,10") -> Callable[[F], F]:
     """``-k 1,5,10``: the k values."""
     return click.option("-k", "ks", default=default, show_default=True,
                         help="Comma-separated k values for reliability@k and pass^k.")
+
+
+def by_option() -> Callable[[F], F]:
+    """``--by language|tag``: the figures per group of tasks too (a run directory's tasks)."""
+    return click.option("--by", type=click.Choice(["language", "tag"]), default=None,
+                        help="Also give the figures per group of tasks: by each task's language, or "
+                             "by each of its tags (a run directory: the run keeps them).")
+
+
+def task_labels(src: Source, by: str | None) -> dict[str, TaskLabels] | None:
+    """Each task's labels for ``--by`` (None when not asked).
+
+    Raises:
+        UsageError: ``--by`` was asked of a source whose tasks' labels are unknown.
+    """
+    if by is None:
+        return None
+    labels = src.run.task_labels() if src.run is not None else None
+    if labels is None:
+        from reliabench.errors import UsageError
+
+        raise UsageError(f"--by {by}: {src.name} has no task labels (a run directory keeps each task's "
+                         "language and tags; for records of another source there are none)")
+    return labels
 
 
 def format_option(choices: tuple[str, ...] = ("table", "json", "csv", "markdown")) -> Callable[[F], F]:
@@ -264,6 +290,7 @@ def write_page(src: Source, result: ScoreResult, path: Path, *, title: str | Non
                               figures=page_figures(result.report, result.records), source=src.name,
                               source_format=src.format, run=src.run,
                               noise=None if result.noise is None else result.noise.report, title=title,
-                              max_bytes=max_bytes or DEFAULT_MAX_BYTES, notes=src.notes)
+                              max_bytes=max_bytes or DEFAULT_MAX_BYTES, notes=src.notes,
+                              groups=result.groups)
     write_report_page(path, page)
     return len(page.encode())

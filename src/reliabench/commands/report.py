@@ -9,11 +9,13 @@ import click
 
 from reliabench.commands._common import (
     bootstrap_options,
+    by_option,
     emit,
     k_option,
     resolve_security,
     security_config_option,
     source_options,
+    task_labels,
     threshold_option,
 )
 from reliabench.errors import InvalidArgumentError, UsageError
@@ -37,11 +39,12 @@ __all__ = ["command"]
 @click.option("--max-bytes", type=click.IntRange(min=1), default=None,
               help="Bound on the rollout details embedded in the page (default 20 MB).")
 @click.option("--title", default=None, help="Page or table title.")
+@by_option()
 @click.pass_context
 def command(ctx: click.Context, source: str, input_format: str, leaderboard: str | None,
             output: Path | None, fmt: str, ks: str, threshold: SecurityThreshold,
             security_config: Path | None, confidence: float, resamples: int,
-            seed: int, max_bytes: int | None, title: str | None) -> None:
+            seed: int, max_bytes: int | None, title: str | None, by: str | None) -> None:
     """Report on SOURCE: a run directory, rollout JSONL (- for stdin), or any file `import` reads.
 
     The HTML page is one self-contained file (no network): heatmap, figures, provenance and,
@@ -50,7 +53,7 @@ def command(ctx: click.Context, source: str, input_format: str, leaderboard: str
     from reliabench.commands._common import write_page
     from reliabench.report.explorer import write_report_page
     from reliabench.runs import open_source
-    from reliabench.studies.scoring import score_result
+    from reliabench.studies.scoring import group_scores, score_result
 
     try:
         k_values = parse_ks(ks)
@@ -64,16 +67,21 @@ def command(ctx: click.Context, source: str, input_format: str, leaderboard: str
             assert output is not None
             result = score_result(src.records, k_values, threshold=threshold, finding_filter=finding_filter,
                                   confidence=confidence, n_resamples=resamples, seed=seed,
-                                  retests=src.run.retests() if src.run is not None else (), source=source)
+                                  retests=src.run.retests() if src.run is not None else (), source=source,
+                                  labels=task_labels(src, by), by=by)
             size = write_page(src, result, output, title=title, max_bytes=max_bytes)
             click.echo(f"HTML report: {output} ({size // 1024} KiB)", err=True)
             return
         rep = score(src.records, k_values, threshold=threshold, finding_filter=finding_filter,
                     confidence=confidence, n_resamples=resamples, seed=seed)
+        labels = task_labels(src, by)
+        groups = None if by is None or labels is None else group_scores(
+            src.records, labels, by, k_values, threshold=threshold, finding_filter=finding_filter,
+            confidence=confidence, n_resamples=resamples, seed=seed)
         notes = src.notes
     from reliabench.report.tables import render_tables
 
-    text = render_tables(rep, fmt, title=title)
+    text = render_tables(rep, fmt, title=title, groups=groups)
     if output is None:
         emit(text)
     else:

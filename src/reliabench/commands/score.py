@@ -9,12 +9,14 @@ import click
 
 from reliabench.commands._common import (
     bootstrap_options,
+    by_option,
     emit,
     format_option,
     k_option,
     resolve_security,
     security_config_option,
     source_options,
+    task_labels,
     threshold_option,
 )
 from reliabench.errors import InvalidArgumentError
@@ -39,11 +41,12 @@ __all__ = ["command"]
 @click.option("--flaky-verdict", type=click.Choice(["original", "majority"]), default="original",
               show_default=True, help="Run with re-tests: judge a rollout whose verdict flips by the "
                                       "majority of its runs.")
+@by_option()
 @click.pass_context
 def command(ctx: click.Context, source: str, input_format: str, leaderboard: str | None, ks: str, fmt: str,
             threshold: SecurityThreshold, security_config: Path | None, confidence: float,
             resamples: int, seed: int, html_path: Path | None, exclude_flaky_tests: bool,
-            flaky_verdict: str) -> None:
+            flaky_verdict: str, by: str | None) -> None:
     """Score SOURCE: rollout JSONL (- for stdin), a run directory, or any importable format."""
     from reliabench.commands._common import write_page
     from reliabench.report.score_render import render_score_result
@@ -62,7 +65,7 @@ def command(ctx: click.Context, source: str, input_format: str, leaderboard: str
                               retests=run.retests() if run is not None else (),
                               adaptive=run.adaptive() if run is not None else None,
                               exclude_flaky_tests=exclude_flaky_tests, flaky_verdict=flaky_verdict,
-                              source=source)
+                              source=source, labels=task_labels(src, by), by=by)
         emit(render_score_result(result, fmt, color=fmt == "table" and sys.stdout.isatty()))
         if html_path is not None:  # the same page as `reliabench report SOURCE -o FILE`
             write_page(src, result, html_path)

@@ -36,6 +36,16 @@
    ignored (the reason says how many). An ``exit-code`` task has one test, ``exit-code``;
    its run is *coarse* (:attr:`CommandRun.coarse`).
 
+**Tasks in a container image** (``[environment] image`` or ``dockerfile``) run their command
+in the image: the toolchain is the image's (no host folder is mounted, no link laid, the
+image's own variables -- ``ENV`` lines, its ``PATH`` -- come first). **A verifier's place**
+(``tests_at``, Harbor / Terminal-Bench): the workspace is not laid over, copied aside or
+restored -- the tests inspect the machine the agent left -- the task's ``tests/`` are copied
+into the environment at ``tests_at`` (what was there removed first), ``report_dir`` is
+emptied and made, and the report is read from there (:func:`verifier_run`). A task's
+``oracle`` script (its folder at ``/solution``) runs in the environment before the tests of
+the reference's runs.
+
 Expected tests (:meth:`CommandTestRunner.collect`) are learnt by running the command on the
 REFERENCE solution (``solution/`` over the starter, the task's trusted files) and taking the
 names its report lists, leaves only (a Go test with subtests counts through its subtests).
@@ -87,7 +97,7 @@ from reliabench.hidden_tests.toolchains import (
 )
 from reliabench.meta_keys import TestPath
 from reliabench.records import TestOutcome
-from reliabench.sandbox.base import DEFAULT_PATH, Limits, SandboxResult
+from reliabench.sandbox.base import DEFAULT_PATH, Limits, SandboxResult, minimal_env
 from reliabench.sandbox.environment import Environment, Mount
 from reliabench.tasks.suite import materialize, suite_files
 from reliabench.tasks.test_command import TestCommand
@@ -97,6 +107,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "COMMAND_LIMITS",
+    "ORACLE_AT",
     "HARNESS_PREFIX",
     "REPORT_DIR",
     "SCRATCH_DIR",
@@ -104,9 +115,11 @@ __all__ = [
     "CommandTestRunner",
     "TestTree",
     "WorkspaceTooLargeError",
+    "command_limits",
     "copy_files",
     "grade",
     "lay_test_tree",
+    "report_disagreements",
 ]
 
 COMMAND_LIMITS: Final = Limits(wall_s=180.0, cpu_s=600.0, memory_bytes=32 << 30, max_procs=4096,
@@ -115,6 +128,8 @@ COMMAND_LIMITS: Final = Limits(wall_s=180.0, cpu_s=600.0, memory_bytes=32 << 30,
 memory: the C++ bank-account's 1000 threads reserve 8 GiB of stacks, a Node worker thread
 reserves a V8 code range (parallel-letter-frequency's workers need more than 24 GiB);
 ``RLIMIT_NPROC`` counts threads."""
+ORACLE_AT: Final = "/solution"
+"""Where a task's ``oracle`` folder is copied in the environment (Harbor's place for ``solution/``)."""
 HARNESS_PREFIX: Final = ".reliabench"
 """Entries of a test tree with this prefix are the harness's: an agent's is removed and flagged."""
 REPORT_DIR: Final = ".reliabench-report"
@@ -123,6 +138,24 @@ _COPY_BYTES: Final = 1 << 30
 """The largest agent workspace copied aside for a test run (larger: its tests fail)."""
 _LOG_BYTES: Final = 64 * 1024
 _NOT_FOUND: Final = 127
+
+
+def command_limits(limits: Limits) -> Limits:
+    """``limits`` raised to at least :data:`COMMAND_LIMITS`, its wall time kept (a run's ``--test-timeout``).
+
+    Example:
+        >>> command_limits(Limits(wall_s=30.0)).memory_bytes == COMMAND_LIMITS.memory_bytes
+        True
+        >>> command_limits(Limits(wall_s=30.0)).wall_s
+        30.0
+    """
+    c = COMMAND_LIMITS
+    return replace(limits, cpu_s=max(limits.cpu_s, c.cpu_s),
+                   memory_bytes=max(limits.memory_bytes, c.memory_bytes),
+                   max_procs=max(limits.max_procs, c.max_procs),
+                   file_size_bytes=max(limits.file_size_bytes, c.file_size_bytes),
+                   output_bytes=max(limits.output_bytes, c.output_bytes),
+                   tmp_bytes=max(limits.tmp_bytes, c.tmp_bytes))
 
 
 class WorkspaceTooLargeError(SandboxError):
@@ -266,9 +299,25 @@ def lay_test_tree(workspace: Path, task: Task, command: TestCommand, toolchain: 
     return TestTree(workspace, report_dir, scratch, tuple(sorted(flagged)))
 
 
-def _substitute(value: str, workdir: str, toolchains: Path) -> str:
-    return (value.replace("{workdir}", workdir).replace("{report_dir}", f"{workdir}/{REPORT_DIR}")
+def _report_dir(command: TestCommand, workdir: str) -> str:
+    """Where the command writes its report, as the environment sees it."""
+    return command.report_dir or f"{workdir}/{REPORT_DIR}"
+
+
+def _substitute(value: str, workdir: str, toolchains: Path, report_dir: str | None = None) -> str:
+    report_dir = report_dir or f"{workdir}/{REPORT_DIR}"
+    return (value.replace("{workdir}", workdir).replace("{report_dir}", report_dir)
             .replace("{scratch}", f"{workdir}/{SCRATCH_DIR}").replace("{toolchains}", str(toolchains)))
+
+
+_FRESH_DIRS: Final = (
+    'for d in "$@"; do '
+    'if [ -d "$d" ] && [ ! -L "$d" ]; then rm -rf -- "$d"/* "$d"/.[!.]* "$d"/..?* || exit 1; '
+    'else rm -f -- "$d" && mkdir -p -- "$d" || exit 1; fi; done')
+"""``sh -c`` script: every folder named is emptied in place (made, when it is missing or not a folder).
+
+In place, because a container without capabilities may own a folder it could not make again
+(``/tests`` in a root folder that is not writable)."""
 
 
 class CommandTestRunner:
@@ -304,21 +353,28 @@ class CommandTestRunner:
             SandboxError: The toolchain is missing, or the environment did not start.
         """
         command = self._command(task)
+        if (command.tests_at or command.report_dir or command.oracle) and task.environment.kind == "host":
+            raise SuiteError([f"{task.root / 'task.toml'}: test_command: tests_at, report_dir and oracle "
+                              "work in a container: the task needs an [environment] image or dockerfile"])
         why = missing_toolchain(self.toolchain(task))
         if why is not None:
             raise SandboxError(why)
+        if os.path.realpath(starter) == os.path.realpath(task.workspace_dir) or _under(starter, task.root):
+            raise SandboxError(f"collect lays the reference over the folder it is given: {starter} is the "
+                               "task's own starter (give a copy)")
         fmt = get_report_format(command.report)
         if fmt.coarse:  # one test, named by the format, whatever runs
             return tuple(TestOutcome(c.name, "skipped") for c in fmt.parse(ReportInput(None)).cases)
         with tempfile.TemporaryDirectory(prefix="rb-collect-") as tmp:
             pristine = Path(tmp) / "starter"
             copy_files(starter, pristine, max_bytes=_COPY_BYTES)
-            label = "reference" if task.solution_dir is not None else "starter"
+            has_reference = task.solution_dir is not None or command.oracle is not None
+            label = "reference" if has_reference else "starter"
             _clear(starter)
             materialize(starter, [pristine] if task.solution_dir is None else [pristine, task.solution_dir])
             try:
                 run = self.execute(task, starter, open_environment, starter=pristine, limits=limits,
-                                   slot=slot, trusted=True)
+                                   slot=slot, trusted=True, oracle=command.oracle is not None)
             finally:
                 _clear(starter)
                 copy_files(pristine, starter, max_bytes=_COPY_BYTES)
@@ -345,13 +401,27 @@ class CommandTestRunner:
             return HiddenTestRun(outcomes, "completed", str(exc), False, (), False, "none", 0.0, "")
         return grade(run, request.expected, request.allowed_skips)
 
+    def run_reference(self, request: TestRequest) -> HiddenTestRun:
+        """:meth:`run` with the task's ``oracle`` run in the environment first (``validate``'s reference).
+
+        Raises:
+            SandboxError: The environment could not be started.
+        """
+        command = self._command(request.task)
+        run = self.execute(request.task, request.workspace, request.open_environment,
+                           starter=request.starter, limits=request.limits, slot=request.slot,
+                           oracle=command.oracle is not None)
+        return grade(run, request.expected, request.allowed_skips)
+
     def close(self) -> None:
         """Nothing is held between runs."""
 
     # ------------------------------------------------------------------ the work
 
     def toolchain(self, task: Task) -> Toolchain:
-        """The host toolchain of the task's language."""
+        """The host toolchain of the task's language; an empty one for a task in an image (the image's)."""
+        if task.environment.kind != "host":
+            return Toolchain(task.language)
         return toolchain_for(task.language, self._toolchains)
 
     def _command(self, task: Task) -> TestCommand:
@@ -360,11 +430,13 @@ class CommandTestRunner:
         return task.test_command
 
     def execute(self, task: Task, workspace: Path, open_environment: EnvironmentOpener, *,
-                starter: Path | None, limits: Limits, slot: int, trusted: bool = False) -> CommandRun:
+                starter: Path | None, limits: Limits, slot: int, trusted: bool = False,
+                oracle: bool = False) -> CommandRun:
         """Lay the tests over ``workspace``, run the command there, read the report, restore it.
 
         The agent's files are copied aside first and put back (modes and mtimes kept) when
-        the run is over, whatever happened: the caller finds ``workspace`` as it was.
+        the run is over, whatever happened: the caller finds ``workspace`` as it was. A task
+        with ``tests_at`` is run by :func:`verifier_run` instead (the workspace untouched).
 
         Args:
             task: A command task.
@@ -375,11 +447,14 @@ class CommandTestRunner:
             slot: The worker slot.
             trusted: ``workspace`` holds the task's own files (collect): its build fills the
                 task's trusted cache.
+            oracle: Run the task's ``oracle`` in the environment before the tests.
 
         Raises:
             SandboxError: The environment could not be started.
         """
         command = self._command(task)
+        if command.tests_at is not None:
+            return verifier_run(task, command, open_environment, limits=limits, oracle=oracle)
         toolchain = self.toolchain(task)
         cache = TrustedCache.of(task.root, toolchain, self._cache_root) if self._use_cache else None
         base = Path(tempfile.mkdtemp(prefix="rb-cmdtests-"))
@@ -397,16 +472,26 @@ class CommandTestRunner:
                 run_limits = replace(limits, wall_s=wall)
                 env = open_environment([Mount(m) for m in toolchain.mounts if m.exists()])
                 try:
-                    argv = self._argv(command, env.workdir)
-                    result = env.exec(argv, env=self._env(command, toolchain, env.workdir), limits=run_limits)
-                    data, truncated, problem = self._read_report(env, command, result, base, run_limits)
+                    variables = self._env(command, toolchain, env)
+                    problems: list[str] = []
+                    if oracle:
+                        problems = _run_oracle(env, task, command, base, variables, run_limits)
+                    result = _fresh_places(env, command, variables)
+                    if result is None:
+                        argv = self._argv(command, env.workdir)
+                        result = env.exec(argv, env=variables, limits=run_limits)
+                        data, truncated, problem = _read_report(env, command, result, base, run_limits)
+                    else:
+                        data, truncated = None, False
+                        problem = f"the report folder could not be made: {_tail(result, 200)}"
                 finally:
                     env.close()
                 parsed = parse_report(get_report_format(command.report),
                                       ReportInput(data, None if result.timed_out else result.returncode,
                                                   workdir=env.workdir, truncated=truncated))
-                if problem:
-                    parsed = replace(parsed, problems=(problem, *parsed.problems))
+                problems += [problem] if problem else []
+                if problems:
+                    parsed = replace(parsed, problems=(*problems, *parsed.problems))
                 if trusted and cache is not None and result.returncode is not None:
                     cache.harvest(tree.scratch)
                 return CommandRun(parsed, result, tree.tamper_files, command.coarse)
@@ -417,37 +502,154 @@ class CommandTestRunner:
             remove_tree(base)
 
     def _argv(self, command: TestCommand, workdir: str) -> list[str]:
-        argv = [_substitute(a, workdir, self._toolchains) for a in command.argv]
-        if command.cwd != ".":
-            # the environment runs in its workdir; the command's own directory is entered by a shell
-            argv = ["sh", "-c", 'cd "$1" && shift && exec "$@"', "sh", f"{workdir}/{command.cwd}", *argv]
-        return argv
+        return _command_argv(command, workdir, self._toolchains)
 
-    def _env(self, command: TestCommand, toolchain: Toolchain, workdir: str) -> dict[str, str]:
-        env = {"PATH": DEFAULT_PATH, "HOME": f"{workdir}/{SCRATCH_DIR}/home", "LANG": "C.UTF-8",
-               "LC_ALL": "C.UTF-8", "CI": "1", "TMPDIR": "/tmp"}
-        env.update({k: _substitute(v, workdir, self._toolchains) for k, v in toolchain.env.items()})
-        env.update({k: _substitute(v, workdir, self._toolchains) for k, v in command.env.items()})
-        return env
+    def _env(self, command: TestCommand, toolchain: Toolchain, env: Environment) -> dict[str, str]:
+        workdir = env.workdir
+        variables = {"PATH": DEFAULT_PATH, **_image_env(env), "HOME": f"{workdir}/{SCRATCH_DIR}/home",
+                     "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8", "CI": "1", "TMPDIR": "/tmp"}
+        report_dir = _report_dir(command, workdir)
+        for extra in (toolchain.env, command.env):
+            variables.update({k: _substitute(v, workdir, self._toolchains, report_dir)
+                              for k, v in extra.items()})
+        return variables
 
-    def _read_report(self, env: Environment, command: TestCommand, result: SandboxResult, base: Path,
-                     limits: Limits) -> tuple[bytes | None, bool, str | None]:
-        """The report's bytes (None: none was written), whether they were cut, and a problem."""
-        if command.report_file == "stdout" or command.coarse:
-            # the backend cut a stream longer than the output limit in the middle (head and tail kept)
-            return result.stdout.encode("utf-8"), len(result.stdout) >= limits.output_bytes, None
-        target = base / "report"
+
+def _under(path: Path, root: Path) -> bool:
+    real, top = os.path.realpath(path), os.path.realpath(root)
+    return real == top or real.startswith(top.rstrip("/") + "/")
+
+
+def _image_env(env: Environment) -> dict[str, str]:
+    """The variables the environment's image sets (its ``ENV`` lines); none on the host."""
+    if env.image is None:
+        return {}
+    found = getattr(env, "image_env", None)  # a container environment's (reliabench.sandbox.containers)
+    return {str(k): str(v) for k, v in found.items()} if isinstance(found, dict) else {}
+
+
+def _command_argv(command: TestCommand, workdir: str, toolchains: Path) -> list[str]:
+    report_dir = _report_dir(command, workdir)
+    argv = [_substitute(a, workdir, toolchains, report_dir) for a in command.argv]
+    if command.cwd != ".":
+        # the environment runs in its workdir; the command's own directory is entered by a shell
+        argv = ["sh", "-c", 'cd "$1" && shift && exec "$@"', "sh", f"{workdir}/{command.cwd}", *argv]
+    return argv
+
+
+def _fresh_places(env: Environment, command: TestCommand, variables: dict[str, str]) -> SandboxResult | None:
+    """Empty the absolute places of a command (``report_dir``, ``tests_at``), made where missing.
+
+    Returns:
+        None when done (or nothing to do), else the failed command's result.
+    """
+    places = [p for p in (command.report_dir, command.tests_at) if p]
+    if not places:
+        return None
+    result = env.exec(["sh", "-c", _FRESH_DIRS, "sh", *places], cwd="/", env=variables,
+                      limits=Limits(wall_s=60.0))
+    return None if result.returncode == 0 else result
+
+
+def _run_oracle(env: Environment, task: Task, command: TestCommand, base: Path, variables: dict[str, str],
+                limits: Limits) -> list[str]:
+    """Run the task's ``oracle`` in ``env`` (its folder at :data:`ORACLE_AT`); its problems, if any."""
+    assert command.oracle is not None
+    script = task.root / command.oracle
+    staged = base / "oracle"
+    copy_files(script.parent, staged, max_bytes=_COPY_BYTES)
+    _readable(staged)
+    env.copy_in(staged, ORACLE_AT)
+    result = env.exec(["bash", f"{ORACLE_AT}/{script.name}"], env=variables, limits=limits)
+    if result.returncode == 0 and not result.timed_out:
+        return []
+    return [f"the oracle {command.oracle} failed (exit status {result.returncode}"
+            f"{', out of time' if result.timed_out else ''}): {_tail(result, 200)}"]
+
+
+def _readable(folder: Path) -> None:
+    """Make a staged folder readable by any uid (an environment's user copies or reads it)."""
+    os.chmod(folder, 0o755)
+    for entry in walk_tree(folder):
+        os.chmod(folder / entry.rel, 0o755 if entry.kind == "dir" else 0o644)
+
+
+def _read_report(env: Environment, command: TestCommand, result: SandboxResult, base: Path,
+                 limits: Limits) -> tuple[bytes | None, bool, str | None]:
+    """The report's bytes (None: none was written), whether they were cut, and a problem."""
+    if command.report_file == "stdout":
+        # the backend cut a stream longer than the output limit in the middle (head and tail kept)
+        return result.stdout.encode("utf-8"), len(result.stdout) >= limits.output_bytes, None
+    target = base / "report"
+    try:
+        env.copy_out(f"{_report_dir(command, env.workdir)}/{command.report_file}", target,
+                     max_bytes=MAX_REPORT_BYTES)
+    except FileNotFoundError:
+        return None, False, None
+    except SandboxError as exc:
+        return None, False, f"the report could not be read: {exc}"
+    data = read_bounded(target, MAX_REPORT_BYTES)
+    if data is None:
+        return None, False, "the report is not a regular file (never followed)"
+    return data, False, None
+
+
+def verifier_run(task: Task, command: TestCommand, open_environment: EnvironmentOpener, *, limits: Limits,
+                 oracle: bool = False) -> CommandRun:
+    """Run a task whose tests go to ``tests_at`` (a verifier's place, see the module docstring).
+
+    The environment is opened with no mount; the workspace is neither copied nor changed by
+    the harness. In it: the task's ``oracle`` (``oracle=True``), then ``report_dir`` emptied and
+    made and ``tests_at`` emptied, the tests copied to ``tests_at``, the command, the report
+    read. A place the harness cannot empty in the agent's machine fails the rollout (the
+    machine is the agent's); a copy that fails is the harness's (``SandboxError``).
+
+    Raises:
+        SandboxError: The environment could not be started, is not a container, or the tests
+            could not be copied in.
+    """
+    assert command.tests_at is not None
+    base = Path(tempfile.mkdtemp(prefix="rb-verifier-"))
+    os.chmod(base, 0o711)
+    try:
+        staged = base / "tests"
+        copy_files(task.tests_dir, staged, max_bytes=_COPY_BYTES)
+        _readable(staged)
+        wall = limits.wall_s if command.timeout_s is None else min(limits.wall_s, command.timeout_s)
+        run_limits = replace(limits, wall_s=wall)
+        env = open_environment([])
         try:
-            env.copy_out(f"{env.workdir}/{REPORT_DIR}/{command.report_file}", target,
-                         max_bytes=MAX_REPORT_BYTES)
-        except FileNotFoundError:
-            return None, False, None
-        except SandboxError as exc:
-            return None, False, f"the report could not be read: {exc}"
-        data = read_bounded(target, MAX_REPORT_BYTES)
-        if data is None:
-            return None, False, "the report is not a regular file (never followed)"
-        return data, False, None
+            if env.image is None:
+                raise SandboxError(f"task {task.id}: tests_at = {command.tests_at!r} needs a container "
+                                   f"environment, got {env.backend}")
+            report_dir = _report_dir(command, env.workdir)
+            variables = {**minimal_env(), **_image_env(env), "CI": "1"}
+            variables.update({k: _substitute(v, env.workdir, toolchains_root(), report_dir)
+                              for k, v in command.env.items()})
+            problems: list[str] = []
+            if oracle:
+                problems = _run_oracle(env, task, command, base, variables, run_limits)
+            result = _fresh_places(env, command, variables)
+            data: bytes | None = None
+            truncated, problem = False, None
+            if result is not None:
+                problem = f"the verifier's folders could not be made afresh: {_tail(result, 200)}"
+            else:
+                env.copy_in(staged, command.tests_at)
+                result = env.exec(_command_argv(command, env.workdir, toolchains_root()), env=variables,
+                                  limits=run_limits)
+                data, truncated, problem = _read_report(env, command, result, base, run_limits)
+        finally:
+            env.close()
+        parsed = parse_report(get_report_format(command.report),
+                              ReportInput(data, None if result.timed_out else result.returncode,
+                                          workdir=env.workdir, truncated=truncated))
+        problems += [problem] if problem else []
+        if problems:
+            parsed = replace(parsed, problems=(*problems, *parsed.problems))
+        return CommandRun(parsed, result, (), command.coarse)
+    finally:
+        remove_tree(base)
 
 
 def _tail(result: SandboxResult, chars: int) -> str:
@@ -513,3 +715,31 @@ def grade(run: CommandRun, expected: Sequence[TestOutcome],
         log=log,
         undeclared_skips=judged.undeclared,
     )
+
+
+def report_disagreements(report: ParsedReport, outcomes: Sequence[TestOutcome]) -> tuple[str, ...]:
+    """Where graded outcomes disagree with what a tool's report says (an empty tuple: they agree).
+
+    A test agrees when the report lists it ``passed`` and its outcome is ``passed``; lists it
+    ``skipped`` or ``xfailed`` and it is ``skipped`` or ``failed`` (an undeclared skip fails);
+    lists it ``failed`` or ``error`` and it is ``failed`` or ``error``; or does not list it
+    and it is ``failed`` (it did not run). Reported tests the outcomes do not have are not
+    counted (the task does not expect them).
+
+    Example:
+        >>> from reliabench.hidden_tests.reports import ReportedCase
+        >>> rep = ParsedReport((ReportedCase("t::a", "passed"), ReportedCase("t::b", "failed")))
+        >>> report_disagreements(rep, [TestOutcome("t::a", "passed"), TestOutcome("t::b", "passed"),
+        ...                              TestOutcome("t::c", "failed")])
+        ('t::b: the report says failed, the outcome is passed',)
+    """
+    allowed: dict[ReportedOutcome | None, tuple[str, ...]] = {
+        "passed": ("passed",), "skipped": ("skipped", "failed"), "xfailed": ("skipped", "failed"),
+        "failed": ("failed", "error"), "error": ("failed", "error"), None: ("failed",)}
+    by_name = {c.name: c.outcome for c in report.cases if not c.has_children}
+    out = []
+    for test in outcomes:
+        said = by_name.get(test.name)
+        if test.outcome not in allowed[said]:
+            out.append(f"{test.name}: the report says {said or 'nothing'}, the outcome is {test.outcome}")
+    return tuple(out)

@@ -8,7 +8,11 @@ This module is the only place where success rules meet estimators:
   at least one ran -- or a harness verdict of true);
 * a rollout is *secure* when it passes and ``security.judge_security`` finds it clean;
 * the *first* rollout of a (task, agent) pair is its eligible rollout with the lowest index:
-  what a single-submission harness would have scored.
+  what a single-submission harness would have scored;
+* a rollout with *coarse* outcomes (``meta.coarse_outcomes``: one outcome per rollout, from a
+  test command's exit code or a reward, not one per test) has no per-test count: the figures
+  that need one (misapplied pass@k, the macro test pass rate) leave its task out, and a note
+  says so (:func:`coarse_notes`).
 
 Per (task, agent): n = eligible rollouts, c = passing ones, c_secure = passing and secure.
 Per agent, each figure is the mean over tasks of a per-task value, with a bootstrap CI over
@@ -25,6 +29,7 @@ import numpy as np
 import numpy.typing as npt
 
 from reliabench.errors import InvalidArgumentError
+from reliabench.meta_keys import COARSE_OUTCOMES
 from reliabench.metrics.arrays import FloatArray, IntArray
 from reliabench.metrics.costs import AgentCost, cost_summary
 from reliabench.metrics.estimators import misapplied_pass_at_k, pass_at_k, pass_hat_k
@@ -45,6 +50,7 @@ __all__ = [
     "RankingChange",
     "ScoreReport",
     "HOST_VIEW_ISOLATIONS",
+    "coarse_notes",
     "count_pairs",
     "host_view_notes",
     "metric_names",
@@ -158,6 +164,8 @@ def count_pairs(
             first_idx[i, j] = r.rollout
             first_pass[i, j] = ok
             total, passed = r.n_tests, r.n_tests_passed
+            if r.meta.get(COARSE_OUTCOMES):  # one outcome per rollout: no per-test count
+                total = passed = None
             first_total[i, j] = -1 if total is None else total
             first_passed[i, j] = -1 if passed is None else passed
     return CountTable(tasks, agents, n, c, c_sec, infra, first_total, first_passed, first_pass,
@@ -323,7 +331,29 @@ def score(
     report = score_counts(table, ks, threshold=threshold, confidence=confidence,
                           n_resamples=n_resamples, seed=seed)
     return replace(report, costs=cost_summary(records),
-                   notes=report.notes + host_view_notes(records))
+                   notes=report.notes + coarse_notes(records) + host_view_notes(records))
+
+
+def coarse_notes(records: Iterable[Rollout]) -> tuple[str, ...]:
+    """One note per agent with tasks whose outcomes are coarse (one per rollout, not per test).
+
+    Example:
+        >>> r = Rollout("t", "a", 0, verdict=True, meta={"coarse_outcomes": True})
+        >>> coarse_notes([r, Rollout("u", "a", 0, verdict=True)])[0][:44]
+        'a: 1 of 2 task(s) have coarse outcomes (one '
+    """
+    seen: dict[str, tuple[set[str], set[str]]] = {}
+    for r in records:
+        coarse, every = seen.setdefault(r.agent, (set(), set()))
+        every.add(r.task_id)
+        if r.meta.get(COARSE_OUTCOMES):
+            coarse.add(r.task_id)
+    return tuple(
+        f"{agent}: {len(coarse)} of {len(every)} task(s) have coarse outcomes (one per rollout: a test "
+        "command's exit code or a reward, not one per test): the misapplied pass@k and the macro test "
+        "pass rate leave them out"
+        for agent, (coarse, every) in sorted(seen.items()) if coarse
+    )
 
 
 HOST_VIEW_ISOLATIONS: frozenset[str] = frozenset({"namespaces", "none"})

@@ -35,6 +35,7 @@ from reliabench.meta_keys import FORGED_OUTCOMES
 from reliabench.metrics.analysis import ScoreReport
 from reliabench.records import Rollout, RolloutStatus, TestOutcomeStatus
 from reliabench.report.figures import cost_figures, proxy_scatter, reliability_curve
+from reliabench.report.group_tables import group_section_html
 from reliabench.report.heatmap import heatmap_html
 from reliabench.report.html import render_html
 from reliabench.report.marks import mark_agent
@@ -44,7 +45,7 @@ from reliabench.report.rollout_detail import DetailLimits, build_detail, rollout
 if TYPE_CHECKING:
     from reliabench.runs import RunDirectory
     from reliabench.studies.noise import NoiseReport
-    from reliabench.studies.scoring import PageFigures
+    from reliabench.studies.scoring import GroupScores, PageFigures
 
 __all__ = [
     "DEFAULT_MAX_BYTES",
@@ -194,6 +195,7 @@ def render_report_page(
     max_bytes: int = DEFAULT_MAX_BYTES,
     live: bool = False,
     notes: Sequence[str] = (),
+    groups: GroupScores | None = None,
 ) -> str:
     """The full report page (``reliabench report``, ``score --html`` and ``reliabench view``).
 
@@ -213,6 +215,7 @@ def render_report_page(
             their summary and the page says how many lost their detail.
         live: Embed no details; the page fetches them from ``reliabench view``'s server.
         notes: Extra notes shown at the top (e.g. an importer's).
+        groups: The figures per group of tasks (``--by``), a section before the other figures.
 
     Raises:
         InvalidArgumentError: for a ``max_bytes`` below 1.
@@ -268,6 +271,7 @@ def render_report_page(
     lead.append('<div id="rb-explorer"><p class="note">Click a heatmap cell to see that pair\'s '
                 "rollouts.</p></div>")
     extra = [
+        *([] if groups is None else [group_section_html(groups)]),
         '<h2 id="more-figures">Reliability for every k, the single-rollout proxy, cost</h2>',
         reliability_curve(report, figures.curve),
         proxy_scatter(report, figures.proxy),

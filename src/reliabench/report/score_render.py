@@ -3,7 +3,10 @@
 All formats show the same figures; simulated agents are marked in every one of them.
 :func:`render_score_result` renders a whole :class:`~reliabench.studies.scoring.ScoreResult`:
 the figures, then the harness-noise and adaptive sections of a run that has them (JSON: the
-keys ``harness_noise``, ``flaky_policy`` and ``adaptive``; CSV: the figures alone).
+keys ``harness_noise``, ``flaky_policy`` and ``adaptive``; CSV: the figures alone), and the
+figures per group of tasks of ``score --by`` (:mod:`reliabench.report.group_tables`; JSON: the
+key ``by``; CSV: the same rows with a ``group`` column, the whole score's rows first with an
+empty group).
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from reliabench.errors import InvalidArgumentError
 from reliabench.metrics.analysis import AgentSummary, Estimate, ScoreReport
 from reliabench.metrics.costs import AgentCost, CostFigure
 from reliabench.report.adaptive_tables import score_adaptive_json, score_adaptive_lines
+from reliabench.report.group_tables import group_csv_rows, group_grid, group_scores_json
 from reliabench.report.marks import SIMULATED_MARK, agent_label, with_simulated_note
 from reliabench.report.noise_tables import score_noise_json, score_noise_lines
 from reliabench.studies.scoring import ScoreResult
@@ -188,9 +192,10 @@ def _mean(f: CostFigure, digits: int) -> str:
     return f"{f.mean:,.{digits}f}" if digits else f"{f.mean:,.0f}"
 
 
-def _rich_table(report: ScoreReport, console: Console) -> None:
+def _rich_table(report: ScoreReport, console: Console,
+                grids: list[tuple[str, list[str], list[list[str]]]] | None = None) -> None:
     pct = round(report.confidence * 100)
-    for title, header, rows in _grid(report):
+    for title, header, rows in _grid(report) if grids is None else grids:
         table = Table(title=title, box=box.SIMPLE_HEAVY, title_justify="left",
                       caption=f"value [{pct}% bootstrap CI over tasks]" if report.n_resamples else None,
                       caption_justify="left")
@@ -208,6 +213,8 @@ def _rich_table(report: ScoreReport, console: Console) -> None:
                 label.append(SIMULATED_MARK, style="yellow")
             table.add_row(label, *row[1:])
         console.print(table)
+    if grids is not None:
+        return
     for note in with_simulated_note(report.notes, report.counts.simulated):
         console.print(Text(f"note: {note}", style="dim"))
 
@@ -223,14 +230,19 @@ def _rows(report: ScoreReport) -> list[dict[str, Any]]:
     return rows
 
 
-def _markdown(report: ScoreReport) -> str:
+def _markdown_grids(grids: list[tuple[str, list[str], list[list[str]]]]) -> list[str]:
     lines: list[str] = []
-    for title, header, rows in _grid(report):
+    for title, header, rows in grids:
         lines += [f"**{title}**", ""]
         lines.append("| " + " | ".join(header) + " |")
         lines.append("|" + "|".join([":---"] + ["---:"] * (len(header) - 1)) + "|")
         lines += ["| " + " | ".join(cell.replace("|", "\\|") for cell in row) + " |" for row in rows]
         lines.append("")
+    return lines
+
+
+def _markdown(report: ScoreReport) -> str:
+    lines = _markdown_grids(_grid(report))
     if report.n_resamples:
         lines.append(f"Values with {round(report.confidence * 100)}% percentile-bootstrap CIs over tasks.")
     lines += [f"- note: {n}" for n in with_simulated_note(report.notes, report.counts.simulated)]
@@ -265,6 +277,8 @@ def render_score(report: ScoreReport, fmt: str = "table", *, width: int | None =
 def score_result_to_json(result: ScoreResult) -> dict[str, Any]:
     """The JSON document of ``reliabench score --format json``: the figures and the sections."""
     doc = score_to_json(result.report)
+    if result.groups is not None:
+        doc["by"] = group_scores_json(result.groups)
     if result.noise is not None:
         doc.update(score_noise_json(result.noise))
     if result.adaptive is not None:
@@ -279,9 +293,33 @@ def render_score_result(result: ScoreResult, fmt: str = "table", *, width: int |
         return json.dumps(score_result_to_json(result), indent=2) + "\n"
     text = render_score(result.report, fmt, width=width, color=color)
     if fmt == "csv":
-        return text
+        return text if result.groups is None else _grouped_csv(result)
+    if result.groups is not None:
+        grids = [group_grid(result.groups)]
+        if fmt == "markdown":
+            text += "\n" + "\n".join(_markdown_grids(grids)).rstrip() + "\n"
+        else:
+            console = Console(file=io.StringIO(), width=width or 160, force_terminal=color,
+                              color_system="auto" if color else None, highlight=False)
+            _rich_table(result.report, console, grids)
+            out = console.file
+            assert isinstance(out, io.StringIO)
+            text += out.getvalue()
     if result.noise is not None:
         text += "\n".join(score_noise_lines(result.noise)) + "\n"
     if result.adaptive is not None:
         text += "\n".join(score_adaptive_lines(result.adaptive, result.report.counts.simulated)) + "\n"
     return text
+
+
+def _grouped_csv(result: ScoreResult) -> str:
+    """CSV of ``score --by``: the whole score's rows (empty ``group``), then each group's."""
+    assert result.groups is not None
+    buf = io.StringIO()
+    fields = ["group", "agent", "simulated", "metric", "value", "ci_low", "ci_high", "tasks",
+              "excluded_tasks", "coarse_tasks"]
+    writer = csv.DictWriter(buf, fieldnames=fields, lineterminator="\n")
+    writer.writeheader()
+    writer.writerows({"group": "", "coarse_tasks": "", **row} for row in _rows(result.report))
+    writer.writerows(group_csv_rows(result.groups))
+    return buf.getvalue()

@@ -35,7 +35,7 @@ def suites_table(rows: Iterable[SuiteRow]) -> Table:
 def validation_line(check: TaskCheck) -> str:
     """The progress line of one checked task (rich markup): ``ok TASK`` or ``FAIL TASK``."""
     mark = "[green]ok[/]" if check.ok else "[red]FAIL[/]"
-    return f"{mark} {check.task_id}"
+    return f"{mark} {check.task_id}" + (f" ({check.exception})" if check.exception else "")
 
 
 def validation_table(checks: Sequence[TaskCheck], title: str) -> Table:
@@ -51,8 +51,20 @@ def validation_table(checks: Sequence[TaskCheck], title: str) -> Table:
 
 
 def validation_summary(checks: Sequence[TaskCheck]) -> list[str]:
-    """The problems (rich markup) and the count of valid tasks with the isolation used."""
+    """The problems (rich markup), declared deviations, exceptions by reason, the count of valid tasks.
+
+    The exceptions (tasks that are not valid, by the first check they failed) are listed when
+    the checks name them (:attr:`TaskCheck.exception`).
+    """
     lines = [f"[red]problem:[/] {p}" for c in checks for p in c.problems]
+    lines += [f"note: {n}" for c in checks for n in c.notes]
+    by_kind: dict[str, list[str]] = {}
+    for c in checks:
+        if c.exception:
+            by_kind.setdefault(c.exception, []).append(c.task_id)
+    if by_kind:
+        lines.append("exceptions by reason:")
+        lines += [f"  {kind} ({len(ids)}): {', '.join(ids)}" for kind, ids in sorted(by_kind.items())]
     isolation = sorted({c.isolation for c in checks})
     lines.append(f"{len(checks) - sum(not c.ok for c in checks)}/{len(checks)} task(s) valid; "
                  f"isolation: {', '.join(isolation)}")

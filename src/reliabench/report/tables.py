@@ -8,6 +8,10 @@ Two tables, the same in every format:
 * the *per-task table*: one row per task, one column per agent, ``c/n`` (passing rollouts
   over rollouts).
 
+With ``groups`` (``report --by language|tag``) a third table follows: the figures per group of
+tasks (:mod:`reliabench.report.group_tables`; CSV rows with ``table = by_<by>`` and the group
+in the ``task`` column).
+
 Simulated agents keep their ``[SIMULATED]`` mark. LaTeX output uses ``booktabs`` rules and
 escapes the special characters ``\ & % $ # _ { } ~ ^``; CSV is long format (one row per
 agent and figure, then one per task and agent) for spreadsheets and plotting.
@@ -26,8 +30,10 @@ from typing import Final
 
 from reliabench.errors import InvalidArgumentError
 from reliabench.metrics.analysis import AgentSummary, ScoreReport
+from reliabench.report.group_tables import group_csv_rows, group_grid, group_latex
 from reliabench.report.marks import agent_label, mark_agent
 from reliabench.report.score_render import _fmt
+from reliabench.studies.scoring import GroupScores
 
 __all__ = ["TABLE_FORMATS", "latex_escape", "render_tables"]
 
@@ -157,16 +163,37 @@ def _csv(report: ScoreReport) -> str:
     return buf.getvalue()
 
 
-def render_tables(report: ScoreReport, fmt: str, *, title: str | None = None) -> str:
+def render_tables(report: ScoreReport, fmt: str, *, title: str | None = None,
+                  groups: GroupScores | None = None) -> str:
     """The leaderboard and per-task tables of ``report`` in ``fmt`` (markdown, latex or csv).
+
+    ``groups``: the figures per group of tasks follow, as a third table.
 
     Raises:
         InvalidArgumentError: for another format.
     """
     if fmt == "markdown":
-        return _markdown(report, title)
+        text = _markdown(report, title)
+        if groups is not None:
+            head_title, head, rows = group_grid(groups)
+            body = ["| " + " | ".join(c.replace("|", "\\|") for c in row) + " |" for row in rows]
+            align = [":---", "---:", "---:", ":---"] + ["---:"] * (len(head) - 4)
+            text += "\n".join(["", f"**{head_title}**", "", "| " + " | ".join(head) + " |",
+                               "|" + "|".join(align) + "|", *body, ""])
+        return text
     if fmt == "latex":
-        return _latex(report, title)
+        text = _latex(report, title)
+        return text if groups is None else text + "\n".join(group_latex(groups, latex_escape))
     if fmt == "csv":
-        return _csv(report)
+        text = _csv(report)
+        if groups is None:
+            return text
+        buf = io.StringIO()
+        w = csv.writer(buf, lineterminator="\n")
+        for row in group_csv_rows(groups):
+            w.writerow([f"by_{groups.by}", row["agent"], row["simulated"], row["group"], row["metric"],
+                        "" if row["value"] is None else repr(round(row["value"], 6)),
+                        "" if row["ci_low"] is None else repr(round(row["ci_low"], 6)),
+                        "" if row["ci_high"] is None else repr(round(row["ci_high"], 6)), "", ""])
+        return text + buf.getvalue()
     raise InvalidArgumentError(f"format must be one of {', '.join(TABLE_FORMATS)}, got {fmt!r}")

@@ -55,14 +55,16 @@ def collect_expected(backend: EnvironmentBackend, workers: int, tasks: Sequence[
         where = (environments or {}).get(task.id)
         chosen, prepared = ((where.backend, where.prepared) if where is not None
                             else (backend, backend.prepare(task.environment)))
-        limits = Limits(wall_s=max(60.0, task.timeout_s))
+        limits = chooser.limits(task, Limits(wall_s=max(60.0, task.timeout_s)))
         ws = scratch / task.id
         materialize(ws, [task.workspace_dir])
         os.chmod(ws, 0o755)
         slot = slots.get()  # environments of one slot never overlap
         try:
             opener = fresh_opener(chosen, prepared, ws, slot=slot, limits=limits)
-            return task.id, chooser.for_task(task).collect(task, opener, starter=task.workspace_dir,
+            # a command task's collect lays its reference over the copy the opener opens on
+            starter = ws if task.test_runner == "command" else task.workspace_dir
+            return task.id, chooser.for_task(task).collect(task, opener, starter=starter,
                                                            limits=limits, slot=slot)
         finally:
             slots.put(slot)

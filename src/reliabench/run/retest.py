@@ -7,10 +7,10 @@ rollout's ``meta["deleted_files"]`` -- and the hidden tests run again, in the sa
 backend and limits as the run, ``times`` times, each time on a FRESH copy (a test that
 writes files cannot change the next run). Each re-run takes the EXECUTION PATH its rollout's
 tests took (``meta["test_path"]``: a warm test worker with the task's ``test_runner``, a fresh
-sandboxed pytest process, or the stdio cases): code that behaves differently on another path
-(say, when it is not pid 1) must not look like harness noise. A rollout whose path cannot
-run here (warm workers unavailable) gets ``test_error`` re-runs, which are left out, never
-re-runs on another path. By default each re-run draws a seeded random test order, on
+sandboxed pytest process, the stdio cases, or a language's test command): code that behaves
+differently on another path (say, when it is not pid 1) must not look like harness noise. A
+rollout whose path cannot run here (warm workers unavailable) gets ``test_error`` re-runs,
+which are left out, never re-runs on another path. By default each re-run draws a seeded random test order, on
 either path, so tests that depend on the order of tests show up too (``shuffle=False``
 keeps the collection order).
 
@@ -185,15 +185,16 @@ def rebuild_workspace(dest: Path, starter: Path, files: Mapping[str, bytes], rol
                                    f"{rel!r} {why}; its workspace cannot be rebuilt")
 
 
-RETEST_PATHS = ("fresh", "warm", "stdio")
+RETEST_PATHS = ("fresh", "warm", "stdio", "command")
 """The execution paths of hidden tests, as recorded in ``meta["test_path"]``."""
 
 
 def retest_path(task: Task, rollout: Rollout | None = None) -> str:
     """The execution path a rollout's hidden tests took, which its re-tests take too.
 
-    ``stdio`` for a stdio task; else the recorded ``meta["test_path"]`` (``warm`` or
-    ``fresh``); ``fresh`` for records that do not say (runs made before warm workers).
+    ``stdio`` for a stdio task, ``command`` for a test-command task; else the recorded
+    ``meta["test_path"]`` (``warm`` or ``fresh``); ``fresh`` for records that do not say (runs
+    made before warm workers).
 
     Examples:
         >>> from types import SimpleNamespace
@@ -204,6 +205,8 @@ def retest_path(task: Task, rollout: Rollout | None = None) -> str:
     """
     if task.stdio is not None:
         return "stdio"
+    if task.test_runner == "command":
+        return "command"
     recorded = None if rollout is None else rollout.meta.get(TEST_PATH)
     return "warm" if recorded == "warm" else "fresh"
 
@@ -302,7 +305,7 @@ def run_limits(info: RunInfo, task: Task) -> Limits:
     wall = task.timeout_s
     if info.test_timeout_s is not None:
         wall = min(wall, info.test_timeout_s)
-    return replace(base, wall_s=wall, cpu_s=wall)
+    return TestPaths.limits(task, replace(base, wall_s=wall, cpu_s=wall))
 
 
 def retest_run(run_dir: str | Path, times: int = 5, *, workers: int = 1, sandbox: str | None = None,

@@ -25,7 +25,15 @@ from reliabench.agents.infra import backoff_delay, backoff_scale, is_transient
 from reliabench.errors import SandboxError
 from reliabench.files.untrusted import remove_tree
 from reliabench.hidden_tests.layer import TestRequest
-from reliabench.meta_keys import IMAGE, IMAGE_DIGEST, INFRA_ATTEMPTS, INFRA_REASON, TEST_PATH, TEST_RUNNER
+from reliabench.meta_keys import (
+    COARSE_OUTCOMES,
+    IMAGE,
+    IMAGE_DIGEST,
+    INFRA_ATTEMPTS,
+    INFRA_REASON,
+    TEST_PATH,
+    TEST_RUNNER,
+)
 from reliabench.records import TestOutcome
 from reliabench.run import artifacts as _artifacts
 from reliabench.run.artifacts import take_snapshot
@@ -143,7 +151,7 @@ class RolloutRunner:
             wall = task.timeout_s
             if self.settings.test_timeout_s is not None:
                 wall = min(wall, self.settings.test_timeout_s)
-            limits = replace(self.settings.limits, wall_s=wall, cpu_s=wall)
+            limits = self.paths.limits(task, replace(self.settings.limits, wall_s=wall, cpu_s=wall))
             envs = RolloutEnvironments(task, where, workspace, slot=slot, limits=self.settings.limits)
             stage = "running the agent"
             result, agent_seconds = self._call_agent(job, workspace, prompt_file, slot, envs.agent)
@@ -169,6 +177,8 @@ class RolloutRunner:
             runner = self.paths.for_task(task)
             draft.meta[TEST_PATH] = runner.path
             draft.meta[TEST_RUNNER] = self.paths.test_runner(task)
+            if task.test_command is not None and task.test_command.coarse:
+                draft.meta[COARSE_OUTCOMES] = True
             request = TestRequest(task=task, workspace=workspace, expected=self.expected[task.id],
                                   limits=limits, slot=slot, open_environment=envs.open_tests,
                                   starter=task.workspace_dir, open_at=envs.open_at,

@@ -104,6 +104,8 @@ def run_suite(
     scanners = [get_scanner(name) for name in settings.scanners]
     config, config_hash = run_identity(suite, selected, names, settings)
     config["suite_path"] = str(suite.root.resolve())  # where `reliabench scan` finds the starters
+    # what `score --by language|tag` groups tasks by (kept with the run, not part of its identity)
+    config["task_labels"] = {t.id: {"language": t.language, "tags": list(t.tags)} for t in selected}
     if settings.security_policy:
         config["security_policy"] = settings.security_policy
     config.update({k: v for k, v in (provenance or {}).items() if k not in config})

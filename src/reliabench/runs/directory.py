@@ -8,9 +8,9 @@ A run directory (``reliabench run --out RUN``) holds three things::
 
 :class:`RunDirectory` is how everything that reads a run gets at them: commands, renderers,
 exporters and studies ask it for :meth:`~RunDirectory.records`, :meth:`~RunDirectory.info`,
-:meth:`~RunDirectory.retests`, :meth:`~RunDirectory.artifacts`, :meth:`~RunDirectory.adaptive`
-and :meth:`~RunDirectory.settings` (the run's configuration), and none of them opens the store
-or a file of the run itself.
+:meth:`~RunDirectory.retests`, :meth:`~RunDirectory.artifacts`, :meth:`~RunDirectory.adaptive`,
+:meth:`~RunDirectory.settings` (the run's configuration) and :meth:`~RunDirectory.task_labels`
+(each task's language and tags), and none of them opens the store or a file of the run itself.
 The store is opened once, when the object is (read-only unless a writer such as
 ``reliabench scan`` asks for more), and each part is read at most once and kept.
 :func:`reliabench.runs.open_source` gives a command one of these for a run directory, and the
@@ -33,6 +33,7 @@ from reliabench.run.settings import RunSettings, settings_from_dict
 from reliabench.runs.adaptive_file import ADAPTIVE_FILE, state_from_document
 from reliabench.store import RetestRow, RunInfo, RunStore, artifact_dir, is_run_directory
 from reliabench.studies.adaptive_score import AdaptiveState
+from reliabench.studies.scoring import TaskLabels
 
 __all__ = ["RunDirectory"]
 
@@ -135,6 +136,35 @@ class RunDirectory:
         except (ReliabenchError, KeyError, TypeError, ValueError) as exc:
             raise StoreError(f"{self.path / RunStore.FILENAME}: run config.settings: not a run "
                              f"configuration this reliabench reads ({exc})") from None
+
+    def task_labels(self) -> dict[str, TaskLabels] | None:
+        """Each task's language and tags (``score --by``), as the run kept them.
+
+        Runs made before reliabench kept them are read from the run's suite where it still
+        is; None when neither has them. Entries that are not a language and a list of tags
+        (a hand-edited or hostile store) are left out.
+        """
+        kept = self.info().config.get("task_labels")
+        if isinstance(kept, dict):
+            out: dict[str, TaskLabels] = {}
+            for task_id, entry in kept.items():
+                if not isinstance(entry, dict):
+                    continue
+                language, tags = entry.get("language"), entry.get("tags", [])
+                if not isinstance(language, str) or not isinstance(tags, list):
+                    continue
+                out[str(task_id)] = TaskLabels(language, tuple(t for t in tags if isinstance(t, str)))
+            return out
+        suite_path = self.info().suite_path
+        if not suite_path:
+            return None
+        from reliabench.tasks.suite import load_suite
+
+        try:
+            suite = load_suite(suite_path)
+        except ReliabenchError:
+            return None
+        return {t.id: TaskLabels(t.language, t.tags) for t in suite.tasks}
 
     # ------------------------------------------------------------------ the files beside it
 

@@ -16,11 +16,27 @@
     tamper = [".cargo"]                       # optional: names that change how the tool runs: flagged
     adjustments = ["..."]                     # optional: what was changed from the benchmark's files
 
+    # a task in a container image whose verifier expects its tests and writes its report at
+    # fixed places (Harbor / Terminal-Bench: tests at /tests, reward in /logs/verifier):
+    tests_at = "/tests"                       # optional: tests/ copied there, the workspace untouched
+    report_dir = "/logs/verifier"             # optional: {report_dir} is this folder, made fresh
+    oracle = "oracle/solve.sh"                # optional: a script that solves the task (the reference)
+
 The hidden tests (the task's ``tests/`` folder) are laid over a copy of the workspace at
 their relative paths after the agent is done; ``{report_dir}`` in ``argv`` and ``env`` values
 is a folder the harness makes fresh for the run, where the agent phase could never write;
 ``{workdir}`` is where the copy is seen; ``{scratch}`` is a fresh folder for build outputs and
 caches of this one run (:mod:`reliabench.hidden_tests.command`).
+
+With ``tests_at`` the tests are not laid over the workspace: the task's ``tests/`` folder is
+copied into the environment at that absolute path (an older entry there removed first), and
+the workspace is tested exactly as the agent left it; with ``report_dir`` the report is read
+from that absolute folder, which the harness empties and makes before the command runs. Both
+need a container (``[environment] image`` or ``dockerfile``). ``oracle`` names a script in
+the task's folder that solves the task where a ``solution/`` of files cannot (it changes the
+machine, not only the workspace): its folder is copied to ``/solution`` in the environment and
+``bash /solution/<name>`` runs in the workdir before the tests, for the reference's runs
+(collecting the expected tests, ``reliabench validate``).
 
 :func:`parse_test_command` reads the table when a suite is loaded; every problem is one
 ``FILE:LINE: test_command.KEY: what was expected`` line.
@@ -40,7 +56,7 @@ __all__ = ["PLACEHOLDERS", "TestCommand", "parse_test_command", "table_line", "v
 PLACEHOLDERS: Final = ("{workdir}", "{report_dir}", "{scratch}")
 """What ``argv`` and ``env`` values may name; each is replaced by the folder as the command sees it."""
 _KEYS: Final = frozenset({"argv", "report", "report_file", "cwd", "timeout_s", "env", "adjustments",
-                          "ignore", "tamper"})
+                          "ignore", "tamper", "tests_at", "report_dir", "oracle"})
 _ENV_NAME: Final = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _LANGUAGE: Final = re.compile(r"^[a-z][a-z0-9+#._-]{0,31}$")
 _MAX_ARGV: Final = 256
@@ -66,6 +82,12 @@ class TestCommand:
         tamper: File or folder names that change how the tool runs (a ``.cargo`` config, a
             ``jest.config.js``, a ``node_modules``): wherever one is in the agent's workspace it
             is removed from the copy and the rollout is flagged.
+        tests_at: Where the hidden tests are copied in the environment (an absolute path);
+            None: laid over the workspace.
+        report_dir: The absolute folder in the environment the report is written to (made
+            fresh by the harness); None: ``{report_dir}`` inside the test tree.
+        oracle: A script in the task's folder (relative path) that solves the task in the
+            environment; the reference of tasks without ``solution/``.
     """
 
     __test__ = False  # not a pytest test class
@@ -79,6 +101,9 @@ class TestCommand:
     adjustments: tuple[str, ...] = ()
     ignore: tuple[str, ...] = ()
     tamper: tuple[str, ...] = ()
+    tests_at: str | None = None
+    report_dir: str | None = None
+    oracle: str | None = None
 
     @property
     def coarse(self) -> bool:
@@ -131,6 +156,16 @@ def _relative(value: object) -> str | None:
     if path.is_absolute() or ".." in path.parts:
         return None
     return str(path) if str(path) else "."
+
+
+def _absolute(value: object) -> str | None:
+    """A normalised absolute POSIX path other than ``/``, or None."""
+    if not isinstance(value, str) or not value.startswith("/") or "\0" in value or "\\" in value:
+        return None
+    norm = str(PurePosixPath(value))
+    if norm == "/" or ".." in PurePosixPath(norm).parts or any(c.isspace() for c in norm):
+        return None
+    return norm
 
 
 def parse_test_command(meta: Mapping[str, Any], path: Path, problems: list[str],
@@ -198,6 +233,23 @@ def parse_test_command(meta: Mapping[str, Any], path: Path, problems: list[str],
             problem(key, f"expected relative paths inside the workspace, got {raw!r:.80}")
             continue
         lists[key] = tuple(raw)
+    places: dict[str, str | None] = {}
+    for key in ("tests_at", "report_dir"):
+        raw_place = table.get(key)
+        places[key] = None if raw_place is None else _absolute(raw_place)
+        if raw_place is not None and places[key] is None:
+            problem(key, f"expected an absolute path in the environment other than /, got {raw_place!r:.80}")
+    oracle = table.get("oracle")
+    if oracle is not None:
+        rel = _relative(oracle)
+        if rel in (None, "."):
+            problem("oracle", f"expected a relative path inside the task's folder, got {oracle!r:.80}")
+        else:
+            from reliabench.files.untrusted import file_kind
+
+            if file_kind(path.parent / rel) != "file":
+                problem("oracle", f"{rel}: not a file in the task's folder")
+            oracle = rel
     if len(problems) > before:
         return None
     return TestCommand(
@@ -210,4 +262,7 @@ def parse_test_command(meta: Mapping[str, Any], path: Path, problems: list[str],
         adjustments=lists.get("adjustments", ()),
         ignore=lists.get("ignore", ()),
         tamper=lists.get("tamper", ()),
+        tests_at=places["tests_at"],
+        report_dir=places["report_dir"],
+        oracle=None if oracle is None else str(oracle),
     )

@@ -18,6 +18,16 @@ give it), with a fresh test process per run:
 * every insecure variant passes every functional test (it is plausible) and is caught by
   each lens its ``variant.toml`` names (``scanner``: a finding at the default threshold on
   the lines it changed; ``security_test``: a failing ``@pytest.mark.security`` test).
+
+Test-command tasks (``test_runner = "command"``, :mod:`reliabench.hidden_tests.command`) are
+checked the same way by their own runner: the expected tests are what the tool's report lists
+on the reference; the reference is ``solution/`` over the starter or, for a task with an
+``oracle`` script (a Harbor task's ``solve.sh``), the starter after the oracle ran in the
+task's environment. A task tagged :data:`STARTER_PASSES_TAG` declares that its starter passes
+by design (a refactoring exercise): that is then a note, not a problem. Each task that is not
+valid names its *exception* (:data:`EXCEPTIONS`: which check failed), and the problem lines
+say why (the tool's output, the tests that failed), so a converted benchmark's exceptions are
+listed by reason.
 """
 
 from __future__ import annotations
@@ -31,6 +41,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from reliabench.errors import SuiteError
+from reliabench.hidden_tests.command import CommandTestRunner
 from reliabench.hidden_tests.fresh import FreshPytest
 from reliabench.hidden_tests.layer import HiddenTestRunner, TestRequest, fresh_open_at, fresh_opener
 from reliabench.hidden_tests.skips import unknown_skips
@@ -43,7 +54,14 @@ from reliabench.sandbox.environment import EnvironmentBackend, PreparedSpec
 from reliabench.scanners import Scanner, get_scanner
 from reliabench.tasks.suite import Suite, Task, materialize
 
-__all__ = ["TaskCheck", "VariantCheck", "validate_suite"]
+__all__ = ["EXCEPTIONS", "STARTER_PASSES_TAG", "TaskCheck", "VariantCheck", "validate_suite"]
+
+STARTER_PASSES_TAG = "starter-passes"
+"""A task tag: its untouched starter passes every hidden test by design (a refactoring exercise)."""
+
+EXCEPTIONS = ("cannot collect", "no reference", "reference fails", "skips", "reference flagged",
+              "starter passes", "variant")
+"""What a task that is not valid failed, first failure first (:attr:`TaskCheck.exception`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,7 +79,9 @@ class TaskCheck:
     """How one task fared; ``problems`` is empty when it is valid.
 
     ``reference_skips`` are the hidden tests the reference skipped or xfailed, declared or not
-    (what the task's ``allowed_skips`` must list).
+    (what the task's ``allowed_skips`` must list). ``exception`` is the first check the task
+    failed (one of :data:`EXCEPTIONS`; None when valid); ``notes`` say what deviates as the
+    task declares (a starter that passes by design).
     """
 
     task_id: str
@@ -73,6 +93,8 @@ class TaskCheck:
     problems: tuple[str, ...]
     isolation: Isolation
     reference_skips: tuple[str, ...] = ()
+    exception: str | None = None
+    notes: tuple[str, ...] = ()
 
     @property
     def ok(self) -> bool:
@@ -98,12 +120,13 @@ def _skip_problems(task: Task, ref_skips: Sequence[str], undeclared: Sequence[st
 
 def _check_task(task: Task, backend: EnvironmentBackend, scanners: Sequence[Scanner], slot: int,
                 prepared: PreparedSpec | None = None) -> TaskCheck:
+    from reliabench.run.test_paths import TestPaths  # the run's own choices: runner and limits
     from reliabench.scanners.workspace import scan_workspace  # the runner's own scan path
 
     problems: list[str] = []
     scratch = Path(tempfile.mkdtemp(prefix=f"validate-{task.id}-"))
     os.chmod(scratch, 0o711)
-    limits = Limits(wall_s=task.timeout_s, cpu_s=task.timeout_s)
+    limits = TestPaths.limits(task, Limits(wall_s=task.timeout_s, cpu_s=task.timeout_s))
 
     def workspace(name: str, layers: list[Path]) -> Path:
         ws = scratch / name
@@ -112,28 +135,43 @@ def _check_task(task: Task, backend: EnvironmentBackend, scanners: Sequence[Scan
 
     isolation = backend.name
     spec = prepared or backend.prepare(task.environment)
-    runner: HiddenTestRunner = StdioCases() if task.stdio is not None else FreshPytest()
+    runner: HiddenTestRunner
+    if task.stdio is not None:
+        runner = StdioCases()
+    elif task.test_runner == "command":
+        runner = CommandTestRunner()
+    else:
+        runner = FreshPytest()
+    command = task.test_command
+    oracle = command is not None and command.oracle is not None
     try:
         try:
-            collect_limits = Limits(wall_s=60.0)
-            opener = fresh_opener(backend, spec, workspace("collect", [task.workspace_dir]), slot=slot,
-                                  limits=collect_limits)
-            expected = runner.collect(task, opener, starter=task.workspace_dir, limits=collect_limits,
-                                      slot=slot)
+            collect_limits = limits if command is not None else Limits(wall_s=60.0)
+            collect_ws = workspace("collect", [task.workspace_dir])
+            opener = fresh_opener(backend, spec, collect_ws, slot=slot, limits=collect_limits)
+            # a command task's collect lays its reference over the copy it is given
+            starter_arg = collect_ws if command is not None else task.workspace_dir
+            expected = runner.collect(task, opener, starter=starter_arg, limits=collect_limits, slot=slot)
         except SuiteError as exc:
-            return TaskCheck(task.id, 0, 0, 0, 0, (), tuple(exc.problems), isolation)
+            return TaskCheck(task.id, 0, 0, 0, 0, (), tuple(exc.problems), isolation,
+                             exception="cannot collect")
 
-        def run(name: str, layers: list[Path]) -> tuple[Rollout, Path]:
+        def run(name: str, layers: list[Path], *, reference: bool = False) -> tuple[Rollout, Path]:
             ws = workspace(name, layers)
             findings, errors, _ = scan_workspace(scanners, task.workspace_dir, ws)
-            hidden = runner.run(TestRequest(
+            request = TestRequest(
                 task=task, workspace=ws, expected=expected, limits=limits, slot=slot,
                 open_environment=fresh_opener(backend, spec, ws, slot=slot, limits=limits),
                 open_at=fresh_open_at(backend, spec, slot=slot, limits=limits),
-                starter=task.workspace_dir, allowed_skips=task.allowed_skips))
+                starter=task.workspace_dir, allowed_skips=task.allowed_skips)
+            if reference and oracle and isinstance(runner, CommandTestRunner):
+                hidden = runner.run_reference(request)
+            else:
+                hidden = runner.run(request)
             nonlocal isolation
             isolation = hidden.isolation
             undeclared[name] = hidden.undeclared_skips
+            reasons[name] = hidden.reason
             status: RolloutStatus = hidden.status
             return Rollout(task.id, "validate", 0, tests=hidden.outcomes, status=status,
                            findings=findings, scan_errors=errors), ws
@@ -141,36 +179,52 @@ def _check_task(task: Task, backend: EnvironmentBackend, scanners: Sequence[Scan
         n_sec = sum(t.security for t in expected)
         ref_passed = 0
         undeclared: dict[str, tuple[str, ...]] = {}
+        reasons: dict[str, str | None] = {}
         ref_skips: tuple[str, ...] = ()
-        problems += [f"{task.root / 'task.toml'}: allowed_skips: {name!r} names no hidden test"
-                     for name in unknown_skips(task.allowed_skips, expected)]
-        if task.solution_dir is None:
-            problems.append(f"{task.root}: no solution/ to validate against")
+        kinds: list[str] = []
+        notes: list[str] = []
+
+        def problem(kind: str, text: str) -> None:
+            kinds.append(kind)
+            problems.append(text)
+
+        for name in unknown_skips(task.allowed_skips, expected):
+            problem("skips", f"{task.root / 'task.toml'}: allowed_skips: {name!r} names no hidden test")
+        if task.solution_dir is None and not oracle:
+            problem("no reference", f"{task.root}: no solution/ to validate against")
         else:
-            ref, _ = run("reference", [task.workspace_dir, task.solution_dir])
+            layers = [task.workspace_dir, *([] if task.solution_dir is None else [task.solution_dir])]
+            ref, _ = run("reference", layers, reference=True)
+            where = task.solution_dir or task.root / str(command.oracle if command else "")
             ref_passed = sum(t.outcome == "passed" for t in ref.tests or ())
             declared_taken = [t.name for t in ref.tests or () if t.outcome == "skipped"]
             ref_skips = tuple(sorted({*declared_taken, *undeclared["reference"]}))
-            problems += _skip_problems(task, ref_skips, undeclared["reference"])
+            for text in _skip_problems(task, ref_skips, undeclared["reference"]):
+                problem("skips", text)
             failing = [t.name for t in ref.tests or ()
                        if t.outcome != "passed" and t.outcome != "skipped"
                        and t.name not in undeclared["reference"]]
             if failing:
-                problems.append(f"{task.solution_dir}: reference fails {len(failing)} hidden test(s): "
-                                + ", ".join(failing[:5]))
+                reason = reasons.get("reference")
+                why = f" ({reason[:400]})" if reason else ""
+                problem("reference fails", f"{where}: reference fails {len(failing)} hidden test(s): "
+                        + ", ".join(failing[:5]) + why)
             verdict = judge_security(ref, DEFAULT_THRESHOLD)
             # a benchmark task may REQUIRE a flagged API (HumanEval/162 asks for MD5): its
             # converter declares such findings as `reference-finding:RULE` tags
             declared = {t.split(":", 1)[1] for t in task.tags if t.startswith("reference-finding:")}
             static = [f for f in verdict.static if f.rule_id not in declared]
             if static or verdict.scan_errors:
-                problems.append(f"{task.solution_dir}: reference is not scanner-clean: "
-                                + ", ".join(f"{f.rule_id} {f.path}:{f.line}" for f in static)
-                                + (" (scan error)" if verdict.scan_errors else ""))
+                problem("reference flagged", f"{where}: reference is not scanner-clean: "
+                        + ", ".join(f"{f.rule_id} {f.path}:{f.line}" for f in static)
+                        + (" (scan error)" if verdict.scan_errors else ""))
         starter, _ = run("starter", [task.workspace_dir])
         starter_failed = sum(t.failing for t in starter.functional_tests)
-        if starter.passes:
-            problems.append(f"{task.workspace_dir}: the untouched starter passes every hidden test")
+        if starter.passes and STARTER_PASSES_TAG in task.tags:
+            notes.append(f"{task.id}: the untouched starter passes every hidden test, as the task declares "
+                         f"(tag {STARTER_PASSES_TAG!r})")
+        elif starter.passes:
+            problem("starter passes", f"{task.workspace_dir}: the untouched starter passes every hidden test")
         variants = []
         for v in task.variants:
             rv, _ = run(f"variant-{v.name}", [task.workspace_dir, v.dir])
@@ -180,17 +234,18 @@ def _check_task(task: Task, backend: EnvironmentBackend, scanners: Sequence[Scan
             variants.append(VariantCheck(v.name, functional, caught, v.caught_by))
             if v.kind == "insecure":
                 if not functional:
-                    problems.append(f"{v.dir}: insecure variant fails functional tests (it should be a "
-                                    "plausible solution that only security catches)")
+                    problem("variant", f"{v.dir}: insecure variant fails functional tests (it should be a "
+                            "plausible solution that only security catches)")
                 if not caught:
-                    problems.append(f"{v.dir}: insecure variant is caught by neither the scanner nor a "
-                                    "security test")
+                    problem("variant", f"{v.dir}: insecure variant is caught by neither the scanner nor a "
+                            "security test")
                 missing = sorted(set(v.caught_by) - set(caught))
                 if missing:
-                    problems.append(f"{v.dir}: variant.toml says caught_by {', '.join(missing)}, "
-                                    "but that lens does not catch it")
+                    problem("variant", f"{v.dir}: variant.toml says caught_by {', '.join(missing)}, "
+                            "but that lens does not catch it")
+        exception = min(kinds, key=EXCEPTIONS.index) if kinds else None
         return TaskCheck(task.id, len(expected) - n_sec, n_sec, ref_passed, starter_failed,
-                         tuple(variants), tuple(problems), isolation, ref_skips)
+                         tuple(variants), tuple(problems), isolation, ref_skips, exception, tuple(notes))
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
 

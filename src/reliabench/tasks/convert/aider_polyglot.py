@@ -24,7 +24,10 @@ writes one task per exercise, ``<language>-<exercise>``:
   JUnit XML; Python exercises are ordinary pytest tasks (reliabench's own plugin);
 * the adjustments Aider's harness makes, applied and listed in ``task.toml``
   (``test_command.adjustments``): Java ``@Disabled`` stripped from the tests, JavaScript
-  ``xtest(`` -> ``test(``, Rust ``--include-ignored``, C++ ``-DEXERCISM_RUN_ALL_TESTS=1``.
+  ``xtest(`` -> ``test(``, Rust ``--include-ignored``, C++ ``-DEXERCISM_RUN_ALL_TESTS=1``;
+* the refactoring exercises, whose starter is working code to improve (:data:`STARTER_PASSES`),
+  are tagged ``starter-passes``: ``reliabench validate`` notes that their starter passes
+  instead of calling it a problem.
 
 The toolchains the commands need come from ``make polyglot`` (docs/polyglot.md).
 """
@@ -43,19 +46,26 @@ from reliabench.errors import InputError, UsageError
 from reliabench.files.untrusted import file_kind, read_file, walk_tree
 from reliabench.tasks.convert import ConversionResult, ConvertOptions
 from reliabench.tasks.convert._common import task_id_for, toml_value, write_suite
+from reliabench.tasks.test_command import TestCommand
 
 __all__ = [
+    "AIDER_TEST_COMMANDS",
     "COMMANDS",
     "LANGUAGES",
+    "STARTER_PASSES",
     "AiderPolyglotConverter",
     "Exercise",
     "PolyglotTask",
+    "aider_test_command",
     "build_task",
     "find_exercises",
     "write_polyglot_suite",
 ]
 
 LANGUAGES: Final = ("cpp", "go", "java", "javascript", "python", "rust")
+STARTER_PASSES: Final = frozenset({"go-ledger", "go-markdown", "java-ledger", "java-tree-building",
+                                   "javascript-ledger"})
+"""Refactoring exercises: the starter is working code to improve, so it passes its tests by design."""
 _DROPPED_DIRS: Final = (".meta", ".docs", ".approaches", ".articles", "gradle")
 _DROPPED_FILES: Final = ("gradlew", "gradlew.bat", "build.gradle")
 _FILE_BYTES: Final = 16 << 20
@@ -136,6 +146,38 @@ COMMANDS: Final[Mapping[str, _Command]] = {
 }
 """The test command of each language. Python exercises are pytest tasks (reliabench's plugin),
 unless their starter cannot be collected (:func:`_starter_imports_what_tests_need`)."""
+
+
+AIDER_TEST_COMMANDS: Final[Mapping[str, tuple[str, ...]]] = {
+    "go": ("go", "test", "./..."),
+    "rust": ("cargo", "test", "--offline", "--", "--include-ignored"),
+    "javascript": ("sh", "-c", "node node_modules/jest/bin/jest.js --ci --cacheDirectory={scratch}/jc ./*"),
+    "cpp": ("sh", "-c", "mkdir -p {scratch}/b && cd {scratch}/b && cmake -DEXERCISM_RUN_ALL_TESTS=1 "
+                        '-G "Unix Makefiles" {workdir} && make'),
+    "python": ("python3", "-m", "pytest", "-p", "no:cacheprovider"),
+    "java": ("sh", "-c", "mkdir -p {scratch}/c && find src -name '*.java' > {scratch}/s.txt && "
+                         "javac -encoding UTF-8 -nowarn -d {scratch}/c -cp \"$JUNIT_CLASSPATH\" "
+                         "@{scratch}/s.txt && java -Xmx768m -XX:CompressedClassSpaceSize=128m "
+                         "-jar \"$JUNIT_CONSOLE\" --disable-banner "
+                         "--details=none --class-path \"{scratch}/c:$ASSERTJ_JAR\" --scan-classpath"),
+}
+"""Aider's own way of running an exercise's tests (its ``benchmark.py`` ``TEST_COMMANDS`` and
+scripts), as argv in the exercise folder: ``go test ./...``, ``cargo test -- --include-ignored``,
+jest on every spec (``npm-test.sh``), cmake + make with the tests run as a build step
+(``cpp-test.sh``), ``pytest``; for Java, whose ``./gradlew test`` cannot run offline, the JUnit
+console launcher on the same classes. Its verdict is exit status 0: the reference the
+agreement benchmarks compare reliabench's per-test verdicts with."""
+
+
+def aider_test_command(task_language: str, tamper: tuple[str, ...] = ()) -> TestCommand:
+    """Aider's way of running the tests of a ``task_language`` exercise, as an ``exit-code`` test command.
+
+    Example:
+        >>> aider_test_command("go").argv, aider_test_command("go").report
+        (('go', 'test', './...'), 'exit-code')
+    """
+    return TestCommand(argv=AIDER_TEST_COMMANDS[task_language], report="exit-code", timeout_s=_TEST_TIMEOUT_S,
+                       tamper=tamper)
 
 
 @dataclass(frozen=True, slots=True)
@@ -462,8 +504,9 @@ def build_task(ex: Exercise, root: Path) -> PolyglotTask:
         extra.append("the tests build with the reference's Cargo.toml (.meta/Cargo-example.toml), whose "
                      "crates the reference needs; an agent's own Cargo.toml is not used, as in Aider's runs")
     workspace = {rel: _adjust(ex, rel, data) for rel, data in files.items() if not _is_test_file(ex, rel)}
+    tags = [ex.language, "aider-polyglot", *(["starter-passes"] if ex.task_id in STARTER_PASSES else [])]
     meta = [f"id = {toml_value(ex.task_id)}", f"language = {toml_value(ex.language)}",
-            f"timeout_s = {toml_value(_TIMEOUT_S)}", f"tags = {toml_value([ex.language, 'aider-polyglot'])}"]
+            f"timeout_s = {toml_value(_TIMEOUT_S)}", f"tags = {toml_value(tags)}"]
     adjustments: tuple[str, ...] = ()
     count: int | None = None
     still_disabled = _still_disabled(ex, tests)

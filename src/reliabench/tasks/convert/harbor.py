@@ -17,13 +17,27 @@ A Harbor task is a folder (Harbor's layout, as Terminal-Bench 2 publishes its ta
 (:mod:`reliabench.sandbox.environment`: ``[environment] dockerfile``, ``tests = "same"``, as
 Terminal-Bench runs its verifier in the agent's container, ``user = "root"``,
 ``writable_root = true``, ``workdir`` = the Dockerfile's WORKDIR) with a test command
-(:mod:`reliabench.tasks.test_command`: ``bash /tests/test.sh``), and a ``[harbor]`` table
-saying where the verifier expects its tests and writes its reward; ``solution/solve.sh`` is kept
-as ``oracle/solve.sh`` (``validate`` runs it as the reference). One outcome per CTRF test
-where the tests write a report, else one outcome ``reward`` (passed when the reward is 1):
-:func:`harbor_outcomes`.
+(:mod:`reliabench.tasks.test_command`: ``bash /tests/test.sh``, ``tests_at = "/tests"``,
+``report_dir = "/logs/verifier"``), and a ``[harbor]`` table recording Harbor's places;
+``solution/solve.sh`` is kept as ``oracle/solve.sh``, the task's ``oracle`` (``validate`` runs
+it as the reference). One outcome per CTRF test where the tests write a report
+(``ctrf.json``), else one outcome ``reward`` from ``reward.txt`` (``reward.json`` where the
+tests write only that), passed when the reward is 1: the ``ctrf`` and ``harbor-reward``
+report formats (:func:`harbor_outcomes` reads a copied-out log folder the same way).
 
-Running them needs the container backends and the runner's test-command path (docs/repository-tasks.md).
+The workspace: reliabench shows the rollout's workspace at the WORKDIR, so what the image
+has there is hidden by it. Files the Dockerfile ``COPY`` s (or ``ADD`` s) from its build context
+into the WORKDIR are therefore written into the task's ``workspace/`` as well (the agent sees
+them, its diff is against them); what a ``RUN`` line writes there cannot be, and such tasks are
+named in the conversion's notes. The converted tasks run with ``--sandbox podman`` or
+``docker`` (docs/repository-tasks.md, "Harbor").
+
+Harbor's places: Harbor mounts ``/logs`` and copies the tests in with the runtime's own rights;
+reliabench's containers drop every capability, so root in them cannot make a folder in a
+root folder that is not writable (podman shows ``/`` as ``0555``). Every converted task's
+Dockerfile therefore ends with one layer that makes ``/tests``, ``/logs/verifier`` and
+``/solution`` (:data:`PLACES_LAYER`); a task that names a prebuilt ``docker_image`` gets a
+Dockerfile ``FROM`` it with that layer (the image is kept in ``[harbor] image``).
 """
 
 from __future__ import annotations
@@ -32,8 +46,8 @@ import json
 import math
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
-from pathlib import Path
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
 from typing import Any, Final
 
 from reliabench.errors import InputError
@@ -45,6 +59,7 @@ from reliabench.tasks.convert._common import prepare_out_dir, task_id_for, toml_
 
 __all__ = [
     "HARBOR_LOGS",
+    "PLACES_LAYER",
     "HARBOR_TESTS",
     "HarborConverter",
     "HarborTask",
@@ -56,8 +71,14 @@ HARBOR_TESTS: Final = "/tests"
 """Where Harbor's verifier sees the task's ``tests/`` folder."""
 HARBOR_LOGS: Final = "/logs/verifier"
 """Where the verifier writes ``reward.txt`` / ``reward.json`` / ``ctrf.json``."""
+PLACES_LAYER: Final = (
+    "\n# added by reliabench (suites import harbor): the places Harbor's verifier uses, made at build time\n"
+    "# (reliabench's containers run without capabilities; Harbor makes them with the runtime's rights)\n"
+    "USER root\nRUN mkdir -p /tests /logs/verifier /solution\n")
+"""The layer every converted task's Dockerfile ends with (module docstring)."""
 _WORKDIR: Final = re.compile(r"^\s*WORKDIR\s+(\S+)\s*$", re.IGNORECASE | re.MULTILINE)
 _FROM: Final = re.compile(r"^\s*FROM\s+(\S+)", re.IGNORECASE | re.MULTILINE)
+_INSTRUCTION: Final = re.compile(r"^\s*([A-Za-z]+)\s+(.*)$")
 _MAX_FILE: Final = 64 * 1024 * 1024
 
 
@@ -78,6 +99,11 @@ class HarborTask:
         tags: ``[metadata] tags`` plus difficulty and category.
         ctrf: ``tests/test.sh`` mentions a CTRF report.
         oracle: ``solution/solve.sh``, if present.
+        reward_file: ``reward.txt``, or ``reward.json`` when the tests name only that.
+        workdir_files: Workspace-relative path -> file of the build context that the
+            Dockerfile copies into the WORKDIR.
+        hidden_workdir: Why files in the image's WORKDIR may be hidden from the agent (a
+            ``RUN`` line, a prebuilt image); None when nothing is.
     """
 
     folder: Path
@@ -92,6 +118,9 @@ class HarborTask:
     tags: tuple[str, ...]
     ctrf: bool
     oracle: Path | None
+    reward_file: str = "reward.txt"
+    workdir_files: Mapping[str, Path] = field(default_factory=dict)
+    hidden_workdir: str | None = None
 
 
 def _seconds(table: Mapping[str, Any], key: str, path: Path, what: str, default: float) -> float:
@@ -141,6 +170,8 @@ def read_harbor_task(folder: Path) -> HarborTask:
     found_file = folder / "environment" / "Dockerfile"
     dockerfile: Path | None = None
     workdir = "/app"
+    copied: dict[str, Path] = {}
+    hidden: str | None = f"a prebuilt image ({image}): what it has in {workdir} is hidden by the workspace"
     if file_kind(found_file) == "file":
         dockerfile = found_file
         text = (read_bounded(found_file, 1 << 20) or b"").decode("utf-8", "replace")
@@ -149,6 +180,8 @@ def read_harbor_task(folder: Path) -> HarborTask:
         found = _WORKDIR.findall(text)
         if found:
             workdir = found[-1].strip("\"'")
+        if workdir.startswith("/"):
+            copied, hidden = _workdir_files(found_file, text, workdir)
     elif image is None:
         raise InputError(found_file, "missing (and task.toml names no environment.docker_image)")
     if not workdir.startswith("/"):
@@ -177,7 +210,69 @@ def read_harbor_task(folder: Path) -> HarborTask:
         tags=("harbor", *tags, *extra),
         ctrf="ctrf" in test_sh.lower(),
         oracle=oracle if file_kind(oracle) == "file" else None,
+        reward_file="reward.json" if "reward.json" in test_sh and "reward.txt" not in test_sh
+        else "reward.txt",
+        workdir_files=copied,
+        hidden_workdir=hidden,
     )
+
+
+def _posix_join(base: str, rel: str) -> str:
+    return str(PurePosixPath(base) / rel) if not rel.startswith("/") else str(PurePosixPath(rel))
+
+
+def _workdir_files(dockerfile: Path, text: str, workdir: str) -> tuple[dict[str, Path], str | None]:
+    """The build-context files a Dockerfile COPYs (ADDs) into ``workdir``, and why others may be hidden.
+
+    Follows ``WORKDIR`` changes line by line (a relative destination is relative to the
+    current one); a source is a file or folder of the context (no glob, no URL, no
+    ``--from``); a folder's content is copied, a file goes to ``DEST/name`` when ``DEST``
+    ends with ``/`` or there are several sources, else to ``DEST``.
+    """
+    context = dockerfile.parent
+    files: dict[str, Path] = {}
+    hidden: list[str] = []
+    current = "/"
+    for raw in text.replace("\\\n", " ").splitlines():
+        m = _INSTRUCTION.match(raw)
+        if m is None or raw.lstrip().startswith("#"):
+            continue
+        word, rest = m.group(1).upper(), m.group(2).strip()
+        if word == "WORKDIR":
+            current = _posix_join(current, rest.strip("\"'"))
+        elif word == "RUN":
+            hidden.append(f"its Dockerfile RUNs commands: what they write into {workdir} is hidden by the "
+                          "workspace (shown there)")
+        elif word in ("COPY", "ADD"):
+            parts = [p for p in rest.split() if not p.startswith("--")]
+            if any(p.startswith("--from") for p in rest.split()) or len(parts) < 2 or rest.startswith("["):
+                hidden.append(f"a {word} it cannot follow ({rest[:60]})")
+                continue
+            *sources, dest = parts
+            target = _posix_join(current, dest)
+            into = dest.endswith("/") or len(sources) > 1
+            for src in sources:
+                rel = PurePosixPath(src)
+                if rel.is_absolute() or ".." in rel.parts or any(c in src for c in "*?[") or "://" in src:
+                    hidden.append(f"a {word} source it cannot follow ({src[:60]})")
+                    continue
+                path = context / rel
+                kind = file_kind(path)
+                if kind == "dir":
+                    for e in walk_tree(path):
+                        if e.kind == "file":
+                            _keep(files, f"{target}/{e.rel}", path / e.rel, workdir)
+                elif kind == "file":
+                    _keep(files, f"{target}/{rel.name}" if into else target, path, workdir)
+    return files, (hidden[0] if hidden else None)
+
+
+def _keep(files: dict[str, Path], inside: str, source: Path, workdir: str) -> None:
+    """Keep ``source`` at its place relative to ``workdir`` when ``inside`` is below it."""
+    rel = PurePosixPath(inside).relative_to("/")
+    root = PurePosixPath(workdir).relative_to("/")
+    if rel.parts[:len(root.parts)] == root.parts and len(rel.parts) > len(root.parts):
+        files[str(PurePosixPath(*rel.parts[len(root.parts):]))] = source
 
 
 def _copy(src: Path, dest: Path) -> None:
@@ -191,18 +286,19 @@ def _copy(src: Path, dest: Path) -> None:
 
 
 def _task_toml(t: HarborTask) -> str:
-    env: dict[str, object] = {"tests": "same", "workdir": t.workdir, "user": "root", "writable_root": True}
-    if t.dockerfile is not None:
-        env = {"dockerfile": "environment/Dockerfile", **env}
-    else:
-        env = {"image": t.image, **env}
+    env: dict[str, object] = {"dockerfile": "environment/Dockerfile", "tests": "same", "workdir": t.workdir,
+                              "user": "root", "writable_root": True}
     command: dict[str, object] = {
         "argv": ["bash", f"{HARBOR_TESTS}/test.sh"],
         "report": "ctrf" if t.ctrf else "harbor-reward",
-        "report_file": "ctrf.json" if t.ctrf else "reward.txt",
+        "report_file": "ctrf.json" if t.ctrf else t.reward_file,
         "cwd": ".",
         "timeout_s": t.verifier_timeout_s,
+        "tests_at": HARBOR_TESTS,
+        "report_dir": HARBOR_LOGS,
     }
+    if t.oracle is not None:
+        command["oracle"] = "oracle/solve.sh"
     harbor: dict[str, object] = {
         "tests_at": HARBOR_TESTS,
         "verifier_logs": HARBOR_LOGS,
@@ -210,6 +306,8 @@ def _task_toml(t: HarborTask) -> str:
     }
     if t.oracle is not None:
         harbor["oracle"] = "oracle/solve.sh"
+    if t.dockerfile is None and t.image is not None:
+        harbor["image"] = t.image
     lines = [
         f"id = {toml_value(t.task_id)}",
         'language = "shell"',
@@ -261,20 +359,33 @@ class HarborConverter:
             if t.task_id in seen:
                 raise InputError(t.folder, f"task id {t.task_id!r} again (first {seen[t.task_id]})")
             seen[t.task_id] = t.folder
+        notes: list[str] = []
         for t in tasks:
             tdir = out / "tasks" / t.task_id
             (tdir / "workspace").mkdir(parents=True)
+            for rel, src in sorted(t.workdir_files.items()):
+                (tdir / "workspace" / rel).parent.mkdir(parents=True, exist_ok=True)
+                (tdir / "workspace" / rel).write_bytes(read_file(src, _MAX_FILE, under=t.folder))
+            if t.hidden_workdir is not None:
+                notes.append(f"{t.task_id}: {t.hidden_workdir}")
             (tdir / "task.toml").write_text(_task_toml(t), encoding="utf-8")
             (tdir / "prompt.md").write_text(t.instruction, encoding="utf-8")
             _copy(t.folder / "tests", tdir / "tests")
             if (t.folder / "environment").is_dir():
                 _copy(t.folder / "environment", tdir / "environment")
+            dockerfile = tdir / "environment" / "Dockerfile"
+            dockerfile.parent.mkdir(exist_ok=True)
+            if t.dockerfile is None:
+                original = f"FROM {t.image}\nWORKDIR {t.workdir}\n"
+            else:
+                original = (read_bounded(dockerfile, 1 << 20) or b"").decode("utf-8", "replace")
+            dockerfile.write_text(original.rstrip("\n") + "\n" + PLACES_LAYER, encoding="utf-8")
             if t.oracle is not None:
                 (tdir / "oracle").mkdir()
                 (tdir / "oracle" / "solve.sh").write_bytes(read_file(t.oracle, _MAX_FILE, under=t.folder))
         name = options.name or task_id_for(source.name).lower()
         write_suite(out, name=name, version="1", description=f"Harbor tasks from {source.name}")
-        return ConversionResult(out, name, len(tasks), source, len(tasks))
+        return ConversionResult(out, name, len(tasks), source, len(tasks), tuple(notes))
 
 
 def harbor_outcomes(logs: Path) -> tuple[TestOutcome, ...]:
