@@ -96,7 +96,10 @@ OpenerFor = Callable[["Task", int], open_at_type]
 """``(task, slot) -> open_at``: a run's environments, per task (its backend and prepared spec)
 on a worker slot."""
 
-_LOG_BYTES: Final = 256 * 1024
+_LOG_BYTES: Final = 1024 * 1024
+"""The test log kept with a rollout (head and tail beyond it): SWE-bench's log file, which the
+``swebench`` package grades the same; ``pytest -rA`` prints the captured output of passing tests
+too (sqlfluff's: ~0.3-0.5 MB). The run's artifact budget keeps as much (``max_log_bytes``)."""
 _IMAGE_ENV: Final = {
     "PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
     "HOME": "/tmp",

@@ -3,12 +3,13 @@
 :func:`score_result` computes, from a source's records and what its run keeps beside them,
 the :class:`ScoreResult`: the per-agent figures (:class:`~reliabench.metrics.analysis.ScoreReport`,
 with costs), the harness-noise section of a run with re-tests
-(:class:`~reliabench.studies.noise.ScoreNoise`, the flaky-test policy applied) and the
+(:class:`~reliabench.studies.noise.ScoreNoise`, the flaky-test policy applied), the
 estimates at the stop of a finished adaptive run
-(:class:`~reliabench.studies.adaptive_score.AdaptiveScore`). :func:`page_figures` computes
-the parts the HTML report adds (:class:`PageFigures`: rank intervals, reliability@k for every
-k, the single-rollout proxy, cost against reliability). ``reliabench.report`` renders them in
-each format; it computes none of them.
+(:class:`~reliabench.studies.adaptive_score.AdaptiveScore`) and, for repository tasks, macro vs
+strict with SWE-bench's resolutions (:class:`~reliabench.studies.resolution.ResolutionSection`).
+:func:`page_figures` computes the parts the HTML report adds (:class:`PageFigures`: rank
+intervals, reliability@k for every k, the single-rollout proxy, cost against reliability).
+``reliabench.report`` renders them in each format; it computes none of them.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from reliabench.studies.adaptive_score import AdaptiveScore, AdaptiveState, adap
 from reliabench.studies.noise import ScoreNoise, score_noise
 from reliabench.studies.proxy_validity import ProxyPoints, proxy_points
 from reliabench.studies.rank import RankOutcome, rank_for_report
+from reliabench.studies.resolution import ResolutionSection, resolution_section
 
 __all__ = ["PageFigures", "ScoreResult", "page_figures", "score_result"]
 
@@ -39,12 +41,15 @@ class ScoreResult:
         records: The records scored.
         noise: The harness-noise section (a run with re-tests), else None.
         adaptive: The estimates at the stop (a finished adaptive run), else None.
+        repository: Macro vs strict on repository tasks (records that carry SWE-bench's
+            verdict), else None.
     """
 
     report: ScoreReport
     records: tuple[Rollout, ...]
     noise: ScoreNoise | None = None
     adaptive: AdaptiveScore | None = None
+    repository: ResolutionSection | None = None
 
 
 @dataclass(frozen=True)
@@ -104,7 +109,8 @@ def score_result(
     report = score(scored, ks, threshold=threshold, finding_filter=finding_filter,
                    confidence=confidence, n_resamples=n_resamples, seed=seed)
     est = adaptive_score(scored, adaptive) if adaptive is not None else None
-    return ScoreResult(report, scored, noise, est)
+    repository = resolution_section(scored, confidence=confidence, n_resamples=n_resamples, seed=seed)
+    return ScoreResult(report, scored, noise, est, repository)
 
 
 def page_figures(report: ScoreReport, records: Sequence[Rollout]) -> PageFigures:
