@@ -1,4 +1,4 @@
-"""Replay SWE-bench predictions n times through `reliabench run`, score macro vs strict, cross-check with swebench.
+"""Replay SWE-bench predictions n times through `reliabench run`, score macro vs strict, check with swebench.
 
     .venv/bin/python benchmarks/bench_swebench_replay.py [--data DIR] [--instance ID ...] [-n 3]
         [--workers 2] [--out DIR]
@@ -203,7 +203,8 @@ def _partial(tests: RepositoryTests, task: Task, gold: str, multi: bool) -> tupl
 def _cli(*args: str) -> str:
     t0 = time.monotonic()
     done = subprocess.run([str(BIN / "reliabench"), *args], capture_output=True, text=True, check=False)
-    print(f"$ reliabench {' '.join(args)}  ({time.monotonic() - t0:.1f} s, exit {done.returncode})", flush=True)
+    took = time.monotonic() - t0
+    print(f"$ reliabench {' '.join(args)}  ({took:.1f} s, exit {done.returncode})", flush=True)
     if done.returncode != 0:
         print(done.stdout[-3000:], done.stderr[-3000:], sep="\n")
         raise SystemExit(1)
@@ -243,11 +244,11 @@ def main() -> int:
     suite_dir = base / "suite"
     if suite_dir.exists():
         shutil.rmtree(suite_dir)
-    _cli("suites", "import", "swebench", str(args.data / "instances.jsonl"), "--repos", str(args.data / "repos"),
-         "-o", str(suite_dir))
+    _cli("suites", "import", "swebench", str(args.data / "instances.jsonl"),
+         "--repos", str(args.data / "repos"), "-o", str(suite_dir))
     suite = load_suite(suite_dir)
-    rows = {json.loads(line)["instance_id"]: json.loads(line)
-            for line in (args.data / "instances.jsonl").read_text(encoding="utf-8").splitlines() if line.strip()}
+    lines = (args.data / "instances.jsonl").read_text(encoding="utf-8").splitlines()
+    rows = {json.loads(line)["instance_id"]: json.loads(line) for line in lines if line.strip()}
     print(f"converted {len(suite.tasks)} instances")
     tasks = [suite.task(i) for i in instances]
 
@@ -257,7 +258,7 @@ def main() -> int:
     t0 = time.monotonic()
     for task in tasks:
         cfg = task.repository
-        assert cfg is not None and cfg.gold_patch is not None
+        assert cfg is not None
         tests.prepare(task, slot=0)
         multi = len(cfg.fail_to_pass) > 1
         print(f"  {task.id}: FAIL_TO_PASS {len(cfg.fail_to_pass)}, searching a partial patch", flush=True)
@@ -275,15 +276,15 @@ def main() -> int:
                     fh.write(json.dumps({"instance_id": row["instance_id"], "model_name_or_path": model,
                                          "model_patch": patch}) + "\n")
     (base / "agents.toml").write_text("".join(
-        f'[[agents]]\nname = "{m}"\nkind = "replay"\npath = "preds.jsonl"\n\n' for m in ("gold", "empty", "partial")),
-        encoding="utf-8")
+        f'[[agents]]\nname = "{m}"\nkind = "replay"\npath = "preds.jsonl"\n\n'
+        for m in ("gold", "empty", "partial")), encoding="utf-8")
     run_dir = base / "run"
     if run_dir.exists():
         shutil.rmtree(run_dir)
     t0 = time.monotonic()
     task_args = [a for t in tasks for a in ("--task", t.id)]
-    _cli("run", str(suite_dir), "--agents", str(base / "agents.toml"), "-n", str(args.n), "--out", str(run_dir),
-         "--workers", str(args.workers), *task_args)
+    _cli("run", str(suite_dir), "--agents", str(base / "agents.toml"), "-n", str(args.n),
+         "--out", str(run_dir), "--workers", str(args.workers), *task_args)
     run_s = time.monotonic() - t0
     table = _cli("score", str(run_dir), "-k", "1,3")
     print(table)
@@ -320,7 +321,8 @@ def main() -> int:
             theirs = _swebench_report(rows[r.task_id], log, Path(tmp))
             mine = (sw["resolution"], sw["fail_to_pass"][0], sw["pass_to_pass"][0])
             ts = theirs["tests_status"]
-            other = (theirs["resolution"], len(ts["FAIL_TO_PASS"]["success"]), len(ts["PASS_TO_PASS"]["success"]))
+            other = (theirs["resolution"], len(ts["FAIL_TO_PASS"]["success"]),
+                     len(ts["PASS_TO_PASS"]["success"]))
             if mine != other or theirs["resolved"] != sw["resolved"]:
                 problems.append(f"{where}: ours {mine}, swebench {other}")
             else:
@@ -345,7 +347,8 @@ def main() -> int:
             f2p = {tuple(r.meta.get("swebench", {}).get("fail_to_pass", ())) for r in mine}
             cells.append(f"{model} {res.count('RESOLVED_FULL')}/{res.count('RESOLVED_PARTIAL')}/"
                          f"{res.count('RESOLVED_NO')} F2P {sorted(f2p)}")
-        print(f"  {task.id:38s} F2P {len(cfg.fail_to_pass)} P2P {len(cfg.pass_to_pass):3d}; " + "; ".join(cells))
+        lists = f"F2P {len(cfg.fail_to_pass)} P2P {len(cfg.pass_to_pass):3d}"
+        print(f"  {task.id:38s} {lists}; " + "; ".join(cells))
         print(f"  {'':38s} partial: {partial[task.id][1]}")
     print(f"\nswebench {_version()} agrees on {agree} of {len(records)} rollout logs")
     print(f"partial search {search_s:.0f} s; run {run_s:.0f} s; total {time.monotonic() - started:.0f} s; "

@@ -245,3 +245,90 @@ def test_prepare_repositories_names_every_refused_task(suite_dir: Path, tmp_path
     tasks: list[Task] = list(load_suite(suite).tasks)
     with pytest.raises(PreflightError, match=rf"^task {IID}: .*no repository.*leave it out \(--task\)"):
         prepare_repositories(tasks, task_environments("auto", tasks), limits=Limits())
+
+
+# ---- a repository task whose environment is an image (SWE-bench's per-instance images) -----------
+
+CALC = "def add(a, b):\n    return a - b\n\n\ndef mul(a, b):\n    return a * b\n"
+TESTS = "from calc import mul\n\n\ndef test_mul():\n    assert mul(2, 3) == 6\n"
+TESTS_AFTER = ("from calc import add, mul\n\n\ndef test_add():\n    assert add(2, 3) == 5\n\n\n"
+               "def test_mul():\n    assert mul(2, 3) == 6\n")
+
+
+def _git_diff(path: str, old: str, new: str) -> str:
+    import difflib
+
+    body = difflib.unified_diff(old.splitlines(True), new.splitlines(True), f"a/{path}", f"b/{path}")
+    return f"diff --git a/{path} b/{path}\n" + "".join(body)
+
+
+def _image_suite(root: Path, image: str) -> Path:
+    """One repository task in the layout SWE-bench's images have: the environment is the image."""
+    from reliabench.tasks.convert._common import task_id_for
+
+    tid = task_id_for("demo__calc-1")
+    task = root / "suite" / "tasks" / tid
+    (task / "repo" / "tests").mkdir(parents=True)
+    (root / "suite" / "suite.toml").write_text('name = "calc"\nversion = "1"\n')
+    (task / "repo" / "calc.py").write_text(CALC)
+    (task / "repo" / "tests" / "test_calc.py").write_text(TESTS)
+    (task / "prompt.md").write_text("add() subtracts.\n")
+    (task / "test.patch").write_text(_git_diff("tests/test_calc.py", TESTS, TESTS_AFTER))
+    (task / "gold.patch").write_text(_git_diff("calc.py", CALC, CALC.replace("a - b", "a + b")))
+    (task / "task.toml").write_text(textwrap.dedent(f"""\
+        id = "{tid}"
+        language = "python"
+        test_runner = "repository"
+        timeout_s = 300
+        [repository]
+        source = "repo"
+        base_commit = "{'ab' * 20}"
+        test_patch = "test.patch"
+        gold_patch = "gold.patch"
+        test_command = ["python3", "-m", "pytest", "-rA", "-p", "no:cacheprovider", "tests/test_calc.py"]
+        fail_to_pass = ["tests/test_calc.py::test_add"]
+        pass_to_pass = ["tests/test_calc.py::test_mul"]
+        [repository.environment]
+        image = "{image}"
+    """))
+    return root / "suite"
+
+
+class _Patcher:
+    """An in-process agent that applies a fixed patch (the gold one, or none)."""
+
+    kind = "python"
+    simulated = False
+
+    def __init__(self, name: str, patch: str) -> None:
+        self.name = name
+        self.patch = patch
+
+    def run(self, request: AgentRequest) -> AgentResult:
+        from reliabench.repository.patches import apply_patch
+
+        if self.patch:
+            apply_patch(request.workspace, self.patch)
+        return AgentResult(status="completed")
+
+
+@pytest.mark.parametrize("runtime", ["podman", "docker"])
+def test_an_image_task_runs_in_its_image_at_testbed(runtime: str, tmp_path: Path) -> None:
+    from container_helpers import container_backend_or_skip
+
+    from reliabench.sandbox.containers import DEFAULT_TEST_IMAGE
+
+    container_backend_or_skip(runtime)
+    suite = load_suite(_image_suite(tmp_path, DEFAULT_TEST_IMAGE))
+    (task,) = suite.tasks
+    assert task.environment.image == DEFAULT_TEST_IMAGE and task.environment.workdir == "/testbed"
+    gold = _git_diff("calc.py", CALC, CALC.replace("a - b", "a + b"))
+    agents = [_Patcher("gold", gold), _Patcher("empty", "")]
+    summary = run_suite(suite, agents, tmp_path / "run", RunSettings(n=1, workers=2, sandbox=runtime))  # type: ignore[arg-type]
+    assert summary.infra_errors == 0 and summary.isolation == runtime
+    with RunDirectory.open(tmp_path / "run") as run:
+        by = {r.agent: r for r in run.records()}
+    assert by["gold"].passes and by["gold"].meta["swebench"]["resolution"] == "RESOLVED_FULL"
+    assert by["gold"].isolation == runtime and by["gold"].meta["image"] == DEFAULT_TEST_IMAGE
+    assert by["empty"].meta["swebench"] == {"resolution": "RESOLVED_NO", "resolved": False,
+                                            "fail_to_pass": [0, 1], "pass_to_pass": [1, 1], "signed": False}
