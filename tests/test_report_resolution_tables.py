@@ -9,7 +9,7 @@ from test_studies_resolution import RECORDS
 
 from reliabench.errors import InvalidArgumentError
 from reliabench.records import Rollout, TestOutcome
-from reliabench.report.resolution_tables import render_resolution, resolution_to_json
+from reliabench.report.resolution_tables import render_resolution, resolution_html, resolution_to_json
 from reliabench.report.score_render import render_score_result
 from reliabench.studies.resolution import resolution_section
 from reliabench.studies.scoring import score_result
@@ -58,3 +58,13 @@ def test_score_shows_the_section_only_for_repository_records() -> None:
     plain = score_result([Rollout("t", "a", 0, tests=(TestOutcome("x", "passed"),))], [1], n_resamples=0)
     assert "repository" not in json.loads(render_score_result(plain, "json"))
     assert "FULL / PARTIAL / NO" not in render_score_result(plain, "table")
+
+
+def test_html_section_escapes_names() -> None:
+    from dataclasses import replace
+
+    sec = _section()
+    hostile = replace(sec, agents=(replace(sec.agents[0], agent="<script>x</script>"), *sec.agents[1:]))
+    page = resolution_html(hostile)
+    assert '<h2 id="repository">' in page and "<script>x" not in page and "&lt;script&gt;x" in page
+    assert "<td>3 / 0 / 0</td>" in page and "bootstrap CIs over tasks" in page

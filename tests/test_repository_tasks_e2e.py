@@ -103,7 +103,7 @@ def test_a_replay_run_of_predictions_grades_as_swebench(replay: tuple[Path, list
         assert len(run.records()) == 4
 
 
-def test_score_reports_macro_and_strict_with_intervals(replay: tuple[Path, list[str]],
+def test_score_reports_macro_and_strict_with_intervals(replay: tuple[Path, list[str]], tmp_path: Path,
                                                        capsys: pytest.CaptureFixture[str]) -> None:
     out, _ = replay
     capsys.readouterr()
@@ -115,8 +115,9 @@ def test_score_reports_macro_and_strict_with_intervals(replay: tuple[Path, list[
     assert empty["strict_resolution_rate"]["value"] == 0.0
     assert empty["macro_test_pass_rate"]["value"] == pytest.approx(76 / 77)  # the gap a single number hides
     assert empty["macro_test_pass_rate"]["ci_low"] is not None
-    assert main(["score", str(out)]) == 0
+    assert main(["score", str(out), "--html", str(tmp_path / "page.html")]) == 0
     assert "FULL / PARTIAL / NO" in capsys.readouterr().out
+    assert '<h2 id="repository">' in (tmp_path / "page.html").read_text()
 
 
 def test_retests_take_the_repository_path(replay: tuple[Path, list[str]], tmp_path: Path) -> None:

@@ -264,6 +264,7 @@ def write_page(src: Source, result: ScoreResult, path: Path, *, title: str | Non
                               figures=page_figures(result.report, result.records), source=src.name,
                               source_format=src.format, run=src.run,
                               noise=None if result.noise is None else result.noise.report, title=title,
-                              max_bytes=max_bytes or DEFAULT_MAX_BYTES, notes=src.notes)
+                              max_bytes=max_bytes or DEFAULT_MAX_BYTES, notes=src.notes,
+                              repository=result.repository)
     write_report_page(path, page)
     return len(page.encode())

@@ -39,11 +39,13 @@ from reliabench.report.heatmap import heatmap_html
 from reliabench.report.html import render_html
 from reliabench.report.marks import mark_agent
 from reliabench.report.provenance import Provenance, collect_provenance
+from reliabench.report.resolution_tables import resolution_html
 from reliabench.report.rollout_detail import DetailLimits, build_detail, rollout_id
 
 if TYPE_CHECKING:
     from reliabench.runs import RunDirectory
     from reliabench.studies.noise import NoiseReport
+    from reliabench.studies.resolution import ResolutionSection
     from reliabench.studies.scoring import PageFigures
 
 __all__ = [
@@ -194,6 +196,7 @@ def render_report_page(
     max_bytes: int = DEFAULT_MAX_BYTES,
     live: bool = False,
     notes: Sequence[str] = (),
+    repository: ResolutionSection | None = None,
 ) -> str:
     """The full report page (``reliabench report``, ``score --html`` and ``reliabench view``).
 
@@ -213,6 +216,8 @@ def render_report_page(
             their summary and the page says how many lost their detail.
         live: Embed no details; the page fetches them from ``reliabench view``'s server.
         notes: Extra notes shown at the top (e.g. an importer's).
+        repository: Macro vs strict on repository tasks (``studies.resolution``), for its
+            section (None: none).
 
     Raises:
         InvalidArgumentError: for a ``max_bytes`` below 1.
@@ -268,6 +273,7 @@ def render_report_page(
     lead.append('<div id="rb-explorer"><p class="note">Click a heatmap cell to see that pair\'s '
                 "rollouts.</p></div>")
     extra = [
+        *([] if repository is None else [resolution_html(repository)]),
         '<h2 id="more-figures">Reliability for every k, the single-rollout proxy, cost</h2>',
         reliability_curve(report, figures.curve),
         proxy_scatter(report, figures.proxy),

@@ -5,11 +5,13 @@ Renders a :class:`~reliabench.studies.resolution.ResolutionSection` (computed in
 the count of each SWE-bench resolution, the macro hidden-test pass rate and the strict
 resolution rate over every rollout, and the FAIL_TO_PASS and PASS_TO_PASS pass rates, each
 with its bootstrap interval over tasks. ``table`` is a rich table, ``markdown`` a Markdown
-table, JSON the ``repository`` object of ``score --format json``.
+table, JSON the ``repository`` object of ``score --format json``, :func:`resolution_html` the
+report page's section.
 """
 
 from __future__ import annotations
 
+import html
 import io
 import math
 from typing import Any
@@ -23,7 +25,7 @@ from reliabench.metrics.analysis import Estimate
 from reliabench.report.marks import agent_label
 from reliabench.studies.resolution import FIGURES, ResolutionSection
 
-__all__ = ["render_resolution", "resolution_to_json"]
+__all__ = ["render_resolution", "resolution_html", "resolution_to_json"]
 
 _TITLE = ("repository tasks, graded as SWE-bench grades them: macro hidden-test pass rate vs strict "
           "resolution, over every rollout")
@@ -88,6 +90,18 @@ def render_resolution(section: ResolutionSection, fmt: str = "table", *, width: 
     out = console.file
     assert isinstance(out, io.StringIO)
     return out.getvalue()
+
+
+def resolution_html(section: ResolutionSection) -> str:
+    """The report page's section (a heading, the table, the notes; every value escaped)."""
+    pct = round(section.confidence * 100)
+    head = "".join(f"<th>{html.escape(h)}</th>" for h in _HEADER)
+    rows = "".join("<tr>" + "".join(f"<td>{html.escape(cell)}</td>" for cell in row) + "</tr>"
+                   for row in _rows(section))
+    notes = "".join(f'<p class="note">{html.escape(n)}</p>' for n in _notes(section))
+    caption = f"Values with {pct}% percentile-bootstrap CIs over tasks." if section.n_resamples else ""
+    return (f'<h2 id="repository">{html.escape(_TITLE[:1].upper() + _TITLE[1:])}</h2>'
+            f"<table><tr>{head}</tr>{rows}</table><p class=\"note\">{caption}</p>{notes}")
 
 
 def resolution_to_json(section: ResolutionSection) -> dict[str, Any]:
