@@ -2,8 +2,8 @@
 
 The environment is built by the test set-up from PyPI (cached by spec hash under
 ``$RELIABENCH_REPO_ENV_CACHE``, ``/var/cache/reliabench/repo-envs`` as root), the tests run in
-bubblewrap with the checkout at /testbed (TEMPORARY helper until env21's workdir support lands:
-tests/repository_helpers.py). Attacks of our own: edits to the test files are reverted, a
+bubblewrap with the checkout at /testbed (the backend's ``workdir``: tests/repository_helpers.py;
+through the runner: tests/test_repository_tasks_e2e.py). Attacks of our own: edits to the test files are reverted, a
 deleted or rewritten checkout is the rollout's failure (never the harness's), a rewritten
 .git runs nothing, a link in place of a test file is replaced, not written through.
 """
