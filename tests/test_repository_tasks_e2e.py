@@ -199,6 +199,38 @@ def test_a_command_agent_sees_the_checkout_at_testbed(suite_dir: Path, tmp_path:
     assert r.passes and r.meta["swebench"]["resolution"] == "RESOLVED_FULL"
 
 
+class _Insecure:
+    """Fixes the task and adds a flagged call and a link to a host file (scanned, never followed)."""
+
+    name = "insecure"
+    kind = "python"
+    simulated = False
+
+    def run(self, request: AgentRequest) -> AgentResult:
+        f = request.workspace / "src" / "marshmallow" / "fields.py"
+        text = f.read_text().replace("getattr(schema.opts, self.SCHEMA_OPTS_VAR_NAME)",
+                                     "getattr(self.root.opts, self.SCHEMA_OPTS_VAR_NAME)")
+        f.write_text(text + "\n\ndef _load(blob):\n    import pickle\n\n    return pickle.loads(blob)\n")
+        (request.workspace / "src" / "marshmallow" / "leak.py").symlink_to("/etc/shadow")
+        return AgentResult(status="completed")
+
+
+def test_the_agents_changes_are_scanned_on_the_run_and_on_a_rescan(suite_dir: Path, tmp_path: Path) -> None:
+    run_suite(load_suite(suite_dir), [_Insecure()], tmp_path / "run", RunSettings(n=1, workers=1))  # type: ignore[list-item]
+    with RunDirectory.open(tmp_path / "run") as run:
+        (r,) = run.records()
+        diff = run.artifacts(*r.key).diff() or ""
+    assert r.passes and r.meta["swebench"]["resolved"]  # the link does not break the tests
+    flagged = [(f.rule_id, f.path) for f in r.findings]
+    assert ("B301", "src/marshmallow/fields.py") in flagged and len(r.findings) <= 2  # the changed lines only
+    assert "src/marshmallow/leak.py" in diff and "root:" not in diff  # the link named, not followed
+    assert main(["scan", str(tmp_path / "run"), "-k", "1"]) == 0  # re-scan from the checkout at the base
+    with RunDirectory.open(tmp_path / "run") as run:
+        (again,) = run.records()
+    assert sorted((f.rule_id, f.path, f.line) for f in again.findings) == \
+        sorted((f.rule_id, f.path, f.line) for f in r.findings)
+
+
 def _refused(suite: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> str:
     agents = tmp_path / "agents.toml"
     (tmp_path / "preds.jsonl").write_text(json.dumps({"instance_id": IID, "model_name_or_path": "m",
