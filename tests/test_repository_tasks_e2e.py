@@ -245,14 +245,38 @@ def _refused(suite: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) ->
     return errors[0]
 
 
-def test_a_pass_to_pass_test_failing_on_the_untouched_checkout_refuses_the_run(
+def test_a_task_whose_gold_patch_does_not_resolve_here_refuses_the_run(
         suite_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    # what a network-bound test looks like to the run: it fails with no agent at all
+    # what a network-bound test looks like to the run: it fails with the reference fix too
     suite = _copy(suite_dir, tmp_path)
     toml = _task_toml(suite)
-    toml.write_text(toml.read_text().replace("pass_to_pass = [", f'pass_to_pass = [\n    "{F2P}",', 1))
+    toml.write_text(toml.read_text().replace("pass_to_pass = [", 'pass_to_pass = [\n    "tests/test_net.py::test_download",', 1))
     err = _refused(suite, tmp_path, capsys)
-    assert "1 PASS_TO_PASS test(s) fail on the untouched checkout" in err and "--task" in err
+    assert f"task {IID}: the gold patch does not resolve the task here" in err
+    assert "FAIL_TO_PASS 1/1, PASS_TO_PASS 76/77); no rollout of it could be graded here" in err
+    assert "leave it out (--task)" in err
+
+
+def test_without_a_gold_patch_a_pass_to_pass_test_failing_untouched_refuses_the_run(
+        suite_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    suite = _copy(suite_dir, tmp_path)
+    toml = _task_toml(suite)
+    text = "\n".join(line for line in toml.read_text().splitlines() if not line.startswith("gold_patch ="))
+    toml.write_text(text.replace("pass_to_pass = [", f'pass_to_pass = [\n    "{F2P}",', 1))
+    err = _refused(suite, tmp_path, capsys)
+    assert "1 PASS_TO_PASS test(s) fail on the untouched checkout" in err
+
+
+def test_a_sound_task_is_checked_once_per_machine(suite_dir: Path) -> None:
+    tasks = list(load_suite(suite_dir).tasks)
+    runner = prepare_repositories(tasks, task_environments("auto", tasks), limits=Limits())
+    wall = tasks[0].timeout_s  # the run's test limits: the task's time
+    mark = runner._sound_mark(tasks[0], Limits(wall_s=wall, cpu_s=wall))
+    assert mark is not None and mark.is_file()  # the gold patch resolved: remembered by the cache's key
+    runner.close()
+    again = prepare_repositories(tasks, task_environments("auto", tasks), limits=Limits())
+    assert again._gold == {} and again._control == {}  # nothing graded the second time
+    again.close()
 
 
 def test_a_test_patch_that_does_not_apply_refuses_the_run(suite_dir: Path, tmp_path: Path,

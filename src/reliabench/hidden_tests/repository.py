@@ -23,15 +23,17 @@ Per rollout (:meth:`RepositoryTests.run`), on the workspace the agent left:
    PASS_TO_PASS test and SWE-bench's ``RESOLVED_FULL`` / ``PARTIAL`` / ``NO``
    (:attr:`RepositoryTestRun.swebench`, for the record's meta).
 
-The *control run* (:meth:`RepositoryTests.control`: the same command on a fresh copy of the
-base tree with the test patch, once per task) says what the environment can do without any
-agent. A run checks it before the first rollout (:meth:`RepositoryTests.base_problem`): a
-control that times out, reports nothing, or fails a PASS_TO_PASS test (a test that needs the
-network, a missing data file, a drifted dependency) means every rollout would fail for the
-environment's reasons, and the run is refused. Per rollout, when the log has no test line at
-all, the control decides who is to blame, as for fresh pytest runs: if it reports tests, this
-workspace broke the checkout (the rollout failed, every test ``failed``); if not, the harness
-is broken (``test_error``, the runner's ``infra_error``).
+Before a run's first rollout (:meth:`RepositoryTests.base_problem`) the task's gold patch is
+graded like a rollout (:meth:`RepositoryTests.gold_run`): a gold patch that does not resolve
+the task here (a test that needs the network, a missing data file, a drifted dependency, a
+Python too new for the code) means every rollout would fail for the environment's reasons, and
+the run is refused. A task without a gold patch gets the *control run* instead
+(:meth:`RepositoryTests.control`: the same command on a fresh copy of the base tree with the
+test patch, once per task), which must finish, report, and pass every PASS_TO_PASS test. A
+task found sound is remembered in the environment cache. Per rollout, when the log has no test
+line at all, the control decides who is to blame, as for fresh pytest runs: if it reports
+tests, this workspace broke the checkout (the rollout failed, every test ``failed``); if not,
+the harness is broken (``test_error``, the runner's ``infra_error``).
 
 A task whose ``[repository.environment]`` names an ``image`` has no venv: the image carries
 the environment (SWE-bench's per-instance images), the checkout is shown at ``workdir`` in a
@@ -47,6 +49,8 @@ environment contract (phase 2).
 from __future__ import annotations
 
 import contextlib
+import hashlib
+import json
 import os
 import re
 import secrets
@@ -69,7 +73,13 @@ from reliabench.meta_keys import TestPath
 from reliabench.records import TestOutcome
 from reliabench.repository.grading import RepositoryGrade, grade
 from reliabench.repository.logs import normalise_name, parse_log
-from reliabench.repository.patches import PatchApplyError, lay_files, patched_test_files, repository_diff
+from reliabench.repository.patches import (
+    PatchApplyError,
+    apply_patch,
+    lay_files,
+    patched_test_files,
+    repository_diff,
+)
 from reliabench.repository.source import RepositorySourceError, checkout, tree_id
 from reliabench.repository.venv import TaskEnv, build_base, build_task, readable_tree, venv_env
 from reliabench.sandbox.base import Limits, SandboxResult
@@ -421,6 +431,7 @@ class RepositoryTests:
         self._max_patch = max_patch_bytes
         self._prepared: dict[str, PreparedRepository] = {}
         self._control: dict[str, ControlRun] = {}
+        self._gold: dict[str, RepositoryTestRun] = {}
         self._locks: dict[tuple[str, str], threading.Lock] = {}
         self._guard = threading.Lock()
         self._trees: list[Path] = []
@@ -604,13 +615,57 @@ class RepositoryTests:
             )
             return self._control[task.id]
 
+    def gold_run(self, task: Task, limits: Limits, *, open_at: open_at_type | None = None,
+                 slot: int | None = None) -> RepositoryTestRun | None:
+        """The gold patch graded on a fresh copy of the checkout (once per task); None without one.
+
+        ``open_at`` (default :meth:`opener`) on worker ``slot`` (default: the runner's own) runs it.
+
+        Raises:
+            PatchApplyError: The gold patch does not apply to the checkout.
+            SandboxError: The environment could not be started (the harness's failure).
+        """
+        from reliabench.tasks.repository import read_patch
+
+        cfg = _cfg(task)
+        if cfg.gold_patch is None:
+            return None
+        done = self._gold.get(task.id)
+        if done is not None:
+            return done
+        with self._lock(task, "gold"):
+            if task.id in self._gold:
+                return self._gold[task.id]
+            prepared = self.prepare(task)
+            start = open_at or self.opener(task, slot)
+            base = Path(tempfile.mkdtemp(prefix="rb-gold-"))
+            try:
+                os.chmod(base, 0o711)
+                ws = base / "workspace"
+                shutil.copytree(prepared.starter, ws, symlinks=True)
+                apply_patch(ws, read_patch(cfg.gold_patch), what="gold patch")
+                names = dict.fromkeys((*cfg.fail_to_pass, *cfg.pass_to_pass))
+                expected = tuple(TestOutcome(n, "skipped") for n in names)
+                request = TestRequest(task=task, workspace=ws, expected=expected, limits=limits,
+                                      slot=self._slot if slot is None else slot,
+                                      open_environment=lambda m: start(ws, m), open_at=start)
+                self._gold[task.id] = self.run(request)
+            finally:
+                remove_tree(base)
+            return self._gold[task.id]
+
     def base_problem(self, task: Task, limits: Limits, *, slot: int | None = None) -> str | None:
         """Why no rollout of ``task`` could be graded here, or None: the run's check before its first rollout.
 
-        Prepares the task (on ``slot``), then runs the control (:meth:`control`): a control
-        that times out, reports nothing or fails a PASS_TO_PASS test means the environment
-        fails every rollout (a test that needs the network, a missing data file, a drifted
-        dependency), never the agent.
+        Prepares the task (on ``slot``), then grades its gold patch (:meth:`gold_run`) -- or,
+        for a task without one, runs the control (:meth:`control`). A gold patch that does not
+        resolve the task, or a control that times out, reports nothing or fails a PASS_TO_PASS
+        test, means the environment fails every rollout (a test that needs the network, a
+        missing data file, a drifted dependency, a Python too new for the code), never the
+        agent. A
+        task found sound is remembered in the environment cache (by the task layer's key, the
+        patches, the test command, the lists and the limits): a resumed or repeated run does
+        not check it again.
 
         Raises:
             RepositorySourceError: The repository is not at its base commit (a SandboxError).
@@ -620,8 +675,43 @@ class RepositoryTests:
         """
         self.prepare(task, slot=slot)
         cfg = _cfg(task)
-        ctl = self.control(task, limits, open_at=self.opener(task, slot))
-        return ctl.problem(cfg.test_timeout_s or limits.wall_s)
+        wall = cfg.test_timeout_s or limits.wall_s
+        mark = self._sound_mark(task, limits)
+        if mark is not None and mark.is_file():
+            return None
+        open_at = self.opener(task, slot)
+        why: str | None = None
+        try:
+            gold = self.gold_run(task, limits, open_at=open_at, slot=slot)
+        except PatchApplyError as exc:
+            return f"the gold patch does not apply to the checkout ({exc}): the task is broken"
+        if gold is None:  # no reference: the untouched checkout must at least keep PASS_TO_PASS
+            why = self.control(task, limits, open_at=open_at).problem(wall)
+        elif gold.status == "test_error":
+            why = f"the tests do not run: {gold.reason}"
+        elif gold.status == "timeout":
+            why = f"the gold patch's tests do not finish in {wall:g} s ({diagnose(gold.output)})"
+        elif not gold.swebench["resolved"]:
+            f2p, p2p = gold.swebench["fail_to_pass"], gold.swebench["pass_to_pass"]
+            why = (f"the gold patch does not resolve the task here ({diagnose(gold.output)}: "
+                   f"FAIL_TO_PASS {f2p[0]}/{f2p[1]}, PASS_TO_PASS {p2p[0]}/{p2p[1]})")
+        if why is None and mark is not None:
+            _write_mark(mark)
+        return why
+
+    def _sound_mark(self, task: Task, limits: Limits) -> Path | None:
+        """Where a task found sound by :meth:`base_problem` is remembered (None: an image task: nowhere)."""
+        from reliabench.repository.venv import cache_root
+
+        prepared = self.prepare(task)
+        if prepared.env is None:  # an image's content is the runtime's: not keyed here
+            return None
+        cfg = _cfg(task)
+        parts = [prepared.env.key, _digest(cfg.test_patch), _digest(cfg.gold_patch), list(cfg.test_command),
+                 cfg.log_parser, list(cfg.fail_to_pass), list(cfg.pass_to_pass),
+                 cfg.test_timeout_s or limits.wall_s, limits.memory_bytes, limits.max_procs]
+        key = hashlib.sha256(json.dumps(parts, separators=(",", ":")).encode()).hexdigest()
+        return (self._cache or cache_root()) / "checks" / f"{key}.sound"
 
     def _control_reports(self, task: Task, limits: Limits, open_at: open_at_type | None) -> bool:
         """Whether the tests report on the base tree with the test patch (a harness that cannot start: no)."""
@@ -705,9 +795,24 @@ class RepositoryTests:
         """Forget prepared tasks (the built environments stay in the cache); idempotent."""
         self._prepared.clear()
         self._control.clear()
+        self._gold.clear()
         trees, self._trees = self._trees, []
         for holder in trees:
             remove_tree(holder)
+
+
+def _digest(path: Path | None) -> str:
+    return "" if path is None else hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _write_mark(path: Path) -> None:
+    """Create ``path`` (an empty file), its folder readable by all; a failure only costs a re-check."""
+    with contextlib.suppress(OSError):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        os.chmod(path.parent, 0o755)
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}")
+        tmp.write_text("sound\n", encoding="utf-8")
+        os.replace(tmp, path)
 
 
 def _tail(text: str, lines: int = 3) -> str:

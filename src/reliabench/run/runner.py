@@ -109,7 +109,7 @@ def run_suite(
         config["security_policy"] = settings.security_policy
     config.update({k: v for k, v in (provenance or {}).items() if k not in config})
     t0 = time.perf_counter()
-    # repository tasks: checkout, environment, test patch, control run -- refused before anything is written
+    # repository tasks: checkout, environment, test patch, gold patch -- refused before anything is written
     repository = prepare_repositories(selected, environments, limits=settings.limits,
                                       test_timeout_s=settings.test_timeout_s, workers=settings.workers)
     try:

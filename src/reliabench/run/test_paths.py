@@ -27,8 +27,8 @@ A repository task's rollouts start from its checkout at the base commit
 artifact is the checkout's ``git diff`` (:meth:`RepositoryTests.agent_patch`).
 :func:`prepare_repositories` prepares every repository task of a run before anything is
 written (its environment built or taken from the cache, the test patch applied to the base
-tree, the control run on the untouched checkout), and refuses the run with one line when a
-task could not be graded at all.
+tree, its gold patch graded -- or, without one, the untouched checkout's tests run), and
+refuses the run with one line when a task could not be graded at all.
 """
 
 from __future__ import annotations
@@ -192,10 +192,11 @@ def prepare_repositories(tasks: Sequence[Task], environments: Mapping[str, TaskE
 
     For each task (``workers`` at a time, each on its own slot): the repository checked out at
     its base commit, its environment built (or taken from the cache), the test patch applied to
-    the base tree, and the control run on the untouched checkout
-    (:meth:`~reliabench.hidden_tests.repository.RepositoryTests.base_problem`). Any of them
-    failing means no rollout of the task could be graded -- the harness's or the environment's
-    failure, never an agent's -- so the run is refused before anything is written (rather than
+    the base tree, and its gold patch graded -- or, without one, the tests run on the untouched
+    checkout (:meth:`~reliabench.hidden_tests.repository.RepositoryTests.base_problem`; a task
+    found sound is remembered in the environment cache). Any of them failing means no rollout
+    of the task could be graded -- the harness's or the environment's failure, never an
+    agent's -- so the run is refused before anything is written (rather than
     recording every rollout of the task ``infra_error``: the agents would run for nothing, and
     the early-stop watch would stop an agent whose first rollouts are that task's).
 
