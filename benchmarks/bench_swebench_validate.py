@@ -8,8 +8,10 @@ by spec hash under ``$RELIABENCH_REPO_ENV_CACHE``), runs the empty patch and the
 through the repository grader, and prints one line per task (flips or the reason it does not,
 seconds, built or cached). Asserts that at least ``--min-flips`` tasks flip (exit 1 otherwise).
 
-Until the runner integration of branch env21 lands, environments are started with the
-test helper ``tests/repository_helpers.py`` (bubblewrap with the checkout at /testbed).
+Environments are a run's (``reliabench.run.test_paths.repository_tests`` over the tasks'
+backends for ``--sandbox auto``: bubblewrap with the checkout at /testbed), the validation the
+one ``reliabench validate`` runs (``reliabench.repository.validation``), here with one line of
+detail per task.
 """
 
 from __future__ import annotations
@@ -20,13 +22,10 @@ import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-
-from repository_helpers import opener
-
-from reliabench.hidden_tests.repository import RepositoryTests
 from reliabench.repository.logs import swebench_log_text
 from reliabench.repository.validation import validate_repository_task
+from reliabench.run.environments import task_environments
+from reliabench.run.test_paths import repository_tests
 from reliabench.sandbox.base import Limits
 from reliabench.tasks.convert import ConvertOptions, import_suite
 from reliabench.tasks.suite import load_suite
@@ -64,7 +63,6 @@ def main() -> int:
             flush=True,
         )
         suite = load_suite(out)
-        tests = RepositoryTests(opener(slot=args.slot), slot=args.slot)
         tasks = [
             t
             for t in suite.tasks
@@ -72,6 +70,7 @@ def main() -> int:
             and t.repository.source is not None
             and (not args.only or t.id in args.only)
         ]
+        tests = repository_tests(task_environments("auto", tasks))
         flips, lines = 0, []
         for task in tasks:
             v = validate_repository_task(

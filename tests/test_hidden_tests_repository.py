@@ -2,8 +2,8 @@
 
 The environment is built by the test set-up from PyPI (cached by spec hash under
 ``$RELIABENCH_REPO_ENV_CACHE``, ``/var/cache/reliabench/repo-envs`` as root), the tests run in
-bubblewrap with the checkout at /testbed (TEMPORARY helper until env21's workdir support lands:
-tests/repository_helpers.py). Attacks of our own: edits to the test files are reverted, a
+bubblewrap with the checkout at /testbed (the backend's ``workdir``: tests/repository_helpers.py;
+through the runner: tests/test_repository_tasks_e2e.py). Attacks of our own: edits to the test files are reverted, a
 deleted or rewritten checkout is the rollout's failure (never the harness's), a rewritten
 .git runs nothing, a link in place of a test file is replaced, not written through.
 """
@@ -245,3 +245,34 @@ def test_signed_outcomes_only_take_passes_away() -> None:
     )  # a name cut at its blank, as the log cuts it
     assert out["t.py::b"] == "FAILED" and out["t.py::e"] == "FAILED" and out["t.py::f"] == "FAILED"
     assert _trusted_map("pytest", ["t.py::a"], log, None) == (log, [])
+
+
+def test_one_way_to_start_environments() -> None:
+    from reliabench.errors import InvalidArgumentError
+
+    with pytest.raises(InvalidArgumentError, match="exactly one of open_at and open_for"):
+        RepositoryTests()
+    with pytest.raises(InvalidArgumentError, match="exactly one of open_at and open_for"):
+        RepositoryTests(opener(), open_for=lambda task, slot: opener(slot=slot))
+
+
+def test_what_a_control_run_says_about_the_environment() -> None:
+    from reliabench.hidden_tests.repository import ControlRun
+
+    ok = ControlRun(reported=True, timed_out=False, failing_p2p=(), diagnosis="unknown", tail="", seconds=1.0)
+    assert ok.problem(60) is None
+    late = ControlRun(True, True, (), "network-bound", "", 60.0)
+    assert late.problem(60) == ("the tests do not finish in 60 s on the untouched checkout (network-bound; a test "
+                                "that needs the network may wait between retries)")
+    mute = ControlRun(False, False, (), "python-version", "SyntaxError", 1.0)
+    assert mute.problem(60) == "the tests report nothing on the untouched checkout (python-version): SyntaxError"
+    broken = ControlRun(True, False, ("a::t1", "a::t2"), "missing-file", "", 1.0)
+    assert (broken.problem(60) or "").startswith("2 PASS_TO_PASS test(s) fail on the untouched checkout "
+                                                 "(missing-file), so every rollout would fail them")
+
+
+def test_the_control_run_is_run_once_per_task(setup: tuple[RepositoryTests, Task]) -> None:
+    tests, task = setup
+    first = tests.control(task, LIMITS)
+    assert first.reported and not first.timed_out and first.failing_p2p == ()
+    assert tests.control(task, LIMITS) is first and tests.base_problem(task, LIMITS, slot=SLOT) is None

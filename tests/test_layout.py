@@ -161,6 +161,7 @@ OTHER_TESTS: dict[str, str] = {
     "test_report_page.py": "the report page of a real run: heatmap, figures, provenance, explorer, server",
     "test_sandbox.py": "the sandbox package: every backend's API, probing, limits, capture, the registry",
     "test_scanners.py": "the scanners package: the protocol, the registry, Bandit and Semgrep",
+    "test_repository_tasks_e2e.py": "repository tasks end to end: replayed predictions, score, validate, retest",
     "test_run_e2e.py": "a run end to end: sandbox, store, resume, score",
     "test_run_containers.py": "image tasks end to end on the real podman and docker backends",
     "test_run_containers_faults.py": "container runs killed (kill -9 + resume), refused, or losing their runtime",

@@ -23,6 +23,7 @@ def test_the_keys_are_the_stored_names() -> None:
         "RAY_ATTEMPTS": "ray_attempts", "RAY_NODE": "ray_node", "RAY_NODE_ID": "ray_node_id",
         "RETEST": "retest",
         "SCANNED": "scanned", "SCAN_ERRORS_TOTAL": "scan_errors_total", "SEED": "seed",
+        "SWEBENCH": "swebench",
         "TAMPER_FILES": "tamper_files", "TEST_PATH": "test_path", "TEST_RUNNER": "test_runner",
         "COARSE_OUTCOMES": "coarse_outcomes",
         "UNDECLARED_SKIPS": "undeclared_skips",

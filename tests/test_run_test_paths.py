@@ -11,6 +11,7 @@ from reliabench.errors import InvalidArgumentError, SandboxError
 from reliabench.hidden_tests.fresh import FreshPytest
 from reliabench.hidden_tests.stdio import StdioCases
 from reliabench.run.test_paths import TestPaths
+from reliabench.sandbox.base import Limits
 from reliabench.tasks.suite import Suite, load_suite
 
 
@@ -130,3 +131,25 @@ def test_harness_unreachable_names_the_private_folder(base: Path) -> None:
     assert why is not None and f"({private} is not accessible to it)" in why and "chmod o+x" in why
     os.chmod(private, 0o755)
     assert harness_unreachable(str(python), 61000, ()) is None
+
+
+def test_repository_tasks_get_the_runs_one_repository_runner(tmp_path: Path) -> None:
+    from repository_helpers import vendored_suite
+
+    from reliabench.hidden_tests.repository import RepositoryTests
+    from reliabench.run.test_paths import prepare_repositories
+
+    repo_task = vendored_suite(tmp_path / "v").tasks[0]
+    paths = TestPaths()
+    runner = paths.for_task(repo_task)
+    assert isinstance(runner, RepositoryTests) and runner is paths.repository
+    assert (paths.test_path(repo_task), paths.test_runner(repo_task)) == ("repository", "repository")
+    assert paths.for_path("repository", repo_task) is runner  # a re-test takes the same path
+    suite = _suite(tmp_path)
+    assert paths.starter(suite.task("pytest")) == suite.task("pytest").workspace_dir
+    with pytest.raises(SandboxError, match="no environment was prepared for it"):
+        runner.opener(repo_task, 0)  # builds start the task's own environment, which this run lacks
+    paths.close()
+    paths.close()
+    # a run without repository tasks prepares nothing
+    assert isinstance(prepare_repositories(list(suite.tasks), {}, limits=Limits()), RepositoryTests)

@@ -112,6 +112,27 @@ def test_unknown_repo_version_is_refused_in_one_line_unless_given(tmp_path: Path
     assert load_user_specs(specs)[("x/y", "9.9")].test_cmd == ("pytest", "-rA")
 
 
+def test_a_spec_can_name_each_instances_image(tmp_path: Path) -> None:
+    # SWE-bench's per-instance images on a machine with docker: the image instead of a venv
+    specs = tmp_path / "specs.toml"
+    specs.write_text(
+        '[specs."marshmallow-code/marshmallow"."3.0"]\n'
+        'image = "swebench/sweb.eval.x86_64.{image_key}:latest"\n'
+        'test_cmd = ["bash", "-c", \'source /opt/miniconda3/bin/activate testbed && pytest -rA "$@"\', "bash"]\n'
+    )
+    import_suite("swebench", _write(tmp_path, [_row()]), tmp_path / "s", ConvertOptions(specs=specs))
+    (task,) = load_suite(tmp_path / "s").tasks
+    ref = "swebench/sweb.eval.x86_64.marshmallow-code_1776_marshmallow-1359:latest"
+    assert task.repository is not None and task.repository.environment.image == ref
+    assert task.environment.image == ref and task.environment.workdir == "/testbed"  # a container task
+    assert task.repository.test_command[:4] == ("bash", "-c", 'source /opt/miniconda3/bin/activate testbed && '
+                                                              'pytest -rA "$@"', "bash")
+    assert task.repository.test_command[4:] == ("tests/test_fields.py",)  # the test files become "$@"
+    specs.write_text('[specs."x/y"."1"]\nimage = "img:{nope}"\ntest_cmd = ["pytest"]\n')
+    with pytest.raises(InputError, match=r"specs.'x/y'.'1'.image: expected an image reference"):
+        load_user_specs(specs)
+
+
 @pytest.mark.parametrize(
     ("change", "field"),
     [

@@ -29,6 +29,11 @@ key                    written by                what it holds
                                                  test command's exit code), not one per test;
                                                  per-test figures leave it out or say so
 ``forged_outcomes``    the runner                true: forged test outcome lines were seen
+``swebench``           the runner                a repository task's SWE-bench verdict:
+                                                 ``resolution`` (``RESOLVED_FULL`` / ``_PARTIAL``
+                                                 / ``_NO``), ``resolved``, ``fail_to_pass`` and
+                                                 ``pass_to_pass`` as ``[passed, total]``,
+                                                 ``signed``
 ``undeclared_skips``   the runner                tests skipped or xfailed that the task does
                                                  not declare (counted failed)
 ``cost_dropped``       the runner                cost parts the agent reported out of range
@@ -75,6 +80,7 @@ __all__ = [
     "SCANNED",
     "SCAN_ERRORS_TOTAL",
     "SEED",
+    "SWEBENCH",
     "TAMPER_FILES",
     "COARSE_OUTCOMES",
     "TEST_PATH",
@@ -101,6 +107,7 @@ TEST_PATH: Final = "test_path"
 TEST_RUNNER: Final = "test_runner"
 COARSE_OUTCOMES: Final = "coarse_outcomes"
 FORGED_OUTCOMES: Final = "forged_outcomes"
+SWEBENCH: Final = "swebench"
 UNDECLARED_SKIPS: Final = "undeclared_skips"
 COST_DROPPED: Final = "cost_dropped"
 IMAGE: Final = "image"

@@ -291,6 +291,7 @@ def write_page(src: Source, result: ScoreResult, path: Path, *, title: str | Non
                               source_format=src.format, run=src.run,
                               noise=None if result.noise is None else result.noise.report, title=title,
                               max_bytes=max_bytes or DEFAULT_MAX_BYTES, notes=src.notes,
-                              groups=result.groups)
+                              groups=result.groups,
+                              repository=result.repository)
     write_report_page(path, page)
     return len(page.encode())

@@ -82,9 +82,10 @@ def execute_run(settings: RunSettings, *, quiet: bool = False) -> RunSummary:
 
         summary = run_suite(suite, agents, out, settings, progress=plain, **call)  # type: ignore[arg-type]
     verb = "resumed" if summary.resumed else "ran"
+    path = summary.test_path
+    tests = f" (hidden tests: {path}{' workers' if path in ('warm', 'fresh') else ''})" if path else ""
     err.print(f"{verb}: {summary.executed} rollout(s) executed, {summary.skipped} already recorded, "
-              f"{summary.infra_errors} infra error(s); isolation: {summary.isolation}"
-              f"{f' (hidden tests: {summary.test_path} workers)' if summary.test_path else ''}; "
+              f"{summary.infra_errors} infra error(s); isolation: {summary.isolation}{tests}; "
               f"{summary.seconds:.1f} s")
     if summary.isolation == "none":
         err.print("[bold red]WARNING: no sandbox isolation: agent code ran with rlimits only[/]")

@@ -40,11 +40,13 @@ from reliabench.report.heatmap import heatmap_html
 from reliabench.report.html import render_html
 from reliabench.report.marks import mark_agent
 from reliabench.report.provenance import Provenance, collect_provenance
+from reliabench.report.resolution_tables import resolution_html
 from reliabench.report.rollout_detail import DetailLimits, build_detail, rollout_id
 
 if TYPE_CHECKING:
     from reliabench.runs import RunDirectory
     from reliabench.studies.noise import NoiseReport
+    from reliabench.studies.resolution import ResolutionSection
     from reliabench.studies.scoring import GroupScores, PageFigures
 
 __all__ = [
@@ -196,6 +198,7 @@ def render_report_page(
     live: bool = False,
     notes: Sequence[str] = (),
     groups: GroupScores | None = None,
+    repository: ResolutionSection | None = None,
 ) -> str:
     """The full report page (``reliabench report``, ``score --html`` and ``reliabench view``).
 
@@ -216,6 +219,8 @@ def render_report_page(
         live: Embed no details; the page fetches them from ``reliabench view``'s server.
         notes: Extra notes shown at the top (e.g. an importer's).
         groups: The figures per group of tasks (``--by``), a section before the other figures.
+        repository: Macro vs strict on repository tasks (``studies.resolution``), for its
+            section (None: none).
 
     Raises:
         InvalidArgumentError: for a ``max_bytes`` below 1.
@@ -272,6 +277,7 @@ def render_report_page(
                 "rollouts.</p></div>")
     extra = [
         *([] if groups is None else [group_section_html(groups)]),
+        *([] if repository is None else [resolution_html(repository)]),
         '<h2 id="more-figures">Reliability for every k, the single-rollout proxy, cost</h2>',
         reliability_curve(report, figures.curve),
         proxy_scatter(report, figures.proxy),

@@ -2,11 +2,11 @@
 
 All formats show the same figures; simulated agents are marked in every one of them.
 :func:`render_score_result` renders a whole :class:`~reliabench.studies.scoring.ScoreResult`:
-the figures, then the harness-noise and adaptive sections of a run that has them (JSON: the
-keys ``harness_noise``, ``flaky_policy`` and ``adaptive``; CSV: the figures alone), and the
-figures per group of tasks of ``score --by`` (:mod:`reliabench.report.group_tables`; JSON: the
-key ``by``; CSV: the same rows with a ``group`` column, the whole score's rows first with an
-empty group).
+the figures, then the harness-noise and adaptive sections of a run that has them, macro vs
+strict on repository tasks (JSON: the keys ``harness_noise``, ``flaky_policy``, ``adaptive`` and
+``repository``; CSV: the figures alone), and the figures per group of tasks of ``score --by``
+(:mod:`reliabench.report.group_tables`; JSON: the key ``by``; CSV: the same rows with a
+``group`` column, the whole score's rows first with an empty group).
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ from reliabench.report.adaptive_tables import score_adaptive_json, score_adaptiv
 from reliabench.report.group_tables import group_csv_rows, group_grid, group_scores_json
 from reliabench.report.marks import SIMULATED_MARK, agent_label, with_simulated_note
 from reliabench.report.noise_tables import score_noise_json, score_noise_lines
+from reliabench.report.resolution_tables import render_resolution, resolution_to_json
 from reliabench.studies.scoring import ScoreResult
 
 __all__ = ["FORMATS", "cost_to_json", "render_score", "render_score_result", "score_result_to_json",
@@ -283,6 +284,8 @@ def score_result_to_json(result: ScoreResult) -> dict[str, Any]:
         doc.update(score_noise_json(result.noise))
     if result.adaptive is not None:
         doc["adaptive"] = score_adaptive_json(result.adaptive)
+    if result.repository is not None:
+        doc["repository"] = resolution_to_json(result.repository)
     return doc
 
 
@@ -309,6 +312,9 @@ def render_score_result(result: ScoreResult, fmt: str = "table", *, width: int |
         text += "\n".join(score_noise_lines(result.noise)) + "\n"
     if result.adaptive is not None:
         text += "\n".join(score_adaptive_lines(result.adaptive, result.report.counts.simulated)) + "\n"
+    if result.repository is not None:
+        text += ("\n" if fmt == "markdown" else "") + render_resolution(result.repository, fmt, width=width,
+                                                                        color=color)
     return text
 
 

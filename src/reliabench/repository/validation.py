@@ -70,17 +70,20 @@ def grade_changed_checkout(
     base = Path(tempfile.mkdtemp(prefix="rb-validate-"))
     try:
         ws = base / "workspace"
+        tests.prepare(task, slot=slot)
         tests.materialize(task, ws)
         if change is not None:
             change(ws)
-        expected = tests.collect(task, lambda m: tests.open_at(ws, m), starter=ws, limits=limits, slot=slot)
+        open_at = tests.opener(task, slot)
+        expected = tests.collect(task, lambda m: open_at(ws, m), starter=ws, limits=limits, slot=slot)
         request = TestRequest(
             task=task,
             workspace=ws,
             expected=expected,
             limits=limits,
             slot=slot,
-            open_environment=lambda mounts: tests.open_at(ws, mounts),
+            open_environment=lambda mounts: open_at(ws, mounts),
+            open_at=open_at,
         )
         return tests.run(request)
     finally:
@@ -102,12 +105,12 @@ def validate_repository_task(
     if cfg is None:
         return RepositoryValidation(task.id, False, "not a repository task", None, None, 0.0)
     try:
-        prepared = tests.prepare(task)
+        prepared = tests.prepare(task, slot=slot)
     except (SandboxError, SuiteError) as exc:
         return RepositoryValidation(
             task.id, False, f"not runnable: {exc}", None, None, time.monotonic() - started
         )
-    built = prepared.env.built
+    built = prepared.built
     if cfg.gold_patch is None:
         return RepositoryValidation(
             task.id, False, "no gold patch", None, None, time.monotonic() - started, built

@@ -53,6 +53,7 @@ __all__ = [
     "build_base",
     "build_task",
     "cache_root",
+    "readable_tree",
     "task_key",
     "venv_env",
 ]
@@ -155,7 +156,7 @@ def _locked(path: Path) -> Iterator[None]:
             fcntl.flock(fh, fcntl.LOCK_UN)
 
 
-def _readable(root: Path) -> None:
+def readable_tree(root: Path) -> None:
     """Every file readable (and folders enterable) by every uid; nothing writable but by root."""
     for dirpath, dirnames, filenames in os.walk(root):
         os.chmod(dirpath, 0o755)
@@ -247,7 +248,7 @@ def build_base(
                 )
         (root / "build.log").write_text("\n".join(log), encoding="utf-8", errors="replace")
         (root / "spec.json").write_text(json.dumps(spec.identity(), indent=1), encoding="utf-8")
-        _readable(root)
+        readable_tree(root)
         (root / _DONE).write_text(json.dumps({"key": key}), encoding="utf-8")
         return BaseEnv(key, root, venv, _site_packages(venv, spec.python), built=True)
 
@@ -375,11 +376,11 @@ def build_task(
         (site / "_reliabench_base.pth").write_text(f"{base.site_packages}\n", encoding="utf-8")
         _copy_scripts(base.venv, venv)
         shutil.copytree(checkout, tree, symlinks=True)
-        _readable(root)
+        readable_tree(root)
         task = TaskEnv(key, root, venv, tree, base, built=True)
         if spec.install:
             _install(spec, task, open_environment, where, slot)
-        _readable(root)
+        readable_tree(root)
         (root / _DONE).write_text(json.dumps({"key": key, "tree": tree_id}), encoding="utf-8")
         return task
 

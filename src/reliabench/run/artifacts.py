@@ -384,9 +384,11 @@ def open_artifacts(run_dir: str | Path, task_id: str, agent: str, rollout: int) 
     return StoredArtifacts(artifact_dir(run_dir, task_id, agent, rollout))
 
 
-def restore_workspace(dest: Path, starter: Path, files: Mapping[str, bytes],
+def restore_workspace(dest: Path, starter: Path | None, files: Mapping[str, bytes],
                       deleted: Iterable[str]) -> tuple[tuple[str, str], ...]:
     """Rebuild a rollout's workspace in ``dest``: the starter, minus ``deleted``, plus ``files``.
+
+    ``starter`` None: ``dest`` already holds it (a repository task's checkout, copied as it is).
 
     What re-scans (:mod:`reliabench.scanners.rescan`) and re-tests
     (:mod:`reliabench.run.retest`) start from. ``deleted`` paths that are directories are
@@ -397,7 +399,8 @@ def restore_workspace(dest: Path, starter: Path, files: Mapping[str, bytes],
     Returns:
         ``(path, why)`` of each file of ``files`` not restored.
     """
-    materialize(dest, [starter])
+    if starter is not None:
+        materialize(dest, [starter])
     for rel in deleted:
         target = dest / rel
         with contextlib.suppress(OSError, ValueError):

@@ -40,6 +40,7 @@ from typing import Any
 
 from reliabench.agents.base import AgentResult
 from reliabench.hidden_tests.fresh import HiddenTestRun
+from reliabench.hidden_tests.repository import RepositoryTestRun
 from reliabench.meta_keys import (
     AGENT_KIND,
     ARTIFACTS_OMITTED,
@@ -51,6 +52,7 @@ from reliabench.meta_keys import (
     REASON,
     SCANNED,
     SEED,
+    SWEBENCH,
     TAMPER_FILES,
     UNDECLARED_SKIPS,
 )
@@ -138,7 +140,11 @@ class RolloutDraft:
             self.meta[ARTIFACTS_OMITTED] = [rel for rel, _ in snapshot.omitted]
 
     def tested(self, hidden: HiddenTestRun) -> None:
-        """The hidden tests ran; reason, forged lines, tamper files, undeclared skips go to ``meta``."""
+        """The hidden tests ran; reason, forged lines, tamper files, undeclared skips go to ``meta``.
+
+        A repository task's run adds SWE-bench's verdict (``meta["swebench"]``: resolution,
+        resolved, FAIL_TO_PASS and PASS_TO_PASS as ``[passed, total]``).
+        """
         self.hidden = hidden
         if hidden.reason:
             self.meta[REASON] = hidden.reason
@@ -148,6 +154,8 @@ class RolloutDraft:
             self.meta[TAMPER_FILES] = list(hidden.tamper_files)
         if hidden.undeclared_skips:
             self.meta[UNDECLARED_SKIPS] = list(hidden.undeclared_skips)
+        if isinstance(hidden, RepositoryTestRun):  # SWE-bench's verdict next to the per-test outcomes
+            self.meta[SWEBENCH] = dict(hidden.swebench)
 
     # ---- endings ----------------------------------------------------------------------------
 

@@ -43,7 +43,7 @@ def collect_expected(backend: EnvironmentBackend, workers: int, tasks: Sequence[
     every = list(tasks)
     out = {t.id: collect_plain_tests(t.tests_dir) for t in tasks if t.test_runner == "plain"}
     tasks = [t for t in tasks if t.id not in out]
-    chooser = paths or TestPaths()
+    chooser = paths or TestPaths(environments=environments)
     scratch = Path(tempfile.mkdtemp(prefix="reliabench-collect-"))
     os.chmod(scratch, 0o711)
 
@@ -57,7 +57,7 @@ def collect_expected(backend: EnvironmentBackend, workers: int, tasks: Sequence[
                             else (backend, backend.prepare(task.environment)))
         limits = chooser.limits(task, Limits(wall_s=max(60.0, task.timeout_s)))
         ws = scratch / task.id
-        materialize(ws, [task.workspace_dir])
+        materialize(ws, [task.workspace_dir] if task.repository is None else [])  # a checkout: its runner's
         os.chmod(ws, 0o755)
         slot = slots.get()  # environments of one slot never overlap
         try:

@@ -144,7 +144,7 @@ def retest_to_row(r: RetestRun) -> RetestRow:
             "reason": r.reason, "tests": [[t.name, t.outcome, t.security] for t in r.tests]}
 
 
-def _unkept(rollout: Rollout, starter: Path, kept: set[str]) -> list[str]:
+def _unkept(rollout: Rollout, starter: Path | None, kept: set[str]) -> list[str]:
     """Changed files the workspace cannot be rebuilt without."""
     changed = [str(f) for f in rollout.meta.get(CHANGED_FILES, [])]
     deleted = rollout.meta.get(DELETED_FILES)
@@ -168,8 +168,8 @@ def _not_reproducible(rollout: Rollout, missing: Sequence[str]) -> NotReproducib
         "(--skip-unreproducible skips such rollouts)")
 
 
-def rebuild_workspace(dest: Path, starter: Path, files: Mapping[str, bytes], rollout: Rollout) -> None:
-    """Rebuild the workspace a rollout's hidden tests ran on.
+def rebuild_workspace(dest: Path, starter: Path | None, files: Mapping[str, bytes], rollout: Rollout) -> None:
+    """Rebuild the workspace a rollout's hidden tests ran on (``starter`` None: ``dest`` holds it already).
 
     Raises:
         NotReproducibleError: when a changed file was not kept (named in the message).
@@ -185,7 +185,7 @@ def rebuild_workspace(dest: Path, starter: Path, files: Mapping[str, bytes], rol
                                    f"{rel!r} {why}; its workspace cannot be rebuilt")
 
 
-RETEST_PATHS = ("fresh", "warm", "stdio", "command")
+RETEST_PATHS = ("fresh", "warm", "stdio", "command", "repository")
 """The execution paths of hidden tests, as recorded in ``meta["test_path"]``."""
 
 
@@ -207,6 +207,8 @@ def retest_path(task: Task, rollout: Rollout | None = None) -> str:
         return "stdio"
     if task.test_runner == "command":
         return "command"
+    if task.repository is not None:
+        return "repository"
     recorded = None if rollout is None else rollout.meta.get(TEST_PATH)
     return "warm" if recorded == "warm" else "fresh"
 
@@ -228,7 +230,7 @@ def _run_on_path(path: str, task: Task, ws: Path, *, expected: Sequence[TestOutc
     open_at = fresh_open_at(where.backend, where.prepared, slot=slot, limits=limits)
     return runner.run(TestRequest(task=task, workspace=ws, expected=tuple(expected), limits=limits,
                                   slot=slot, open_environment=lambda mounts: open_at(ws, mounts),
-                                  starter=task.workspace_dir, open_at=open_at, order_seed=seed,
+                                  starter=paths.starter(task), open_at=open_at, order_seed=seed,
                                   allowed_skips=task.allowed_skips))
 
 
@@ -270,7 +272,11 @@ def retest_files(task: Task, rollout: Rollout, files: Mapping[str, bytes], *, re
         NotReproducibleError: when the workspace cannot be rebuilt.
     """
     def build(ws: Path) -> None:
-        rebuild_workspace(ws, task.workspace_dir, files, rollout)
+        if task.repository is not None:  # the checkout as it is (links, modes), then the rollout's files
+            paths.repository.materialize(task, ws, slot=slot)
+            rebuild_workspace(ws, None, files, rollout)
+        else:
+            rebuild_workspace(ws, task.workspace_dir, files, rollout)
 
     return _rerun(task, rollout.key, retest_path(task, rollout), build, reps=reps, expected=expected,
                   where=where, paths=paths, limits=limits, slot=slot, scratch=scratch, shuffle=shuffle)
@@ -391,11 +397,13 @@ def retest_run(run_dir: str | Path, times: int = 5, *, workers: int = 1, sandbox
         runners = TestPaths()
         try:
             environments = task_environments(sandbox or info.sandbox or "auto", selected)
+            runners = TestPaths(environments=environments)
             if any(retest_path(suite.task(r.task_id), r) == "warm" for r, _, _ in jobs) or any(
                     path == "warm" for _, path, _ in refs):
                 with contextlib.suppress(SandboxError):  # else those re-runs are test_error rows saying why
-                    runners = TestPaths(open_test_workers("warm"))
+                    runners = TestPaths(open_test_workers("warm"), environments)
             expected = {t.id: collect_expected(environments[t.id].backend, 1, [t],
+                                               paths=runners if t.repository is not None else None,
                                                environments=environments)[t.id] for t in selected}
             slots: queue.Queue[int] = queue.Queue()
             for slot in range(workers):

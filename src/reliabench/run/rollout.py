@@ -144,7 +144,11 @@ class RolloutRunner:
         try:
             os.chmod(tmp, 0o711)
             workspace = tmp / "workspace"
-            materialize(workspace, [task.workspace_dir])
+            if task.repository is None:
+                materialize(workspace, [task.workspace_dir])
+            else:  # a repository task: a copy of its checkout at the base commit (prepared before the run)
+                self.paths.repository.materialize(task, workspace, slot=slot)
+            starter = self.paths.starter(task)
             prompt_file = tmp / "prompt.md"
             prompt_file.write_text(task.prompt, encoding="utf-8")
             os.chmod(prompt_file, 0o644)
@@ -164,15 +168,16 @@ class RolloutRunner:
             except SandboxError as exc:
                 return draft.infra_error("sandbox", f"sandbox failed: {exc}")
             stage = "scanning the workspace"
-            findings, scan_errors, changes = scan_changes(self.scanners, task.workspace_dir, workspace)
+            findings, scan_errors, changes = scan_changes(self.scanners, starter, workspace)
             bytecode_errors, _ = remove_bytecode(workspace)  # the tests run what was scanned
             scan_errors += bytecode_errors
             draft.scanned(findings, scan_errors, changes, [s.name for s in self.scanners])
             stage = "keeping the agent's files"
             draft.kept(take_snapshot(workspace, changes.files, _artifacts.DEFAULT_BUDGET))
             stage = "diffing the workspace"
-            draft.diff = workspace_diff(task.workspace_dir, workspace,
-                                        max_bytes=_artifacts.DEFAULT_BUDGET.max_diff_bytes)
+            max_diff = _artifacts.DEFAULT_BUDGET.max_diff_bytes
+            draft.diff = (workspace_diff(starter, workspace, max_bytes=max_diff) if task.repository is None
+                          else self.paths.repository.agent_patch(task, workspace, max_bytes=max_diff))
             stage = "running the hidden tests"
             runner = self.paths.for_task(task)
             draft.meta[TEST_PATH] = runner.path
@@ -181,7 +186,7 @@ class RolloutRunner:
                 draft.meta[COARSE_OUTCOMES] = True
             request = TestRequest(task=task, workspace=workspace, expected=self.expected[task.id],
                                   limits=limits, slot=slot, open_environment=envs.open_tests,
-                                  starter=task.workspace_dir, open_at=envs.open_at,
+                                  starter=starter, open_at=envs.open_at,
                                   allowed_skips=task.allowed_skips)
             try:
                 hidden = runner.run(request)

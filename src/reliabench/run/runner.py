@@ -4,8 +4,9 @@ Each rollout is independent: a fresh copy of the task's starter workspace, a see
 from (run seed, task, agent, rollout), the agent's edit, a scan of what the agent changed, and
 the hidden tests in the task's environment. Before the first rollout every task gets its
 backend, refused or prepared once (:mod:`reliabench.run.environments`: a task no rollout of
-which could run refuses the run, exit 2) and its hidden-test runner
-(:mod:`reliabench.run.test_paths`). Workers do the work, each with its own sandbox
+which could run refuses the run, exit 2), a repository task its checkout and environment
+(:func:`~reliabench.run.test_paths.prepare_repositories`, refused the same way), and its
+hidden-test runner (:mod:`reliabench.run.test_paths`). Workers do the work, each with its own sandbox
 slot and uid: threads of this process (``executor="local"``) or Ray actors on a local or
 remote cluster (``executor="ray"``, the ``ray`` extra). The calling thread is the store's
 single writer: it writes each rollout's artifacts and records it in one transaction as soon
@@ -35,7 +36,7 @@ from reliabench.run.plan import derive_seed, plan_run, run_identity
 from reliabench.run.recording import store_rollout
 from reliabench.run.rollout import Outcome
 from reliabench.run.settings import ProgressEvent, RunSettings, RunSummary
-from reliabench.run.test_paths import TestPaths, check_harness
+from reliabench.run.test_paths import TestPaths, check_harness, prepare_repositories
 from reliabench.sandbox.choice import choose_backends, prepare_environments
 from reliabench.scanners import get_scanner
 from reliabench.store import RunStore
@@ -110,13 +111,21 @@ def run_suite(
         config["security_policy"] = settings.security_policy
     config.update({k: v for k, v in (provenance or {}).items() if k not in config})
     t0 = time.perf_counter()
-    store, resumed = RunStore.create_or_resume(
-        out_dir, config={**config, "n": settings.n}, config_hash=config_hash,
-        suite={"name": suite.name, "version": suite.version, "hash": suite.content_hash},
-        packages=_package_versions(), isolation=isolation,
-    )
+    # repository tasks: checkout, environment, test patch, gold patch -- refused before anything is written
+    repository = prepare_repositories(selected, environments, limits=settings.limits,
+                                      test_timeout_s=settings.test_timeout_s, workers=settings.workers)
+    try:
+        store, resumed = RunStore.create_or_resume(
+            out_dir, config={**config, "n": settings.n}, config_hash=config_hash,
+            suite={"name": suite.name, "version": suite.version, "hash": suite.content_hash},
+            packages=_package_versions(), isolation=isolation,
+        )
+    except BaseException:
+        repository.close()
+        raise
     stopped: dict[str, str] = {}  # agent -> why it was stopped early
     with store, contextlib.ExitStack() as cleanup:
+        cleanup.callback(repository.close)
         done = store.done_keys(except_status="infra_error")  # infra errors are rerun
         plan = plan_run(selected, agents, settings, done, n_per_agent)
         jobs, planned, skipped = plan.jobs, plan.planned, plan.skipped
@@ -126,9 +135,12 @@ def run_suite(
         test_path: TestPath | None = None  # None: nothing ran
         if jobs:
             needed = [suite.task(t) for t in sorted({j.task.id for j in jobs})]
-            paths = TestPaths.open(settings.test_workers)
+            paths = TestPaths.open(settings.test_workers, environments, repository)
             cleanup.callback(paths.close)
             test_path = paths.host_path
+            ran_on = {paths.test_path(t) for t in needed}
+            if len(ran_on) == 1:  # one kind of task (every one a repository's, say): its path
+                test_path = ran_on.pop()
             expected = collect_expected(backends[needed[0].id], settings.workers, needed, paths, environments)
 
             def record(outcome: Outcome | None) -> None:

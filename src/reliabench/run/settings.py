@@ -247,4 +247,5 @@ class RunSummary:
     isolation: Isolation
     seconds: float
     test_path: TestPath | None = None
-    """Where the hidden tests of this call ran (``fresh`` or ``warm``); None when none ran."""
+    """Where the hidden tests of this call ran (``fresh`` or ``warm``; the path of every task when
+    they share one, e.g. ``repository``); None when none ran."""

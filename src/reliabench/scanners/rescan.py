@@ -116,7 +116,7 @@ def plan_rebuild(r: Rollout, stored: StoredArtifacts, kept: Collection[str], sta
 
 
 def rescan_rollout(scanners: Sequence[Scanner], r: Rollout, stored: StoredArtifacts, task: Task,
-                   workspace: Path) -> Rollout:
+                   workspace: Path, *, starter: Path | None = None) -> Rollout:
     """``r`` with the findings and scan errors of ``scanners`` on its rebuilt workspace.
 
     Args:
@@ -125,19 +125,41 @@ def rescan_rollout(scanners: Sequence[Scanner], r: Rollout, stored: StoredArtifa
         stored: Its artifacts.
         task: Its task (the starter workspace).
         workspace: Where to rebuild the workspace (must not exist; the caller removes it).
+        starter: What the rollout started from (default: the task's ``workspace/``; a
+            repository task's checkout at its base commit).
 
     Returns:
         The record with new ``findings``, ``scan_errors`` and ``meta["scanned"]`` (not stored).
     """
+    start = starter or task.workspace_dir
     files = stored.kept_files()
-    plan = plan_rebuild(r, stored, files.keys(), task.workspace_dir)
-    unwritten = restore_workspace(workspace, task.workspace_dir, files, plan.deleted)
-    findings, errors, _ = scan_workspace(scanners, task.workspace_dir, workspace)
+    plan = plan_rebuild(r, stored, files.keys(), start)
+    unwritten = restore_workspace(workspace, start, files, plan.deleted)
+    findings, errors, _ = scan_workspace(scanners, start, workspace)
     errors = errors + plan.errors + tuple(
         ScanError(_TOOL, rel, f"kept with the run's artifacts but {why}: not re-scanned")
         for rel, why in unwritten)
     meta = {**r.meta, SCANNED: [s.name for s in scanners]}
     return replace(r, findings=findings, scan_errors=errors, meta=meta)
+
+
+def _checkout(task: Task, dest: Path) -> Path:
+    """A repository task's checkout at its base commit (what its rollouts started from).
+
+    Raises:
+        UsageError: The repository is not there any more, or not at the base commit.
+    """
+    from reliabench.repository.source import RepositorySourceError, checkout
+
+    cfg = task.repository
+    assert cfg is not None  # the caller's choice
+    if cfg.source is None:
+        raise UsageError(f"task {task.id}: no repository to rebuild its rollouts' workspaces from")
+    try:
+        checkout(cfg.source, cfg.base_commit, dest, where=f"task {task.id}: {cfg.source}")
+    except RepositorySourceError as exc:
+        raise UsageError(str(exc)) from None
+    return dest
 
 
 def rescan_run(run: RunDirectory, scanners: Sequence[Scanner], *, dry_run: bool = False) -> RescanResult:
@@ -162,6 +184,7 @@ def rescan_run(run: RunDirectory, scanners: Sequence[Scanner], *, dry_run: bool 
         raise UsageError(f"{run.path}: the suite at {suite_path} changed since the run (content hash "
                          "differs); re-scanning would compare against other starters")
     scratch = Path(tempfile.mkdtemp(prefix="reliabench-scan-"))
+    starters: dict[str, Path] = {}  # a repository task's checkout at its base commit
     try:
         for r in run.records():
             stored = run.artifacts(r.task_id, r.agent, r.rollout)
@@ -169,8 +192,11 @@ def rescan_run(run: RunDirectory, scanners: Sequence[Scanner], *, dry_run: bool 
                 updated.append(r)
                 continue
             ws = scratch / str(len(updated))
+            task = suite.task(r.task_id)
+            if task.repository is not None and task.id not in starters:
+                starters[task.id] = _checkout(task, scratch / "starters" / task.id)
             try:
-                new = rescan_rollout(scanners, r, stored, suite.task(r.task_id), ws)
+                new = rescan_rollout(scanners, r, stored, task, ws, starter=starters.get(task.id))
             finally:
                 remove_tree(ws)
             if not dry_run:

@@ -3,14 +3,15 @@
 :func:`score_result` computes, from a source's records and what its run keeps beside them,
 the :class:`ScoreResult`: the per-agent figures (:class:`~reliabench.metrics.analysis.ScoreReport`,
 with costs), the harness-noise section of a run with re-tests
-(:class:`~reliabench.studies.noise.ScoreNoise`, the flaky-test policy applied) and the
+(:class:`~reliabench.studies.noise.ScoreNoise`, the flaky-test policy applied), the
 estimates at the stop of a finished adaptive run
-(:class:`~reliabench.studies.adaptive_score.AdaptiveScore`). :func:`page_figures` computes
-the parts the HTML report adds (:class:`PageFigures`: rank intervals, reliability@k for every
-k, the single-rollout proxy, cost against reliability). :func:`group_scores` computes the
-figures per group of tasks (:class:`GroupScores`: by language or by tag, ``score --by``), each
-group scored on its own tasks, with bootstrap intervals over them. ``reliabench.report``
-renders them in each format; it computes none of them.
+(:class:`~reliabench.studies.adaptive_score.AdaptiveScore`) and, for repository tasks, macro vs
+strict with SWE-bench's resolutions (:class:`~reliabench.studies.resolution.ResolutionSection`).
+:func:`page_figures` computes the parts the HTML report adds (:class:`PageFigures`: rank
+intervals, reliability@k for every k, the single-rollout proxy, cost against reliability).
+:func:`group_scores` computes the figures per group of tasks (:class:`GroupScores`: by language
+or by tag, ``score --by``), each group scored on its own tasks, with bootstrap intervals over
+them. ``reliabench.report`` renders them in each format; it computes none of them.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from reliabench.studies.adaptive_score import AdaptiveScore, AdaptiveState, adap
 from reliabench.studies.noise import ScoreNoise, score_noise
 from reliabench.studies.proxy_validity import ProxyPoints, proxy_points
 from reliabench.studies.rank import RankOutcome, rank_for_report
+from reliabench.studies.resolution import ResolutionSection, resolution_section
 
 __all__ = ["GROUP_BY", "GroupScore", "GroupScores", "PageFigures", "ScoreResult", "TaskLabels",
            "group_scores", "page_figures", "score_result"]
@@ -106,6 +108,8 @@ class ScoreResult:
         noise: The harness-noise section (a run with re-tests), else None.
         adaptive: The estimates at the stop (a finished adaptive run), else None.
         groups: The figures per group of tasks (``score --by``), else None.
+        repository: Macro vs strict on repository tasks (records that carry SWE-bench's
+            verdict), else None.
     """
 
     report: ScoreReport
@@ -113,6 +117,7 @@ class ScoreResult:
     noise: ScoreNoise | None = None
     adaptive: AdaptiveScore | None = None
     groups: GroupScores | None = None
+    repository: ResolutionSection | None = None
 
 
 @dataclass(frozen=True)
@@ -184,7 +189,8 @@ def score_result(
             raise InvalidArgumentError(f"grouping by {by} needs each task's labels")
         groups = group_scores(scored, labels, by, ks, threshold=threshold, finding_filter=finding_filter,
                               confidence=confidence, n_resamples=n_resamples, seed=seed)
-    return ScoreResult(report, scored, noise, est, groups)
+    repository = resolution_section(scored, confidence=confidence, n_resamples=n_resamples, seed=seed)
+    return ScoreResult(report, scored, noise, est, groups=groups, repository=repository)
 
 
 def group_scores(

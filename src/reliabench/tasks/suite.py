@@ -383,10 +383,14 @@ def _load_repository_task(tdir: Path, meta: dict[str, Any] | None, prompt: str |
         problems.append(f"{tdir / 'task.toml'}: tags: expected a list of strings")
     if repo is None or len(problems) > before:
         return None
+    # the checkout is shown at the task's workdir (/testbed) to the agent and the tests alike;
+    # an image spec runs in that image (SWE-bench's per-instance images) on a container backend
+    environment = EnvironmentSpec(image=repo.environment.image, workdir=repo.workdir,
+                                  source=f"{tdir / 'task.toml'}: [repository]")
     return Task(id=tdir.name, language=str(meta.get("language", "python")), timeout_s=float(timeout),
                 tags=tuple(tags), prompt=prompt, root=tdir, workspace_dir=tdir / "workspace",
                 tests_dir=tdir / "tests", solution_dir=None, feedback_dir=None, variants=(),
-                test_runner="repository", repository=repo)
+                test_runner="repository", repository=repo, environment=environment)
 
 
 def load_suite(path: str | Path) -> Suite:

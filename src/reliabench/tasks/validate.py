@@ -28,6 +28,13 @@ by design (a refactoring exercise): that is then a note, not a problem. Each tas
 valid names its *exception* (:data:`EXCEPTIONS`: which check failed), and the problem lines
 say why (the tool's output, the tests that failed), so a converted benchmark's exceptions are
 listed by reason.
+A repository task (``test_runner = "repository"``) is valid when it *flips*
+(:func:`reliabench.repository.validation.validate_repository_task`): its gold patch is
+``RESOLVED_FULL`` and the empty patch fails every FAIL_TO_PASS test, graded as a run grades
+(its checkout at ``workdir``, its environment built or taken from the cache). A task that does
+not flip is listed with the reason (the environment, the repository, the test patch, or what
+the log shows: ``network-bound``, ``python-version``, ``missing-file``, ``dependency-drift``).
+The gold rollout is the "reference", the empty one the "starter".
 """
 
 from __future__ import annotations
@@ -43,13 +50,14 @@ from pathlib import Path
 from reliabench.errors import SuiteError
 from reliabench.hidden_tests.command import CommandTestRunner
 from reliabench.hidden_tests.fresh import FreshPytest
-from reliabench.hidden_tests.layer import HiddenTestRunner, TestRequest, fresh_open_at, fresh_opener
+from reliabench.hidden_tests.layer import HiddenTestRunner, OpenAt, TestRequest, fresh_open_at, fresh_opener
+from reliabench.hidden_tests.repository import RepositoryTests
 from reliabench.hidden_tests.skips import unknown_skips
 from reliabench.hidden_tests.stdio import StdioCases
 from reliabench.metrics.security import DEFAULT_THRESHOLD, judge_security
 from reliabench.records import Isolation, Rollout, RolloutStatus
 from reliabench.sandbox import Limits
-from reliabench.sandbox.choice import choose_backends, prepare_environments
+from reliabench.sandbox.choice import TaskEnvironment, choose_backends, prepare_environments
 from reliabench.sandbox.environment import EnvironmentBackend, PreparedSpec
 from reliabench.scanners import Scanner, get_scanner
 from reliabench.tasks.suite import Suite, Task, materialize
@@ -250,6 +258,32 @@ def _check_task(task: Task, backend: EnvironmentBackend, scanners: Sequence[Scan
         shutil.rmtree(scratch, ignore_errors=True)
 
 
+def _check_repository_task(task: Task, tests: RepositoryTests, slot: int, isolation: Isolation) -> TaskCheck:
+    """A repository task flips: gold resolves, empty fails FAIL_TO_PASS (else the reason, as a problem)."""
+    from reliabench.repository.validation import validate_repository_task
+
+    cfg = task.repository
+    assert cfg is not None  # the caller's choice
+    v = validate_repository_task(tests, task, slot=slot)
+    listed = len(dict.fromkeys((*cfg.fail_to_pass, *cfg.pass_to_pass)))
+    gold_passed = sum(o.outcome == "passed" for o in v.gold.outcomes) if v.gold is not None else 0
+    empty_failed = sum(o.failing for o in v.empty.outcomes) if v.empty is not None else 0
+    ran = v.gold or v.empty
+    problems = () if v.flips else (f"{task.root / 'task.toml'}: does not flip: {v.reason}",)
+    return TaskCheck(task.id, listed, 0, gold_passed, empty_failed, (), problems,
+                     ran.isolation if ran is not None else isolation)
+
+
+def _repository_tests(environments: dict[str, TaskEnvironment]) -> RepositoryTests:
+    """One repository runner for the suite: each task's environment, on the validation's slot."""
+
+    def open_for(task: Task, slot: int) -> OpenAt:
+        where = environments[task.id]
+        return fresh_open_at(where.backend, where.prepared, slot=slot)
+
+    return RepositoryTests(open_for=open_for)
+
+
 def validate_suite(
     suite: Suite,
     *,
@@ -269,15 +303,22 @@ def validate_suite(
     specs = {t.id: t.environment for t in selected}
     environments = prepare_environments(specs, choose_backends(sandbox, specs))
 
+    repository = _repository_tests(environments)
+
     def one(item: tuple[int, Task]) -> TaskCheck:
         i, task = item
         where = environments[task.id]
+        if task.repository is not None:
+            return _check_repository_task(task, repository, i % workers, where.backend.name)
         return _check_task(task, where.backend, scanner_objs, i % workers, where.prepared)
 
     out: list[TaskCheck] = []
-    with ThreadPoolExecutor(max_workers=workers) as pool:
-        for check in pool.map(one, enumerate(selected)):
-            out.append(check)
-            if progress is not None:
-                progress(check)
+    try:
+        with ThreadPoolExecutor(max_workers=workers) as pool:
+            for check in pool.map(one, enumerate(selected)):
+                out.append(check)
+                if progress is not None:
+                    progress(check)
+    finally:
+        repository.close()
     return out

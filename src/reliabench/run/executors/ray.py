@@ -239,7 +239,8 @@ class RayRolloutWorker:
         scratch.mkdir()
         os.chmod(self.root, 0o711)
         os.chmod(scratch, 0o711)
-        self.runner = RolloutRunner(spec.settings, environments, TestPaths.open(spec.settings.test_workers),
+        paths = TestPaths.open(spec.settings.test_workers, environments)
+        self.runner = RolloutRunner(spec.settings, environments, paths,
                                     [get_scanner(n) for n in spec.settings.scanners], spec.expected,
                                     scratch)
 

@@ -28,6 +28,14 @@ Environments come from the table reliabench ships
     log_parser = "pytest"                 # optional
     directives = "paths"                  # optional: or "django"
 
+or, on a machine that has SWE-bench's per-instance images, the image of each instance instead of
+a venv (``{image_key}`` is SWE-bench's name for the instance: ``owner_1776_name-N``; the test
+files are appended to ``test_cmd`` as arguments, so a shell command takes them as ``"$@"``)::
+
+    [specs."owner/name"."1.0"]
+    image = "swebench/sweb.eval.x86_64.{image_key}:latest"
+    test_cmd = ["bash", "-c", 'source /opt/miniconda3/bin/activate testbed && pytest -rA "$@"', "bash"]
+
 An instance of a (repository, version) that neither has is refused: ``FILE:LINE: repo,
 version: no environment spec ...`` (exit 2), nothing written.
 """
@@ -59,7 +67,7 @@ from reliabench.tasks.convert._common import (
 )
 from reliabench.tasks.convert.swebench_specs import SPECS, SwebenchSpec
 
-__all__ = ["SwebenchConverter", "find_repository", "load_user_specs", "command_with_directives"]
+__all__ = ["SwebenchConverter", "command_with_directives", "find_repository", "image_name", "load_user_specs"]
 
 _FIELDS: Final = ("instance_id", "repo", "base_commit", "patch", "test_patch", "problem_statement", "version")
 _MAX_REPO_BYTES: Final = 512 * 1024 * 1024
@@ -118,11 +126,20 @@ def load_user_specs(path: Path) -> dict[tuple[str, str], SwebenchSpec]:
             env = t.get("env", {})
             if not isinstance(env, dict) or not all(isinstance(v, str) for v in env.values()):
                 raise InputError(path, f"{where}.env: expected a table of strings")
+            image = t.get("image")
+            if image is not None:
+                try:
+                    ok = isinstance(image, str) and bool(image_name(image, "o__n-1").strip())
+                except (KeyError, IndexError, ValueError):
+                    ok = False
+                if not ok:
+                    raise InputError(path, f"{where}.image: expected an image reference, with "
+                                           "{instance_id} or {image_key} where the instance goes")
             python = t.get("python", "3.11")
             out[(repo, version)] = SwebenchSpec(
                 python=str(python),
                 requested_python=str(t.get("requested_python", python)),
-                packages=strs("packages"),
+                packages=strs("packages", image is None),
                 install=strs("install", False),
                 test_cmd=strs("test_cmd"),
                 log_parser=str(parser),
@@ -130,8 +147,22 @@ def load_user_specs(path: Path) -> dict[tuple[str, str], SwebenchSpec]:
                 notes=("environment from " + str(path),),
                 verified=False,
                 directives=str(directives),
+                image=None if image is None else str(image),
             )
     return out
+
+
+def image_name(template: str, instance_id: str) -> str:
+    """An instance's image from a spec's ``image`` template (``{instance_id}``, ``{image_key}``).
+
+    ``image_key`` is how SWE-bench names an instance's image: the id in lower case, ``__``
+    written ``_1776_``.
+
+    Examples:
+        >>> image_name("swebench/sweb.eval.x86_64.{image_key}:latest", "sqlfluff__sqlfluff-1625")
+        'swebench/sweb.eval.x86_64.sqlfluff_1776_sqlfluff-1625:latest'
+    """
+    return template.format(instance_id=instance_id, image_key=instance_id.lower().replace("__", "_1776_"))
 
 
 def find_repository(repos: Path | None, instance_id: str, repo: str) -> Path | None:
@@ -298,6 +329,8 @@ class SwebenchConverter:
             "install": list(spec.install),
             "notes": list(spec.notes),
         }
+        if spec.image is not None:  # the image is the environment (container backends)
+            env = {"image": image_name(spec.image, iid), "notes": list(spec.notes)}
         src = {
             k: str(d[k])
             for k in ("instance_id", "repo", "version", "created_at", "environment_setup_commit")

@@ -47,6 +47,9 @@ class SwebenchSpec:
         verified: Validated here on at least one instance.
         directives: How test files become arguments: ``paths`` (pytest, SymPy) or
             ``django`` (dotted module names below ``tests/``).
+        image: Instead of a venv: the image of each instance (a template: ``{instance_id}``,
+            and ``{image_key}``, SWE-bench's name for it, ``owner_1776_name-N``); a ``--specs``
+            entry only.
     """
 
     python: str
@@ -59,6 +62,7 @@ class SwebenchSpec:
     notes: tuple[str, ...] = ()
     verified: bool = False
     directives: str = "paths"
+    image: str | None = None
 
 
 _BUILD: Final = ("setuptools==69.5.1", "wheel==0.43.0")
