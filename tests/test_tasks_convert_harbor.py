@@ -12,7 +12,7 @@ from reliabench.errors import InputError
 from reliabench.files.toml import tomllib
 from reliabench.records import TestOutcome
 from reliabench.tasks.convert import ConvertOptions, get_converter, import_suite
-from reliabench.tasks.convert.harbor import HarborConverter, harbor_outcomes, read_harbor_task
+from reliabench.tasks.convert.harbor import PLACES_LAYER, HarborConverter, harbor_outcomes, read_harbor_task
 from reliabench.tasks.suite import load_suite
 
 FIXTURES = Path(__file__).parent / "fixtures" / "harbor"
@@ -71,8 +71,12 @@ def test_layout_becomes_environment_and_test_command(tmp_path: Path) -> None:
     assert (out / "fix-sum" / "workspace" / "total.py").read_text() == "def total(xs):\n    return sum(xs[:-1])\n"
     assert not any((out / "hello-file" / "workspace").iterdir())
     assert (out / "fix-sum" / "tests" / "test_outputs.py").is_file()
-    # a prebuilt image instead of a Dockerfile
-    assert tasks["broken-verifier"]["environment"]["image"] == "reliabench/python3-pytest:bookworm"  # type: ignore[index]
+    # a prebuilt image instead of a Dockerfile: a Dockerfile FROM it with the layer of Harbor's places
+    broken = tasks["broken-verifier"]
+    assert broken["harbor"]["image"] == "reliabench/python3-pytest:bookworm"  # type: ignore[index]
+    assert broken["environment"]["dockerfile"] == "environment/Dockerfile"  # type: ignore[index]
+    made = (out / "broken-verifier" / "environment" / "Dockerfile").read_text()
+    assert made.startswith("FROM reliabench/python3-pytest:bookworm\n") and PLACES_LAYER in made
 
 
 def test_one_task_folder_converts_alone(tmp_path: Path) -> None:
