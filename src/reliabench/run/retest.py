@@ -192,15 +192,16 @@ RETEST_PATHS = ("fresh", "warm", "stdio", "command", "repository")
 def retest_path(task: Task, rollout: Rollout | None = None) -> str:
     """The execution path a rollout's hidden tests took, which its re-tests take too.
 
-    ``stdio`` for a stdio task, ``command`` for a test-command task; else the recorded
-    ``meta["test_path"]`` (``warm`` or ``fresh``); ``fresh`` for records that do not say (runs
-    made before warm workers).
+    ``stdio`` for a stdio task, ``command`` for a test-command task, ``repository`` for a
+    repository task; else the recorded ``meta["test_path"]`` (``warm`` or ``fresh``); ``fresh``
+    for records that do not say (runs made before warm workers).
 
     Examples:
         >>> from types import SimpleNamespace
         >>> from reliabench.records import Rollout
         >>> warm = Rollout(task_id="t", agent="a", rollout=0, meta={"test_path": "warm"})
-        >>> retest_path(SimpleNamespace(stdio=None), warm), retest_path(SimpleNamespace(stdio=None))
+        >>> task = SimpleNamespace(stdio=None, test_runner="pytest", repository=None)
+        >>> retest_path(task, warm), retest_path(task)
         ('warm', 'fresh')
     """
     if task.stdio is not None:
