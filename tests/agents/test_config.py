@@ -20,7 +20,7 @@ from reliabench.agents import (
 )
 from reliabench.errors import ConfigError, MissingExtraError
 
-EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "agents"
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "agents"
 
 
 def write(tmp_path: Path, text: str, name: str = "agents.toml") -> Path:

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).parent))
+sys.path.insert(0, str(Path(__file__).parents[1]))
 
 from fake_openai_server import FakeOpenAIServer, Reply
 from suite_helpers import write_adder_suite

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).parent))
+sys.path.insert(0, str(Path(__file__).parents[1]))
 
 from fake_openai_server import FakeOpenAIServer
 from sandbox_helpers import endpoint_narrowing_or_skip
@@ -399,7 +399,7 @@ def test_relay_survives_running_out_of_descriptors(tmp_path: Path) -> None:
     """RLIMIT_NOFILE lowered in a subprocess: the relay hits EMFILE, backs off, keeps serving."""
     import subprocess
 
-    res = subprocess.run([sys.executable, "-c", EMFILE_CHILD, str(Path(__file__).parent)],
+    res = subprocess.run([sys.executable, "-c", EMFILE_CHILD, str(Path(__file__).parents[1])],
                          capture_output=True, text=True, timeout=60)
     assert res.returncode == 0, res.stderr
     out = json.loads(res.stdout)

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).parent))
+sys.path.insert(0, str(Path(__file__).parents[1]))
 
 from fake_openai_server import FakeOpenAIServer, Reply
 

@@ -16,7 +16,7 @@ from reliabench.cli import main
 from reliabench.errors import ConfigError
 from reliabench.tasks.convert import import_suite
 
-FIX = Path(__file__).parent / "fixtures" / "humaneval"
+FIX = Path(__file__).parents[1] / "fixtures" / "humaneval"
 PROMPT = "def add(a, b):\n    \"\"\"Add two numbers.\n    >>> add(1, 2)\n    3\n    \"\"\"\n"
 
 

@@ -11,7 +11,7 @@ import pytest
 
 from reliabench.cli import main
 
-EXAMPLE = Path(__file__).parents[1] / "examples" / "rollouts.jsonl"
+EXAMPLE = Path(__file__).parents[2] / "examples" / "rollouts.jsonl"
 
 
 def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
@@ -134,7 +134,7 @@ def test_stdin(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPat
 
 def test_a_folder_of_foreign_results_is_not_taken_for_a_run(capsys: pytest.CaptureFixture[str]) -> None:
     """A folder is a run only when it holds a store: another harness's folder is scored as such."""
-    folder = Path(__file__).parent / "fixtures" / "foreign" / "terminal_bench"
+    folder = Path(__file__).parents[1] / "fixtures" / "foreign" / "terminal_bench"
     code, out, err = run(capsys, "score", str(folder), "-k", "1", "--format", "json", "--resamples", "0")
     assert code == 0, err
     assert [a["agent"] for a in json.loads(out)["agents"]] == ["agent-t"]

@@ -36,7 +36,7 @@ from reliabench.tasks.convert.aider_polyglot import write_polyglot_suite
 from reliabench.tasks.suite import Suite, Task, load_suite, materialize
 from tests.sandbox_helpers import backend_or_skip, skip_or_fail_in_ci
 
-EXTRACT = Path(__file__).parent / "fixtures" / "polyglot"
+EXTRACT = Path(__file__).parents[1] / "fixtures" / "polyglot"
 COMMAND_TASKS = ["cpp-bank-account", "cpp-queen-attack", "go-bowling", "go-crypto-square", "java-bowling",
                  "java-series", "javascript-ledger", "javascript-phone-number", "python-go-counting",
                  "rust-gigasecond", "rust-luhn-from"]

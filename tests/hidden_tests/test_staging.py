@@ -36,7 +36,7 @@ def test_staged_copy_plugin_and_ini(tmp_path: Path) -> None:
         assert files == ["plugin", f"plugin/{GUARD_MODULE}.py", f"plugin/{PLUGIN_MODULE}.py",
                          "pytest.ini", "tests", "tests/sub",
                          "tests/sub/test_b.py", "tests/test_a.py"]  # no caches, no .pyc
-        plugin = Path(__file__).parents[1] / "src" / "reliabench" / "hidden_tests" / "_outcome_plugin.py"
+        plugin = Path(__file__).parents[2] / "src" / "reliabench" / "hidden_tests" / "_outcome_plugin.py"
         assert (staging / "plugin" / f"{PLUGIN_MODULE}.py").read_bytes() == plugin.read_bytes()
         ini = (staging / "pytest.ini").read_text(encoding="utf-8")
         assert ini.startswith("[pytest]\n") and "addopts =\n" in ini

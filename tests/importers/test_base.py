@@ -26,7 +26,7 @@ from reliabench.importers import (
 )
 from reliabench.importers.base import importers_for
 
-FOREIGN = Path(__file__).parent / "fixtures" / "foreign"
+FOREIGN = Path(__file__).parents[1] / "fixtures" / "foreign"
 
 
 def test_detection_order_per_shape_is_the_one_reliabench_always_had() -> None:

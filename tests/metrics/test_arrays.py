@@ -10,7 +10,7 @@ import numpy.typing as npt
 
 from reliabench.metrics.arrays import BoolArray, FloatArray, IntArray
 
-SRC = Path(__file__).resolve().parents[1] / "src" / "reliabench"
+SRC = Path(__file__).resolve().parents[2] / "src" / "reliabench"
 
 
 def test_the_aliases_name_the_numpy_array_types() -> None:

@@ -20,7 +20,7 @@ from reliabench.runs import RunDirectory
 from reliabench.store import RunStore
 from reliabench.studies.scoring import TaskLabels, group_scores
 
-GOLDEN = Path(__file__).parent / "golden" / "render"
+GOLDEN = Path(__file__).parents[1] / "golden" / "render"
 REGEN = os.environ.get("RELIABENCH_REGEN_GOLDEN") == "1"
 
 LABELS = {

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from test_studies_resolution import RECORDS
+from studies.test_resolution import RECORDS
 
 from reliabench.errors import InvalidArgumentError
 from reliabench.records import Rollout, TestOutcome

@@ -19,7 +19,7 @@ from reliabench.metrics.analysis import score
 from reliabench.records import Finding, Rollout, TestOutcome, write_jsonl
 from reliabench.report.tables import latex_escape, render_tables
 
-GOLDEN = Path(__file__).parent / "golden"
+GOLDEN = Path(__file__).parents[1] / "golden"
 UPDATE = os.environ.get("RELIABENCH_UPDATE_GOLDEN") == "1"
 
 

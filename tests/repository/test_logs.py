@@ -13,7 +13,7 @@ from reliabench.errors import InvalidArgumentError
 from reliabench.repository.grading import grade
 from reliabench.repository.logs import END_MARKER, LOG_PARSERS, START_MARKER, parse_log, swebench_log_text
 
-FIXTURES = Path(__file__).parent / "fixtures" / "repository"
+FIXTURES = Path(__file__).parents[1] / "fixtures" / "repository"
 DATA = FIXTURES / "logs" / "instances.jsonl"
 
 

@@ -41,7 +41,7 @@ def test_not_a_repository_task() -> None:
 pytestmark = pytest.mark.sandbox
 
 
-SHARED = next((p / "shared" / "data" / "swe-bench-lite-dev" for p in Path(__file__).resolve().parents[2:4]
+SHARED = next((p / "shared" / "data" / "swe-bench-lite-dev" for p in Path(__file__).resolve().parents[3:5]
                if (p / "shared" / "data" / "swe-bench-lite-dev").is_dir()), None)
 THREE = ("marshmallow-code__marshmallow-1359", "pytest-dev__pytest-11143", "sqlfluff__sqlfluff-1625")
 

@@ -9,7 +9,7 @@ from typing import cast
 
 import pytest
 from sandbox_helpers import backend_or_skip
-from test_tasks_suite import make_suite, make_task
+from tasks.test_suite import make_suite, make_task
 
 from reliabench.errors import SuiteError
 from reliabench.records import TestOutcome

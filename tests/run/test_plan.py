@@ -181,7 +181,7 @@ def test_the_fixture_runs_stored_identity_is_recomputed_from_its_own_configurati
 
     from reliabench.runs import RunDirectory
 
-    with RunDirectory.open(Path(__file__).parent / "fixtures" / "report" / "run") as run:
+    with RunDirectory.open(Path(__file__).parents[1] / "fixtures" / "report" / "run") as run:
         info = run.info()
     cfg = info.config
     settings = RunSettings(n=int(cfg["n"]), seed=cfg["seed"], sandbox=cfg["sandbox"], scanners=tuple(cfg["scanners"]),

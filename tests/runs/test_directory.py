@@ -22,7 +22,7 @@ from reliabench.runs.adaptive_file import ADAPTIVE_FILE
 from reliabench.store import RunStore, artifact_dir, read_records
 from reliabench.tasks.suite import load_suite
 
-BUNDLED = Path(__file__).resolve().parents[1] / "src" / "reliabench" / "tasks" / "bundled" / "py30"
+BUNDLED = Path(__file__).resolve().parents[2] / "src" / "reliabench" / "tasks" / "bundled" / "py30"
 
 
 @pytest.fixture

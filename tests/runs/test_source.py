@@ -14,7 +14,7 @@ from reliabench.records import write_jsonl
 from reliabench.runs import RUN_FORMAT, open_source, read_source
 from reliabench.store import RunStore, read_records
 
-FOREIGN = Path(__file__).parent / "fixtures" / "foreign"
+FOREIGN = Path(__file__).parents[1] / "fixtures" / "foreign"
 
 
 def test_a_run_directory_is_opened_once_and_kept(tmp_path: Path) -> None:

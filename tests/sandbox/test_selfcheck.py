@@ -97,7 +97,7 @@ def test_the_checks_are_the_documented_ones() -> None:
     )
     assert len({c.name for c in CHECKS}) == len(CHECKS)
     assert all(c.promise for c in CHECKS)
-    doc = (Path(__file__).parents[1] / "docs" / "threat-model.md").read_text(encoding="utf-8")
+    doc = (Path(__file__).parents[2] / "docs" / "threat-model.md").read_text(encoding="utf-8")
     for name in check_names():
         assert f"`{name}`" in doc, f"docs/threat-model.md does not describe the check {name}"
 

@@ -51,7 +51,7 @@ from reliabench.sim.profiles import (
 )
 from reliabench.tasks.suite import Task, load_suite
 
-BUNDLED = Path(__file__).resolve().parents[1] / "src/reliabench/tasks/bundled/py30"
+BUNDLED = Path(__file__).resolve().parents[2] / "src/reliabench/tasks/bundled/py30"
 
 # --------------------------------------------------------------------------------------- #
 # a small synthetic task (fast, independent of the bundled suite)

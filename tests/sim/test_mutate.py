@@ -20,7 +20,7 @@ from reliabench.sim.mutate import (
     mutation_sites,
 )
 
-BUNDLED_TASKS = Path(__file__).resolve().parents[1] / "src/reliabench/tasks/bundled/py30/tasks"
+BUNDLED_TASKS = Path(__file__).resolve().parents[2] / "src/reliabench/tasks/bundled/py30/tasks"
 SOLUTION_FILES = sorted(BUNDLED_TASKS.glob("*/solution/**/*.py"))
 
 

@@ -35,7 +35,7 @@ from reliabench.sim.synthetic import (
     to_records,
 )
 
-DOCS = Path(__file__).resolve().parents[1] / "docs" / "simulate.md"
+DOCS = Path(__file__).resolve().parents[2] / "docs" / "simulate.md"
 
 
 def small(**changes: object) -> SimulationConfig:

@@ -13,8 +13,8 @@ from reliabench.records import Rollout, TestOutcome, write_jsonl
 from reliabench.report.audit_tables import audit_to_dict
 from reliabench.studies.audit import AuditFailed, audit_path, audit_records
 
-FIX = Path(__file__).parent / "fixtures" / "foreign"
-PUBLIC = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "public-results"
+FIX = Path(__file__).parents[1] / "fixtures" / "foreign"
+PUBLIC = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "public-results"
 
 
 def rollouts(pattern: dict[str, list[bool]], agent: str = "a") -> list[Rollout]:

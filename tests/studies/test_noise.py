@@ -27,7 +27,7 @@ from reliabench.report.noise_tables import noise_to_json
 from reliabench.run.retest import NotReproducibleError, order_seed, rebuild_workspace
 from reliabench.studies.noise import apply_flaky_policy, clopper_pearson, harness_noise
 
-FIXTURE = Path(__file__).parent / "fixtures" / "flaky_suite"
+FIXTURE = Path(__file__).parents[1] / "fixtures" / "flaky_suite"
 
 
 def rollout(task: str, agent: str, i: int, outcomes: dict[str, str], **kw: object) -> Rollout:

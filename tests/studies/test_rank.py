@@ -19,8 +19,8 @@ from reliabench.report.rank_figure import rank_figure_svg, rank_section
 from reliabench.report.rank_tables import ranking_to_dict
 from reliabench.studies.rank import adjust_p_values, consecutive_groups, rank_agents
 
-FIXTURE = Path(__file__).parent / "fixtures" / "swebench-leaderboard-synthetic.json"
-FULL = (Path(__file__).resolve().parents[1].parent / "shared" / "data" / "public-results" / "swe-bench"
+FIXTURE = Path(__file__).parents[1] / "fixtures" / "swebench-leaderboard-synthetic.json"
+FULL = (Path(__file__).resolve().parents[2].parent / "shared" / "data" / "public-results" / "swe-bench"
         / "leaderboard-verified-bash-only-per-instance.json")
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 from reliabench.hidden_tests.reports import ParsedReport, ReportInput
 from reliabench.hidden_tests.reports.ctrf import CtrfReport
 
-FIXTURES = Path(__file__).parent / "fixtures" / "reports"
+FIXTURES = Path(__file__).parents[2] / "fixtures" / "reports"
 
 
 def _parse(data: bytes) -> ParsedReport:

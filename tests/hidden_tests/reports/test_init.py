@@ -27,7 +27,7 @@ from reliabench.hidden_tests.reports import (
     parse_report,
 )
 
-FIXTURES = Path(__file__).parent / "fixtures" / "reports"
+FIXTURES = Path(__file__).parents[2] / "fixtures" / "reports"
 
 # format -> a real report of it (tests/fixtures/reports/README.md says how each was made)
 SAMPLES = {

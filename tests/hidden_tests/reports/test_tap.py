@@ -7,7 +7,7 @@ from pathlib import Path
 from reliabench.hidden_tests.reports import ParsedReport, ReportInput
 from reliabench.hidden_tests.reports.tap import TapReport
 
-FIXTURES = Path(__file__).parent / "fixtures" / "reports"
+FIXTURES = Path(__file__).parents[2] / "fixtures" / "reports"
 
 
 def _parse(data: bytes) -> ParsedReport:

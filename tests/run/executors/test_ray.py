@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from test_run_e2e import make_agents, make_suite  # tests/ is on sys.path (pytest's rootdir insertion)
+from test_run_e2e import make_agents, make_suite  # tests/ is on sys.path (pythonpath in pyproject.toml)
 
 from reliabench.agents.config import load_agents
 from reliabench.errors import MissingExtraError

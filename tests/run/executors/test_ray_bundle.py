@@ -11,7 +11,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from test_run_e2e import make_agents, make_suite  # tests/ is on sys.path (pytest's rootdir insertion)
+from test_run_e2e import make_agents, make_suite  # tests/ is on sys.path (pythonpath in pyproject.toml)
 
 from reliabench.agents.config import load_agents, recording_paths
 from reliabench.errors import SandboxError, UsageError

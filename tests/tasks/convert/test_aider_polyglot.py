@@ -15,7 +15,7 @@ from reliabench.tasks.convert import ConvertOptions, import_suite
 from reliabench.tasks.convert.aider_polyglot import COMMANDS, find_exercises, write_polyglot_suite
 from reliabench.tasks.suite import Suite, load_suite
 
-EXTRACT = Path(__file__).parent / "fixtures" / "polyglot"
+EXTRACT = Path(__file__).parents[2] / "fixtures" / "polyglot"
 
 
 @pytest.fixture(scope="module")

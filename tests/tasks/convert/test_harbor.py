@@ -15,7 +15,7 @@ from reliabench.tasks.convert import ConvertOptions, get_converter, import_suite
 from reliabench.tasks.convert.harbor import HarborConverter, harbor_outcomes, read_harbor_task
 from reliabench.tasks.suite import load_suite
 
-FIXTURES = Path(__file__).parent / "fixtures" / "harbor"
+FIXTURES = Path(__file__).parents[2] / "fixtures" / "harbor"
 
 
 def _convert(src: Path, out: Path) -> dict[str, dict[str, object]]:

@@ -16,7 +16,7 @@ from reliabench.tasks.convert._common import task_id_for
 from reliabench.tasks.convert.checksplit import split_check
 from reliabench.tasks.suite import load_suite
 
-FIXTURES = Path(__file__).parent / "fixtures" / "humaneval"
+FIXTURES = Path(__file__).parents[2] / "fixtures" / "humaneval"
 
 
 def _problem(task_id: str, prompt: str, canonical: str, test: str, entry: str) -> dict[str, Any]:

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from test_tasks_convert_humaneval import run_units
+from tasks.convert.test_humaneval import run_units
 
 from reliabench.cli import main
 from reliabench.errors import InputError

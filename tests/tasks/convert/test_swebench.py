@@ -22,12 +22,12 @@ from reliabench.tasks.suite import load_suite
 SHARED = next(
     (
         p / "shared" / "data" / "swe-bench-lite-dev"
-        for p in Path(__file__).resolve().parents[2:4]
+        for p in Path(__file__).resolve().parents[4:6]
         if (p / "shared" / "data" / "swe-bench-lite-dev").is_dir()
     ),
-    Path(__file__).resolve().parents[2] / "shared" / "data" / "swe-bench-lite-dev",
+    Path(__file__).resolve().parents[4] / "shared" / "data" / "swe-bench-lite-dev",
 )
-FIXTURE = Path(__file__).parent / "fixtures" / "repository" / "marshmallow-1359"
+FIXTURE = Path(__file__).parents[2] / "fixtures" / "repository" / "marshmallow-1359"
 
 
 def _row() -> dict[str, object]:
