@@ -1,7 +1,7 @@
 """Tokens and cost a command agent reports (reliabench.agents.usage): the usage file and aider's lines.
 
 That a sandboxed agent can write the file through ``RELIABENCH_USAGE_FILE`` is checked end to
-end in tests/test_agents_command.py.
+end in tests/agents/test_command.py.
 """
 
 from __future__ import annotations

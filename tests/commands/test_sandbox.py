@@ -1,7 +1,7 @@
 """``reliabench sandbox check`` (reliabench.commands.sandbox): the self-check's verdict as an exit code.
 
 0 every check passed, 1 one failed, 2 usage, 3 the backend does not work here. The checks
-themselves are tested on every backend in tests/test_sandbox_selfcheck.py.
+themselves are tested on every backend in tests/sandbox/test_selfcheck.py.
 """
 
 from __future__ import annotations

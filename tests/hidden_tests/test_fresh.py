@@ -208,7 +208,7 @@ def test_fresh_process_per_rollout(bwrap: SandboxBackend, base: Path) -> None:
 
 def test_harness_that_cannot_start_is_a_test_error(bwrap: SandboxBackend, base: Path) -> None:
     if bwrap.name == "warm":
-        pytest.skip("a warm worker runs no interpreter of its own (see test_warm_server.py)")
+        pytest.skip("a warm worker runs no interpreter of its own (see warm/test_server.py)")
     ws, tests = _task(base)
     run = _run(ws, tests, bwrap, python="/bin/false")
     assert run.status == "test_error"

@@ -1,7 +1,7 @@
 """The outcome channel's socket (reliabench.hidden_tests.outcome_socket): one connection, kept in order, capped.
 
-The parser of what arrives through it is tested in tests/test_hidden_tests_channel.py; the
-channel end to end, in every sandbox, in tests/test_hidden_tests_fresh.py and
+The parser of what arrives through it is tested in tests/hidden_tests/test_channel.py; the
+channel end to end, in every sandbox, in tests/hidden_tests/test_fresh.py and
 tests/test_hostile_rollouts.py.
 """
 

@@ -1,6 +1,6 @@
 """Tables for papers (markdown, LaTeX, CSV), pinned by golden files in tests/golden/.
 
-Regenerate after an intended change with ``RELIABENCH_UPDATE_GOLDEN=1 pytest tests/test_report_tables.py``
+Regenerate after an intended change with ``RELIABENCH_UPDATE_GOLDEN=1 pytest tests/report/test_tables.py``
 and review the diff.
 """
 

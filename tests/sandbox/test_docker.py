@@ -1,6 +1,6 @@
 """The docker backend (sandbox/docker.py): the containment self-check, finding the daemon, a
 daemon that is not running or dies mid-run, and the user's Docker configuration kept out. The
-contract itself is tested on both runtimes in tests/test_sandbox_containers.py."""
+contract itself is tested on both runtimes in tests/sandbox/test_containers.py."""
 
 from __future__ import annotations
 

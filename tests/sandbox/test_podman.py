@@ -1,6 +1,6 @@
 """The podman backend (sandbox/podman.py): the containment self-check, reliabench's containers.conf,
 and misconfigurations that name their fix. The contract itself is tested on both runtimes in
-tests/test_sandbox_containers.py."""
+tests/sandbox/test_containers.py."""
 
 from __future__ import annotations
 

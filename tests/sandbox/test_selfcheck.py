@@ -104,7 +104,7 @@ def test_the_checks_are_the_documented_ones() -> None:
 
 # --------------------------------------------------------------------------------------------
 # the self-check itself: broken backends fail, never pass; the report
-# (the CLI, `reliabench sandbox check`, is tested in tests/test_commands_sandbox.py)
+# (the CLI, `reliabench sandbox check`, is tested in tests/commands/test_sandbox.py)
 # --------------------------------------------------------------------------------------------
 
 

@@ -1,7 +1,7 @@
 """Worker slots (reliabench.sandbox.slots): the slot uid, its host-wide lock, lending the workdir, sweeps.
 
 The backends' use of them (runs as the slot uid, nothing left behind) is tested in
-tests/test_sandbox.py and by the containment self-check (tests/test_sandbox_selfcheck.py).
+tests/test_sandbox.py and by the containment self-check (tests/sandbox/test_selfcheck.py).
 """
 
 from __future__ import annotations

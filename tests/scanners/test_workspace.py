@@ -1,7 +1,7 @@
 """Scanning what an agent changed (reliabench.scanners.workspace): only changed files and lines,
 every scanner, and what could not be examined reported, never clean.
 
-The change set itself is pinned in tests/test_scanners_changes.py; Bandit's findings in
+The change set itself is pinned in tests/scanners/test_changes.py; Bandit's findings in
 tests/test_scanners.py.
 """
 

@@ -1,5 +1,5 @@
 """Adaptive allocation: the group-sequential boundary, the look rules, the run loop end to end
-with resume, and plan's continuation (the design simulated: tests/test_sim_design.py)."""
+with resume, and plan's continuation (the design simulated: tests/sim/test_design.py)."""
 
 from __future__ import annotations
 

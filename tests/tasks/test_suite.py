@@ -1,7 +1,7 @@
 """The suite format (reliabench.tasks.suite): loading, every problem reported at once, one test per message.
 
 The bundled suite itself is checked in tests/test_bundled_suite.py; stdin/stdout task options in
-tests/test_hidden_tests_stdio.py.
+tests/hidden_tests/test_stdio.py.
 """
 
 from __future__ import annotations

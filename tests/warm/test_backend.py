@@ -1,6 +1,6 @@
 """The warm jail as a sandbox backend (reliabench.warm.backend): what it runs, and what it refuses.
 
-Its containment is the self-check's (tests/test_sandbox_selfcheck.py runs every check on it).
+Its containment is the self-check's (tests/sandbox/test_selfcheck.py runs every check on it).
 """
 
 from __future__ import annotations

@@ -35,7 +35,7 @@ def test_go_1_19_turns_a_printed_pass_line_into_an_event() -> None:
     # binary's text, so a test that prints '--- PASS: TestForged' creates that test. It is not
     # an expected test of any task (expected tests come from the reference's report), so it
     # cannot stand in for one; a forged line for an expected test that FAILED keeps it failed
-    # (the worst of its outcomes counts, test_hidden_tests_reports.py).
+    # (the worst of its outcomes counts, hidden_tests/reports/test_init.py).
     names = {c.name: c.outcome for c in _parse("go-sample.jsonl").cases}
     assert names["sample::TestForged"] == "passed"
 

@@ -7,12 +7,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tasks.convert.test_humaneval import run_units
 
 from reliabench.cli import main
 from reliabench.errors import InputError
 from reliabench.tasks.convert import import_suite
 from reliabench.tasks.suite import load_suite
+from tasks.convert.test_humaneval import run_units
 
 # MBPP-shaped rows written here (the shape of google-research/mbpp's mbpp.jsonl)
 ROWS: list[dict[str, Any]] = [
