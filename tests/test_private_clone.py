@@ -27,7 +27,7 @@ from reliabench.files.untrusted import remove_tree
 ROOT = Path(__file__).resolve().parents[1]
 AFFECTED = [
     ("tests/test_hostile_rollouts.py", "namespaces or read_only or unreadable"),
-    ("tests/test_warm_server.py", "attack or restart or dead_server or alone or only_the_workspace"),
+    ("tests/warm/test_server.py", "attack or restart or dead_server or alone or only_the_workspace"),
 ]
 
 

@@ -1,7 +1,7 @@
 """Checks on small vendored extracts of public result data: they run on a fresh clone.
 
 The same checks on the full files (outside the repository, ``../shared/data/public-results``)
-stay in test_importers.py / test_studies_audit.py / test_studies_rank.py and skip when that folder is absent.
+stay in test_importers.py / studies/test_audit.py / studies/test_rank.py and skip when that folder is absent.
 Sources and licenses: tests/fixtures/public/README.md.
 """
 

@@ -1,6 +1,6 @@
 """Tasks in a container image, run end to end on the real podman and docker backends.
 
-The runner's side of the contract is tested on a fake backend in tests/test_run_environments.py;
+The runner's side of the contract is tested on a fake backend in tests/run/test_environments.py;
 here the same runs go through reliabench's own container backends: a suite whose tasks declare
 the test image of scripts/containers/images.sh and a Dockerfile of the suite's own runs -n 5
 with a replay agent under podman and under docker and gets the verdicts a bubblewrap run of the

@@ -24,7 +24,7 @@ Compile caches
 Every run of a test command builds in its OWN scratch folder (``{scratch}``, made fresh inside
 the run's copy of the workspace and removed after it): no build of one rollout can ever be
 seen by another, and there is no shared target directory whose old mtimes could make cargo
-reuse another workspace's binary (the stale-mtime trap, ``tests/test_hidden_tests_command.py``).
+reuse another workspace's binary (the stale-mtime trap, ``tests/hidden_tests/test_command.py``).
 To stay fast, a run starts from a copy of the task's TRUSTED cache (:class:`TrustedCache`):
 what the harness's own runs on trusted files (the reference solution, at collect time)
 built -- ccache entries, Go's build cache, cargo's compiled dependencies. Those caches are

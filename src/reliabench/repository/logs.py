@@ -5,7 +5,7 @@ A repository task's test command prints its own report (pytest with ``-rA``, Dja
 *status map*, test name -> one of :data:`LOG_STATUSES`. The parsers read the same lines the
 SWE-bench harness reads (``swebench`` 4.1.0, ``harness/log_parsers/python.py``), so a
 FAIL_TO_PASS / PASS_TO_PASS name of the dataset finds its line; the cross-check test
-(``tests/test_repository_logs.py``) grades real logs with the package and with these.
+(``tests/repository/test_logs.py``) grades real logs with the package and with these.
 
 ======================  ============================================================
 parser                  reads

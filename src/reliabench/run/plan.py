@@ -128,7 +128,7 @@ def run_identity(suite: Suite, tasks: Sequence[Task], agent_names: Sequence[str]
     neither which rollouts exist nor their verdicts.
 
     The hash is that of ``repr`` of the sorted items: runs made by earlier versions keep
-    their hash for the same settings (``tests/test_run_plan.py`` pins it on stored runs).
+    their hash for the same settings (``tests/run/test_plan.py`` pins it on stored runs).
     """
     config: dict[str, Any] = {
         "suite_hash": suite.content_hash,

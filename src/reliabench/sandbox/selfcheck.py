@@ -8,7 +8,7 @@ check gives the containment the runner relies on; a third-party backend
 (``reliabench.sandboxes`` entry point) must pass them all before it is trusted with agents'
 code. ``reliabench sandbox check --backend NAME`` runs them; the test
 suite runs them on every built-in backend and on the warm jail
-(``tests/test_sandbox_selfcheck.py``). The checks, in the order they run:
+(``tests/sandbox/test_selfcheck.py``). The checks, in the order they run:
 
 ==========================  ====================================================================
 check                       the backend passes when

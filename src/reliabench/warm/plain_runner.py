@@ -28,7 +28,7 @@ does what pytest with reliabench's outcome plugin does, minus pytest's start-up:
 * ``end`` closes the stream. A test that ends the process (``os._exit``, a crash) leaves the
   remaining tests without an outcome: the caller counts them failed.
 
-Verdicts are those of the pytest path on the same rollouts (``tests/test_warm_plain_tests.py``
+Verdicts are those of the pytest path on the same rollouts (``tests/warm/test_plain_tests.py``
 checks this, hostile code included).
 """
 

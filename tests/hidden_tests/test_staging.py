@@ -1,0 +1,85 @@
+"""Staging hidden tests (reliabench.hidden_tests.staging): a private copy, the plugin, one ini file."""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+import pytest
+
+from reliabench.errors import SandboxError
+from reliabench.hidden_tests.staging import GUARD_MODULE, PLUGIN_MODULE, pytest_command, staged
+from reliabench.sandbox import slot_uid
+
+SLOT = 3
+
+
+def _tests(tmp_path: Path) -> Path:
+    src = tmp_path / "hidden"
+    (src / "sub").mkdir(parents=True)
+    (src / "test_a.py").write_text("def test_a():\n    pass\n", encoding="utf-8")
+    (src / "sub" / "test_b.py").write_text("x = 1\n", encoding="utf-8")
+    (src / "__pycache__").mkdir()
+    (src / "__pycache__" / "test_a.cpython-311.pyc").write_bytes(b"stale")
+    (src / ".pytest_cache").mkdir()
+    (src / "stale.pyc").write_bytes(b"stale")
+    os.chmod(src / "test_a.py", 0o600)
+    return src
+
+
+def test_staged_copy_plugin_and_ini(tmp_path: Path) -> None:
+    src = _tests(tmp_path)
+    with staged(src, SLOT, parent=tmp_path) as staging:
+        assert staging.parent == tmp_path and staging.name.startswith("rb-hidden-")
+        files = sorted(str(p.relative_to(staging)) for p in staging.rglob("*"))
+        assert files == ["plugin", f"plugin/{GUARD_MODULE}.py", f"plugin/{PLUGIN_MODULE}.py",
+                         "pytest.ini", "tests", "tests/sub",
+                         "tests/sub/test_b.py", "tests/test_a.py"]  # no caches, no .pyc
+        plugin = Path(__file__).parents[2] / "src" / "reliabench" / "hidden_tests" / "_outcome_plugin.py"
+        assert (staging / "plugin" / f"{PLUGIN_MODULE}.py").read_bytes() == plugin.read_bytes()
+        ini = (staging / "pytest.ini").read_text(encoding="utf-8")
+        assert ini.startswith("[pytest]\n") and "addopts =\n" in ini
+        for p in staging.rglob("*"):
+            assert stat.S_IMODE(p.stat().st_mode) == (0o755 if p.is_dir() else 0o644), p
+        top = staging.stat()
+        if os.geteuid() == 0:
+            # only this slot's group may enter; owned by root so that no slot uid sweep removes it
+            assert (top.st_uid, top.st_gid, stat.S_IMODE(top.st_mode)) == (0, slot_uid(SLOT), 0o750)
+        else:
+            assert stat.S_IMODE(top.st_mode) == 0o700
+    assert not staging.exists()  # removed afterwards
+    assert (src / "__pycache__").exists()  # the source is untouched
+
+
+def test_staging_is_removed_when_the_run_fails(tmp_path: Path) -> None:
+    src = _tests(tmp_path)
+    seen: list[Path] = []
+
+    def use() -> None:
+        with staged(src, SLOT, parent=tmp_path) as staging:
+            seen.append(staging)
+            raise RuntimeError("run failed")
+
+    with pytest.raises(RuntimeError, match="run failed"):
+        use()
+    assert seen and not seen[0].exists()
+
+
+def test_a_missing_tests_directory_is_a_sandbox_error(tmp_path: Path) -> None:
+    with pytest.raises(SandboxError, match=r"hidden tests directory not found: .*nowhere"), \
+            staged(tmp_path / "nowhere", SLOT, parent=tmp_path):
+        pass
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_pytest_command_isolates_the_run(tmp_path: Path) -> None:
+    cmd = pytest_command("/usr/bin/python3", tmp_path, ["-x"])
+    assert cmd[:4] == ["/usr/bin/python3", "-I", "-B", "-c"]
+    assert repr(str(tmp_path / "plugin")) in cmd[4]  # the plugin's directory on sys.path
+    assert cmd[cmd.index("-c", 4) + 1] == str(tmp_path / "pytest.ini")  # the only ini file
+    assert cmd[cmd.index("--rootdir") + 1] == cmd[cmd.index("--confcutdir") + 1] == str(tmp_path / "tests")
+    assert cmd[cmd.index("no:cacheprovider") - 1:cmd.index("no:cacheprovider") + 1] == ["-p", "no:cacheprovider"]
+    assert cmd[cmd.index(PLUGIN_MODULE) - 1] == "-p"
+    assert "--import-mode=append" in cmd
+    assert cmd[-2:] == ["-x", str(tmp_path / "tests")]  # extra options before the tests

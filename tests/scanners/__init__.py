@@ -1,0 +1,1 @@
+"""Tests of reliabench.scanners (tests/ mirrors src/reliabench/; docs/guide.md, "Where the tests are")."""
