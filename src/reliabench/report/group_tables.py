@@ -25,30 +25,15 @@ import html
 import math
 from typing import Any
 
-from reliabench.metrics.analysis import AgentSummary, Estimate
+from reliabench.metrics.analysis import AgentSummary
 from reliabench.report.marks import agent_label, agent_label_html
+from reliabench.report.numbers import estimate_cell
 from reliabench.studies.scoring import GroupScores
 
 __all__ = ["group_csv_rows", "group_grid", "group_latex", "group_scores_json", "group_section_html"]
 
 _METRICS = (("reliability@{k}", "reliability@k"), ("pass^{k}", "pass^k"),
             ("misapplied_pass@{k}", "misapplied pass@k"))
-
-
-def _r3(x: float) -> str:
-    text = f"{x:.3f}"
-    return "0.000" if text == "-0.000" else text
-
-
-def _cell(e: Estimate, ci: bool) -> str:
-    if math.isnan(e.value):
-        return "n/a"
-    text = _r3(e.value)
-    if ci and not math.isnan(e.ci_low):
-        text += f" [{_r3(e.ci_low)}, {_r3(e.ci_high)}]"
-    if e.excluded:
-        text += f" ({e.excluded} excl.)"
-    return text
 
 
 def _title(groups: GroupScores) -> str:
@@ -66,7 +51,7 @@ def _lines(groups: GroupScores) -> list[tuple[list[str], AgentSummary | None, li
             n = str(a.min_n) if a.min_n == a.max_n else f"{a.min_n}-{a.max_n}"
             for i, k in enumerate(g.report.ks):
                 lead = [g.group, str(len(g.tasks)), str(g.coarse_tasks)] if first else ["", "", ""]
-                figures = [_cell(a.metrics[m.format(k=k)], ci) for m, _ in _METRICS]
+                figures = [estimate_cell(a.metrics[m.format(k=k)], ci) for m, _ in _METRICS]
                 out.append((lead, a if i == 0 else None, [n if i == 0 else "", str(k), *figures]))
                 first = False
     return out

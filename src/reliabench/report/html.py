@@ -26,7 +26,8 @@ from reliabench.report.marks import (
     fit_label,
     with_simulated_note,
 )
-from reliabench.report.score_render import _r3, score_to_json
+from reliabench.report.numbers import r3
+from reliabench.report.score_render import score_to_json
 from reliabench.studies.noise import NoiseReport
 from reliabench.studies.rank import RankOutcome
 
@@ -50,9 +51,9 @@ th:first-child,td:first-child{text-align:left}th{background:#f6f6f6}
 def _fmt(e: Estimate) -> str:
     if math.isnan(e.value):
         return "n/a"
-    ci = "" if math.isnan(e.ci_low) else f' <span class="ci">[{_r3(e.ci_low)}, {_r3(e.ci_high)}]</span>'
+    ci = "" if math.isnan(e.ci_low) else f' <span class="ci">[{r3(e.ci_low)}, {r3(e.ci_high)}]</span>'
     excl = f' <span class="ci">({e.excluded} excl.)</span>' if e.excluded else ""
-    return f"{_r3(e.value)}{ci}{excl}"
+    return f"{r3(e.value)}{ci}{excl}"
 
 
 def _agent_cell(name: str, simulated: bool) -> str:

@@ -29,6 +29,7 @@ from reliabench.report.adaptive_tables import score_adaptive_json, score_adaptiv
 from reliabench.report.group_tables import group_csv_rows, group_grid, group_scores_json
 from reliabench.report.marks import SIMULATED_MARK, agent_label, with_simulated_note
 from reliabench.report.noise_tables import score_noise_json, score_noise_lines
+from reliabench.report.numbers import estimate_cell
 from reliabench.report.resolution_tables import render_resolution, resolution_to_json
 from reliabench.studies.scoring import ScoreResult
 
@@ -95,23 +96,6 @@ def score_to_json(report: ScoreReport) -> dict[str, Any]:
     }
 
 
-def _r3(x: float) -> str:
-    """Three decimals, never ``-0.000``."""
-    text = f"{x:.3f}"
-    return "0.000" if text == "-0.000" else text
-
-
-def _fmt(e: Estimate, ci: bool) -> str:
-    if math.isnan(e.value):
-        return "n/a"
-    text = _r3(e.value)
-    if ci and not math.isnan(e.ci_low):
-        text += f" [{_r3(e.ci_low)}, {_r3(e.ci_high)}]"
-    if e.excluded:
-        text += f" ({e.excluded} excl.)"
-    return text
-
-
 def _per_k_columns(report: ScoreReport) -> list[str]:
     cols = ["reliability@{k}", "pass^{k}", "misapplied_pass@{k}", "inflation@{k}"]
     if report.security:
@@ -153,10 +137,10 @@ def _grid(report: ScoreReport) -> list[tuple[str, list[str], list[list[str]]]]:
             first = i == 0
             rows1.append([agent_label(a.agent, a.simulated) if first else "",
                           str(a.tasks) if first else "", _n_text(a) if first else "", str(k),
-                          *(_fmt(a.metrics[c.format(k=k)], ci) for c in per_k)])
+                          *(estimate_cell(a.metrics[c.format(k=k)], ci) for c in per_k)])
     per_agent = _per_agent_columns(report)
     head2 = ["agent", *(_HEADERS[c] for c in per_agent)]
-    rows2 = [[agent_label(a.agent, a.simulated), *(_fmt(a.metrics[c], ci) for c in per_agent)]
+    rows2 = [[agent_label(a.agent, a.simulated), *(estimate_cell(a.metrics[c], ci) for c in per_agent)]
              for a in report.agents]
     title1 = "reliability@k over n independent rollouts vs the misapplied pass@k (n = tests of one rollout)"
     if report.security:

@@ -32,7 +32,7 @@ from reliabench.errors import InvalidArgumentError
 from reliabench.metrics.analysis import AgentSummary, ScoreReport
 from reliabench.report.group_tables import group_csv_rows, group_grid, group_latex
 from reliabench.report.marks import agent_label, mark_agent
-from reliabench.report.score_render import _fmt
+from reliabench.report.numbers import estimate_cell
 from reliabench.studies.scoring import GroupScores
 
 __all__ = ["TABLE_FORMATS", "latex_escape", "render_tables"]
@@ -85,7 +85,7 @@ def _leaderboard(report: ScoreReport) -> tuple[list[str], list[list[str]]]:
     ci = report.n_resamples > 0
     cols = _columns(report)
     head = ["agent", "tasks", "n", *(h for h, _ in cols)]
-    rows = [[_label(a), str(a.tasks), _n_text(a), *(_fmt(a.metrics[m], ci) for _, m in cols)]
+    rows = [[_label(a), str(a.tasks), _n_text(a), *(estimate_cell(a.metrics[m], ci) for _, m in cols)]
             for a in _ranked(report)]
     return head, rows
 
