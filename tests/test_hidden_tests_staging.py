@@ -32,10 +32,11 @@ def test_staged_copy_plugin_and_ini(tmp_path: Path) -> None:
     src = _tests(tmp_path)
     with staged(src, SLOT, parent=tmp_path) as staging:
         assert staging.parent == tmp_path and staging.name.startswith("rb-hidden-")
-        files = sorted(str(p.relative_to(staging)) for p in staging.rglob("*"))
+        files = sorted(str(p.relative_to(staging)) for p in staging.rglob("*") if "__pycache__" not in p.parts)
         assert files == ["plugin", f"plugin/{GUARD_MODULE}.py", f"plugin/{PLUGIN_MODULE}.py",
                          "pytest.ini", "tests", "tests/sub",
-                         "tests/sub/test_b.py", "tests/test_a.py"]  # no caches, no .pyc
+                         "tests/sub/test_b.py", "tests/test_a.py"]  # no stale caches, no .pyc
+        _assert_only_our_bytecode(staging)
         plugin = Path(__file__).parents[1] / "src" / "reliabench" / "hidden_tests" / "_outcome_plugin.py"
         assert (staging / "plugin" / f"{PLUGIN_MODULE}.py").read_bytes() == plugin.read_bytes()
         ini = (staging / "pytest.ini").read_text(encoding="utf-8")
@@ -50,6 +51,35 @@ def test_staged_copy_plugin_and_ini(tmp_path: Path) -> None:
             assert stat.S_IMODE(top.st_mode) == 0o700
     assert not staging.exists()  # removed afterwards
     assert (src / "__pycache__").exists()  # the source is untouched
+
+
+def _assert_only_our_bytecode(staging: Path) -> None:
+    """Each cache file is the interpreter's or pytest's bytecode of a staged source, made from it."""
+    import importlib.util
+    import marshal
+
+    from _pytest.assertion.rewrite import PYC_TAIL
+
+    caches = [p for p in staging.rglob("*.pyc")]
+    sources = [p for p in staging.rglob("*.py") if "__pycache__" not in p.parts]
+    assert sorted(caches) == sorted(
+        [Path(importlib.util.cache_from_source(str(s))) for s in sources]
+        + [s.parent / "__pycache__" / (s.stem + PYC_TAIL) for s in sources])
+    for src in sources:
+        data = Path(importlib.util.cache_from_source(str(src))).read_bytes()
+        assert data[:4] == importlib.util.MAGIC_NUMBER
+        assert marshal.loads(data[16:]) == compile(src.read_bytes(), str(src), "exec", dont_inherit=True)
+        rewritten = (src.parent / "__pycache__" / (src.stem + PYC_TAIL)).read_bytes()
+        assert rewritten[8:16] == importlib.util.source_hash(src.read_bytes())  # pytest checks it
+
+
+def test_precompile_skips_what_does_not_compile(tmp_path: Path) -> None:
+    from reliabench.hidden_tests.staging import precompile
+
+    (tmp_path / "test_ok.py").write_text("def test_ok():\n    assert 1\n", encoding="utf-8")
+    (tmp_path / "test_broken.py").write_text("def test_broken(:\n", encoding="utf-8")
+    assert precompile(tmp_path) == 1  # the broken file is left to the test process to report
+    assert sorted(p.name.split(".")[0] for p in (tmp_path / "__pycache__").iterdir()) == ["test_ok", "test_ok"]
 
 
 def test_staging_is_removed_when_the_run_fails(tmp_path: Path) -> None:

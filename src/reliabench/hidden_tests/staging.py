@@ -23,6 +23,7 @@ __all__ = [
     "RawRun",
     "fd_channel",
     "hidden_test_env",
+    "precompile",
     "pytest_command",
     "socket_channel",
     "staged",
@@ -62,6 +63,7 @@ def staged(tests_dir: Path, slot: int, parent: Path | None = None) -> Iterator[P
         shutil.copyfile(plugin_src, plugin_dir / f"{PLUGIN_MODULE}.py")
         shutil.copyfile(plugin_src.with_name("_import_guard.py"), plugin_dir / f"{GUARD_MODULE}.py")
         (staging / "pytest.ini").write_text(_INI, encoding="utf-8")
+        precompile(staging)
         for dirpath, dirnames, filenames in os.walk(staging):
             for d in dirnames:
                 os.chmod(os.path.join(dirpath, d), 0o755)
@@ -79,6 +81,46 @@ def staged(tests_dir: Path, slot: int, parent: Path | None = None) -> Iterator[P
         yield staging
     finally:
         remove_tree(staging)
+
+
+def precompile(staging: Path) -> int:
+    """Compile every module of a staging once, so that no test process compiles it again.
+
+    Two caches in each ``__pycache__``: the interpreter's own bytecode (what the lean runner,
+    the import guard and plain imports read) and pytest's assertion-rewritten bytecode (what
+    pytest's import hook reads for test modules, ``conftest.py`` files and the outcome
+    plugin; it reads a cache even where it may not write one, as under ``-B``). Both are
+    checked against their source when loaded (timestamp and size; pytest: a hash of the
+    source), so a stale or foreign cache is recompiled, never trusted. The staging is
+    trusted suite content, written by this process, and read-only to every test process:
+    nothing of a rollout can put bytecode there. Returns how many files were compiled;
+    a file that does not compile is left to the test process (which reports the error
+    as it would have).
+    """
+    import py_compile
+
+    try:
+        from _pytest.assertion import rewrite
+    except ImportError:  # pragma: no cover - pytest is a dependency
+        rewrite = None
+    done = 0
+    for dirpath, dirnames, filenames in os.walk(staging):
+        dirnames[:] = [d for d in dirnames if d != "__pycache__"]
+        for name in filenames:
+            if not name.endswith(".py"):
+                continue
+            path = os.path.join(dirpath, name)
+            try:
+                py_compile.compile(path, doraise=True)
+                if rewrite is not None:
+                    source_hash, code = rewrite._rewrite_test(Path(path), None)  # type: ignore[arg-type]
+                    cache = Path(dirpath) / "__pycache__" / (name[:-3] + rewrite.PYC_TAIL)
+                    with open(cache, "wb") as fh:
+                        rewrite._write_pyc_fp(fh, source_hash, code)
+            except (py_compile.PyCompileError, SyntaxError, ValueError, OSError, AttributeError):
+                continue
+            done += 1
+    return done
 
 
 def socket_channel(path: str) -> dict[str, str]:
