@@ -320,8 +320,8 @@ def install(tests_root: str, roots: Sequence[str], workspace: str | None, *,
         sys.path_hooks.insert(0, _source_only_hook(workspace))
         own = _interpreter_dirs()
         for entry in [e for e in sys.path_importer_cache if isinstance(e, str)]:
-            if _inside(entry, real_ws) or not _inside_any(entry, own) \
-                    and _inside(os.path.realpath(entry or "."), real_ws):
+            if _inside(entry, real_ws) or (not _inside_any(entry, own)
+                                           and _inside(os.path.realpath(entry or "."), real_ws)):
                 del sys.path_importer_cache[entry]
     return guard
 

@@ -98,7 +98,9 @@ def precompile(staging: Path) -> int:
     as it would have).
     """
     import py_compile
+    from types import ModuleType
 
+    rewrite: ModuleType | None
     try:
         from _pytest.assertion import rewrite
     except ImportError:  # pragma: no cover - pytest is a dependency
