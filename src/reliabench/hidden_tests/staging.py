@@ -115,7 +115,7 @@ def precompile(staging: Path) -> int:
             try:
                 py_compile.compile(path, doraise=True)
                 if rewrite is not None:
-                    source_hash, code = rewrite._rewrite_test(Path(path), None)  # type: ignore[arg-type]
+                    source_hash, code = rewrite._rewrite_test(Path(path), None)
                     cache = Path(dirpath) / "__pycache__" / (name[:-3] + rewrite.PYC_TAIL)
                     with open(cache, "wb") as fh:
                         rewrite._write_pyc_fp(fh, source_hash, code)
