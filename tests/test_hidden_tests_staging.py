@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import marshal
 import os
 import stat
+import sys
 from pathlib import Path
 
 import pytest
@@ -80,6 +82,39 @@ def test_precompile_skips_what_does_not_compile(tmp_path: Path) -> None:
     (tmp_path / "test_broken.py").write_text("def test_broken(:\n", encoding="utf-8")
     assert precompile(tmp_path) == 1  # the broken file is left to the test process to report
     assert sorted(p.name.split(".")[0] for p in (tmp_path / "__pycache__").iterdir()) == ["test_ok", "test_ok"]
+    other = tmp_path / "lean"
+    other.mkdir()
+    (other / "test_ok.py").write_bytes((tmp_path / "test_ok.py").read_bytes())
+    assert precompile(other, rewrite=False) == 1  # the lean runner's: no pytest bytecode
+    assert [p.name for p in (other / "__pycache__").iterdir()] == [f"test_ok.{sys.implementation.cache_tag}.pyc"]
+
+
+def test_bytecode_made_once_is_valid_in_every_staging(tmp_path: Path) -> None:
+    """The same source in two stagings (the same test, another slot): both caches load and run."""
+    import importlib.util
+    import subprocess
+
+    for name in ("a", "b"):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "test_m.py").write_text("import sys\nWHERE = __file__\n", encoding="utf-8")
+        assert precompile_of(tmp_path / name) == 1
+    for name in ("a", "b"):
+        cache = importlib.util.cache_from_source(str(tmp_path / name / "test_m.py"))
+        out = subprocess.run(
+            [sys.executable, "-I", "-B", "-v", "-c",
+             "import sys; sys.path.insert(0, '.'); import test_m; print(test_m.WHERE)"],
+            cwd=tmp_path / name, capture_output=True, text=True, check=True)
+        assert out.stdout.strip() == str(tmp_path / name / "test_m.py")  # its own path, not a's
+        assert f"code object from '{cache}'" in out.stderr  # the bytecode, not a recompilation
+        rewritten = [p for p in (tmp_path / name / "__pycache__").iterdir() if "pytest" in p.name]
+        assert len(rewritten) == 1  # pytest's, naming this staging's file (tracebacks, pruning)
+        assert marshal.loads(rewritten[0].read_bytes()[16:]).co_filename == str(tmp_path / name / "test_m.py")
+
+
+def precompile_of(staging: Path) -> int:
+    from reliabench.hidden_tests.staging import precompile
+
+    return precompile(staging)
 
 
 def test_staging_is_removed_when_the_run_fails(tmp_path: Path) -> None:
