@@ -279,6 +279,7 @@ class WarmWorkers:
         limits: Limits,
         slot: int,
         order_seed: int | None = None,
+        pytest: bool = True,
     ) -> WarmRaw:
         """Run the staged hidden tests on ``workspace`` in a jailed fork of the slot's server.
 
@@ -291,6 +292,8 @@ class WarmWorkers:
             limits: Resource limits.
             slot: The worker slot.
             order_seed: Run the tests in a seeded random order (re-tests); None: as collected.
+            pytest: The tests need pytest imported (the ``pytest`` runner always does; plain
+                tests that import it): the server imports it before it forks, once.
 
         Returns:
             The result and the raw outcome stream.
@@ -303,7 +306,7 @@ class WarmWorkers:
         ws = os.path.realpath(workspace)
         env = {**hidden_test_env(fd_channel(3, 4), ws, order_seed), "PWD": ws}  # as bwrap --chdir sets it
         extra = {"tests": str(staging / "tests"), "plugin_dir": str(staging / "plugin"),
-                 "pytest_args": list(pytest_args)}
+                 "pytest_args": list(pytest_args), "pytest": pytest or runner == "pytest"}
         return self.request(runner, Path(ws), readonly=[str(staging)], env=env, limits=limits,
                             slot=slot, fields=extra, key=key)
 

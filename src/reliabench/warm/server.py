@@ -1,4 +1,4 @@
-"""The warm test server: pytest and the lean runner imported once, one jailed fork per rollout.
+"""The warm test server: the lean runner (pytest when needed) imported once, one jailed fork per rollout.
 
 One server per worker slot, started by :class:`reliabench.warm.client.WarmWorkers` as root
 with ``python -I -B``, outside any workspace (cwd ``/``), not dumpable. It reads one request
@@ -15,8 +15,12 @@ It holds nothing of one rollout when it forks the next: a request and its answer
 :func:`_answer`'s frames, and no byte a rollout produced enters the server's memory (the
 channel is spliced into a file, the answer's stdout, stderr and channel are sent from the
 files by the kernel, the channel's secret is spliced from the request pipe to the rollout's
-key pipe). The priming pytest session's output is flushed before the first fork, and the
-pytest runner gets pytest's ``sys.argv``, as a fresh process has.
+key pipe). It starts lean (the lean runner, the outcome plugin's standard-library modules);
+pytest and its built-in plugins are imported, and one trivial session run, before the first
+request that runs pytest or whose tests import it (:func:`_prime_pytest`). The priming
+session's output is flushed before the next fork, and the pytest runner gets pytest's
+``sys.argv``, as a fresh process has. After each priming the server's objects are frozen
+(``gc.freeze``): a collection in a fork never visits, and so never copies, the server's heap.
 
 Per request it forks one process, straight into new mount, pid and IPC namespaces
 (``clone``, :func:`reliabench.warm._linux.fork_into`)::
@@ -124,11 +128,33 @@ def require_one_thread(when: str) -> None:
 
 
 def _prime() -> None:
-    """Import what every rollout needs, so that children fork with it already in memory."""
+    """Import what every rollout needs, so that children fork with it already in memory.
+
+    The lean runner, the outcome plugin's modules and the standard library the tests of
+    converted suites use. pytest is imported only when a request needs it
+    (:func:`_prime_pytest`): a server of plain suites stays small, starts fast and forks
+    fast.
+    """
+    import reliabench.warm.plain_runner  # noqa: F401
+
+    for extra in ("hmac", "hashlib", "json", "random", "unittest", "doctest", "decimal",
+                  "fractions", "collections", "itertools", "functools", "math", "re",
+                  "string", "typing", "heapq", "bisect", "statistics", "copy",
+                  "importlib.util", "importlib.machinery", "traceback", "tempfile"):
+        with contextlib.suppress(ImportError):
+            __import__(extra)
+    _freeze_heap()
+
+
+def _prime_pytest() -> None:
+    """Import pytest and its built-in plugins and run one trivial session, once per server.
+
+    Called before the first fork of a request that runs pytest or whose tests import it.
+    Nothing of a rollout exists in the server when it runs (requests live only in their
+    call), so every later fork inherits the same pristine, primed state.
+    """
     import _pytest.config
     import pytest  # noqa: F401
-
-    import reliabench.warm.plain_runner  # noqa: F401
 
     for name in _pytest.config.default_plugins:
         with contextlib.suppress(ImportError):
@@ -136,11 +162,6 @@ def _prime() -> None:
     _prime_pytest_session()
     for stream in (sys.stdout, sys.stderr):  # its report, or every rollout's output starts with it
         stream.flush()
-    for extra in ("hmac", "hashlib", "json", "random", "unittest", "doctest", "decimal",
-                  "fractions", "collections", "itertools", "functools", "math", "re",
-                  "string", "typing", "heapq", "bisect", "statistics", "copy"):
-        with contextlib.suppress(ImportError):
-            __import__(extra)
     _freeze_heap()
 
 
@@ -150,8 +171,8 @@ def _freeze_heap() -> None:
     A rollout is a copy-on-write fork of the server: a full collection in it (pytest runs two
     at the end of every session) would visit, and so copy, every page of the server's heap.
     Frozen objects are never visited; everything the rollout makes is collected as usual.
-    Called once, before the first fork; the objects are the server's own (nothing of a
-    rollout exists yet).
+    Called after each priming, before the next fork; the objects are the server's own
+    (nothing of a rollout exists in the server between requests).
     """
     gc.collect()
     gc.freeze()
@@ -322,6 +343,7 @@ class _Server:
         self.work = work
         self.new_root = new_root
         self.devnull = os.open("/dev/null", os.O_RDWR)
+        self.pytest_primed = False
         try:  # the seccomp filter, built once and held in C memory (every fork inherits it)
             self.confine: Callable[[], None] | None = syscall_confinement()
         except SandboxError:  # no table for this machine: a request that asks for it fails
@@ -339,8 +361,11 @@ class _Server:
                 stream is out of step: the server must stop).
             SandboxError: The server has another thread (it must stop).
         """
-        start = time.monotonic()
         own = resource.getrusage(resource.RUSAGE_SELF)
+        if (req.get("runner") == "pytest" or req.get("pytest")) and not self.pytest_primed:
+            _prime_pytest()  # once, before the request's clock starts (its CPU is the server's)
+            self.pytest_primed = True
+        start = time.monotonic()
         out_fd = err_fd = chan_fd = chan_r = chan_w = ctl_r = ctl_w = -1
         key_r, key_w = os.pipe()
         try:
