@@ -112,13 +112,16 @@ class WarmTests:
     def __init__(self, workers: WarmWorkers | None = None, *, own: bool | None = None) -> None:
         self._own = workers is None if own is None else own
         self.workers = workers or WarmWorkers()
-        self._staged: dict[tuple[str, int], _Staged] = {}
+        self._staged: dict[str, _Staged] = {}
+        self._retired: list[_Staged] = []
         self._real: dict[str, str] = {}
         self._lock = threading.Lock()
-        # root-owned (0711): a sweep of the slot uid's files in /tmp (the namespaces backend's,
-        # after an agent phase) does not see the staged copies kept for the whole run
+        # root's alone (0700): no process of the host but root reaches the staged copies, which
+        # every slot's jail gets bound read-only at their own path (the server binds them as
+        # root, before the rollout drops to its slot uid); a sweep of a slot uid's files in
+        # /tmp (the namespaces backend's, after an agent phase) does not see them either
         self._stage_root = Path(tempfile.mkdtemp(prefix="rb-warm-stage-"))
-        os.chmod(self._stage_root, 0o711)
+        os.chmod(self._stage_root, 0o700)
 
     def __enter__(self) -> WarmTests:
         return self
@@ -129,8 +132,9 @@ class WarmTests:
     def close(self) -> None:
         """Remove the staged tests; stop the servers if this object started them."""
         with self._lock:
-            staged = list(self._staged.values())
+            staged = [*self._staged.values(), *self._retired]
             self._staged.clear()
+            self._retired.clear()
         for made in staged:
             made.stack.close()
         shutil.rmtree(self._stage_root, ignore_errors=True)
@@ -138,28 +142,33 @@ class WarmTests:
             self.workers.close()
 
     def _staging(self, tests_dir: Path, slot: int, *, rewrite: bool = True) -> _Staged:
-        """The slot's staged copy of ``tests_dir``, made once and reused while it is unchanged.
+        """The staged copy of ``tests_dir``, made once for every slot and reused while it is unchanged.
 
         Reuse is safe: the copy is bound read-only into every jail and no rollout can reach
-        its host path, so nothing of one rollout can change what the next one runs. A copy
-        made for the lean runner (``rewrite`` False) has no pytest bytecode: pytest, when it
-        runs there (a collection), compiles what it imports itself.
+        its host path (below the root-only stage folder), so nothing of one rollout can change
+        what the next one runs, in its slot or another. The copy is made in the first
+        requesting slot's name (:func:`staged`), then opened to every slot uid (0755: only
+        ever seen inside a jail). A copy made for the lean runner (``rewrite`` False) has no
+        pytest bytecode: pytest, when it runs there (a collection), compiles what it imports
+        itself. A copy whose source changed is replaced; the old one stays until
+        :meth:`close` (another slot's rollout may still run on it).
         """
         real = self._real.get(str(tests_dir))
         if real is None:
             real = self._real.setdefault(str(tests_dir), os.path.realpath(tests_dir))
         stamp = _stamp(real)
-        key = (real, slot)
         with self._lock:
-            hit = self._staged.get(key)
+            hit = self._staged.get(real)
             if hit is not None and hit.stamp == stamp and os.path.isdir(hit.path):
                 return hit
             stack = contextlib.ExitStack()
             path = stack.enter_context(staged(Path(real), slot, self._stage_root, rewrite=rewrite))
+            os.chown(path, 0, 0)
+            os.chmod(path, 0o755)  # every slot's jail reads it; the host's other users cannot reach it
             made = _Staged(stamp, path, stack, _imports_pytest(path / "tests"))
-            self._staged[key] = made
-        if hit is not None:
-            hit.stack.close()
+            self._staged[real] = made
+            if hit is not None:
+                self._retired.append(hit)
         return made
 
     def run_tests(
