@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import marshal
 import os
 import stat
+import sys
 from pathlib import Path
 
 import pytest
@@ -32,10 +34,11 @@ def test_staged_copy_plugin_and_ini(tmp_path: Path) -> None:
     src = _tests(tmp_path)
     with staged(src, SLOT, parent=tmp_path) as staging:
         assert staging.parent == tmp_path and staging.name.startswith("rb-hidden-")
-        files = sorted(str(p.relative_to(staging)) for p in staging.rglob("*"))
+        files = sorted(str(p.relative_to(staging)) for p in staging.rglob("*") if "__pycache__" not in p.parts)
         assert files == ["plugin", f"plugin/{GUARD_MODULE}.py", f"plugin/{PLUGIN_MODULE}.py",
                          "pytest.ini", "tests", "tests/sub",
-                         "tests/sub/test_b.py", "tests/test_a.py"]  # no caches, no .pyc
+                         "tests/sub/test_b.py", "tests/test_a.py"]  # no stale caches, no .pyc
+        _assert_only_our_bytecode(staging)
         plugin = Path(__file__).parents[2] / "src" / "reliabench" / "hidden_tests" / "_outcome_plugin.py"
         assert (staging / "plugin" / f"{PLUGIN_MODULE}.py").read_bytes() == plugin.read_bytes()
         ini = (staging / "pytest.ini").read_text(encoding="utf-8")
@@ -50,6 +53,68 @@ def test_staged_copy_plugin_and_ini(tmp_path: Path) -> None:
             assert stat.S_IMODE(top.st_mode) == 0o700
     assert not staging.exists()  # removed afterwards
     assert (src / "__pycache__").exists()  # the source is untouched
+
+
+def _assert_only_our_bytecode(staging: Path) -> None:
+    """Each cache file is the interpreter's or pytest's bytecode of a staged source, made from it."""
+    import importlib.util
+    import marshal
+
+    from _pytest.assertion.rewrite import PYC_TAIL
+
+    caches = [p for p in staging.rglob("*.pyc")]
+    sources = [p for p in staging.rglob("*.py") if "__pycache__" not in p.parts]
+    assert sorted(caches) == sorted(
+        [Path(importlib.util.cache_from_source(str(s))) for s in sources]
+        + [s.parent / "__pycache__" / (s.stem + PYC_TAIL) for s in sources])
+    for src in sources:
+        data = Path(importlib.util.cache_from_source(str(src))).read_bytes()
+        assert data[:4] == importlib.util.MAGIC_NUMBER
+        assert marshal.loads(data[16:]) == compile(src.read_bytes(), str(src), "exec", dont_inherit=True)
+        rewritten = (src.parent / "__pycache__" / (src.stem + PYC_TAIL)).read_bytes()
+        assert rewritten[8:16] == importlib.util.source_hash(src.read_bytes())  # pytest checks it
+
+
+def test_precompile_skips_what_does_not_compile(tmp_path: Path) -> None:
+    from reliabench.hidden_tests.staging import precompile
+
+    (tmp_path / "test_ok.py").write_text("def test_ok():\n    assert 1\n", encoding="utf-8")
+    (tmp_path / "test_broken.py").write_text("def test_broken(:\n", encoding="utf-8")
+    assert precompile(tmp_path) == 1  # the broken file is left to the test process to report
+    assert sorted(p.name.split(".")[0] for p in (tmp_path / "__pycache__").iterdir()) == ["test_ok", "test_ok"]
+    other = tmp_path / "lean"
+    other.mkdir()
+    (other / "test_ok.py").write_bytes((tmp_path / "test_ok.py").read_bytes())
+    assert precompile(other, rewrite=False) == 1  # the lean runner's: no pytest bytecode
+    assert [p.name for p in (other / "__pycache__").iterdir()] == [f"test_ok.{sys.implementation.cache_tag}.pyc"]
+
+
+def test_bytecode_made_once_is_valid_in_every_staging(tmp_path: Path) -> None:
+    """The same source in two stagings (the same test, another slot): both caches load and run."""
+    import importlib.util
+    import subprocess
+
+    for name in ("a", "b"):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "test_m.py").write_text("import sys\nWHERE = __file__\n", encoding="utf-8")
+        assert precompile_of(tmp_path / name) == 1
+    for name in ("a", "b"):
+        cache = importlib.util.cache_from_source(str(tmp_path / name / "test_m.py"))
+        out = subprocess.run(
+            [sys.executable, "-I", "-B", "-v", "-c",
+             "import sys; sys.path.insert(0, '.'); import test_m; print(test_m.WHERE)"],
+            cwd=tmp_path / name, capture_output=True, text=True, check=True)
+        assert out.stdout.strip() == str(tmp_path / name / "test_m.py")  # its own path, not a's
+        assert f"code object from '{cache}'" in out.stderr  # the bytecode, not a recompilation
+        rewritten = [p for p in (tmp_path / name / "__pycache__").iterdir() if "pytest" in p.name]
+        assert len(rewritten) == 1  # pytest's, naming this staging's file (tracebacks, pruning)
+        assert marshal.loads(rewritten[0].read_bytes()[16:]).co_filename == str(tmp_path / name / "test_m.py")
+
+
+def precompile_of(staging: Path) -> int:
+    from reliabench.hidden_tests.staging import precompile
+
+    return precompile(staging)
 
 
 def test_staging_is_removed_when_the_run_fails(tmp_path: Path) -> None:

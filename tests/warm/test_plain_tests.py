@@ -90,6 +90,21 @@ SOLUTIONS = {
         "builtins.isinstance = lambda *a: True\n"
         "json.dumps = lambda *a, **k: 'forged'\n"
         "def add(a, b):\n    return a + b\n\ndef sub(a, b):\n    return a - b\n"),
+    "rebinds-pytest-outcomes": (  # a failed assertion must not become a skip on the lean path
+        "import _pytest.outcomes\n"
+        "_pytest.outcomes.Skipped = AssertionError\n_pytest.outcomes.XFailed = AssertionError\n"
+        "_pytest.outcomes.Exit = AssertionError\n"
+        "def add(a, b):\n    return a - b\n\ndef sub(a, b):\n    return a - b + 1\n"),
+    "plants-pytest-outcomes": (
+        "import sys, types\n"
+        "class Meta(type):\n    def __instancecheck__(cls, obj):\n        return True\n"
+        "fake = types.ModuleType('_pytest.outcomes')\n"
+        "fake.Skipped = fake.XFailed = Meta('Skipped', (BaseException,), {})\n"
+        "def add(a, b):\n    sys.modules['_pytest.outcomes'] = fake\n    return a - b\n\n"
+        "def sub(a, b):\n    return a - b\n"),
+    "raises-its-own-skip": (  # a class named like pytest's: a skip, as pytest's own would be
+        "class Skipped(BaseException):\n    pass\n\nSkipped.__module__ = '_pytest.outcomes'\n"
+        "def add(a, b):\n    raise Skipped('x')\n\ndef sub(a, b):\n    return a - b\n"),
     "import-error": "raise ImportError('the agent broke the module')\n",
     "import-exit": "import os\nos._exit(3)\n",
     "unprintable-exception": (

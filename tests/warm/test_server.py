@@ -9,6 +9,8 @@ from __future__ import annotations
 import os
 import shutil
 import signal
+import stat
+import subprocess
 import textwrap
 import time
 from pathlib import Path
@@ -21,6 +23,7 @@ from reliabench.hidden_tests.fresh import HiddenTestRun
 from reliabench.records import TestOutcome
 from reliabench.sandbox import Limits, slot_uid, slots
 from reliabench.warm import WarmTests, WarmWorkers, run_warm_tests
+from reliabench.warm.plain_tests import collect_plain_tests
 
 SLOT = 9
 LIMITS = Limits(wall_s=8.0, cpu_s=8.0, memory_bytes=1024**3, max_procs=32,
@@ -688,3 +691,48 @@ def test_hostile_output_does_not_desynchronise_the_answers(warm: WarmTests, base
     assert [run.outcomes[0].outcome, run.outcomes[2].outcome] == ["failed", "passed"], run.log[-500:]
     assert os.path.exists(f"/proc/{server}")
     _next_rollout_is_clean(warm, base, runner, server)
+
+
+SHARED_SLOTS = (9, 10)
+SHARED_TEST = "from solution import add\n\n\ndef test_add():\n    assert add(2, 3) == 5\n"
+
+
+def _solution_ws(base: Path, name: str, body: str) -> Path:
+    ws = base / name
+    ws.mkdir()
+    (ws / "solution.py").write_text(body, encoding="utf-8")
+    return ws
+
+
+def test_one_staging_for_every_slot_reachable_only_in_a_jail(base: Path) -> None:
+    shared: WarmTests = warm_or_skip()
+    warm = WarmTests(shared.workers, own=False)
+    try:
+        tests = base / "tests"
+        tests.mkdir()
+        (tests / "test_a.py").write_text(SHARED_TEST, encoding="utf-8")
+        expected = collect_plain_tests(tests)
+        for slot in SHARED_SLOTS:  # the same copy in both slots' jails: both read it
+            run = run_warm_tests(warm, _solution_ws(base, f"good{slot}", "def add(a, b):\n    return a + b\n"),
+                                 tests, expected=expected, limits=LIMITS, slot=slot, test_runner="plain")
+            assert run.status == "completed" and [o.outcome for o in run.outcomes] == ["passed"], run.log
+        wrong = run_warm_tests(warm, _solution_ws(base, "wrong", "def add(a, b):\n    return a - b\n"), tests,
+                               expected=expected, limits=LIMITS, slot=SHARED_SLOTS[1], test_runner="plain")
+        assert [o.outcome for o in wrong.outcomes] == ["failed"]  # a reused copy still judges
+        copies = list(warm._stage_root.iterdir())
+        assert len(copies) == 1  # made once, not once per slot
+        root = warm._stage_root.stat()
+        assert (root.st_uid, stat.S_IMODE(root.st_mode)) == (0, 0o700)
+        for slot in SHARED_SLOTS:  # on the host, no slot uid reaches the staged tests
+            probe = subprocess.run(
+                ["python3", "-c", f"import os; os.listdir({str(copies[0] / 'tests')!r})"],
+                user=slot_uid(slot), group=slot_uid(slot), extra_groups=[], capture_output=True,
+                text=True, check=False, cwd="/")
+            assert probe.returncode != 0 and "PermissionError" in probe.stderr, probe
+        (tests / "test_a.py").write_text(SHARED_TEST.replace("== 5", "== 6"), encoding="utf-8")
+        changed = run_warm_tests(warm, _solution_ws(base, "after", "def add(a, b):\n    return a + b\n"), tests,
+                                 expected=expected, limits=LIMITS, slot=SHARED_SLOTS[0], test_runner="plain")
+        assert [o.outcome for o in changed.outcomes] == ["failed"]  # the changed tests, not the old copy
+    finally:
+        warm.close()
+    assert not os.path.exists(warm._stage_root)

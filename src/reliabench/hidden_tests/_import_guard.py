@@ -238,9 +238,11 @@ class ImportGuard:
     def adopt(self) -> None:
         """Accept the reserved modules already imported from the staged tests (trusted code)."""
         for name, module in list(sys.modules.items()):
+            if not (isinstance(name, str) and self.reserved(name)):
+                continue
             spec = getattr(module, "__spec__", None)
             origin = getattr(spec, "origin", None)
-            if self.reserved(name) and isinstance(spec, ModuleSpec) and isinstance(origin, str) \
+            if isinstance(spec, ModuleSpec) and isinstance(origin, str) \
                     and _inside(os.path.realpath(origin), self.tests_root):
                 self._specs[name] = spec
 
@@ -316,7 +318,23 @@ def install(tests_root: str, roots: Sequence[str], workspace: str | None, *,
     sys.meta_path.insert(0, guard)
     if workspace and real_ws:
         sys.path_hooks.insert(0, _source_only_hook(workspace))
+        own = _interpreter_dirs()
         for entry in [e for e in sys.path_importer_cache if isinstance(e, str)]:
-            if _inside(os.path.realpath(entry or "."), real_ws):
+            if _inside(entry, real_ws) or (not _inside_any(entry, own)
+                                           and _inside(os.path.realpath(entry or "."), real_ws)):
                 del sys.path_importer_cache[entry]
     return guard
+
+
+def _interpreter_dirs() -> tuple[str, ...]:
+    """The interpreter's own folders (its prefixes), which only their owner (root) can change.
+
+    A cached finder of a folder below them cannot lead into a workspace (no rollout can put a
+    link there), so it is not resolved: a warm worker's fork inherits dozens of them.
+    """
+    dirs = {p for p in (sys.prefix, sys.exec_prefix, sys.base_prefix, sys.base_exec_prefix) if p}
+    return tuple(sorted(d for d in dirs if d != os.sep))
+
+
+def _inside_any(path: str, roots: Sequence[str]) -> bool:
+    return any(_inside(path, r) for r in roots)

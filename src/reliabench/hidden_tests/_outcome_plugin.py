@@ -2,7 +2,9 @@
 
 ``reliabench.hidden_tests.fresh`` copies this file into a private staging directory and loads it with
 ``-p _reliabench_outcome_plugin``; it must therefore import nothing but the standard library
-and pytest. It is not meant to be used on its own.
+and pytest. It is not meant to be used on its own. It does not import pytest itself: pytest,
+when it loads the plugin, is already imported (its hook markers are taken from there), and the
+lean runner of a warm worker loads it for its writer alone, in a fork that may have no pytest.
 
 Protocol (one JSON object per line, written to the outcome channel: the connection to the
 harness's socket in the environment's channel folder -- ``RELIABENCH_OUTCOME_SOCKET``, see
@@ -41,9 +43,10 @@ import json
 import os
 import sys
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import pytest
+if TYPE_CHECKING:
+    import pytest
 
 __all__ = [
     "guard_imports",
@@ -136,6 +139,26 @@ def _make_writer() -> Callable[[dict[str, Any]], None]:
 
 
 _write = _make_writer()
+
+
+def _no_hook_marks(**_opts: Any) -> Callable[[Any], Any]:
+    return lambda func: func
+
+
+def _hook_marks() -> Callable[..., Callable[[Any], Any]]:
+    """The ``hookimpl`` marker of pytest when pytest runs (it is what imports this plugin), else a no-op.
+
+    The lean runner imports this file for its writer only, in a fork without a pytest
+    session (its ``_pytest.outcomes`` alone may be imported there).
+    """
+    if "_pytest.config" in sys.modules:
+        from _pytest.config import hookimpl
+
+        return hookimpl
+    return _no_hook_marks
+
+
+_hookimpl = _hook_marks()
 
 
 def _load_guard() -> Any:
@@ -234,20 +257,20 @@ def purge_planted() -> None:
 _reported_planted: set[str] = set()
 
 
-@pytest.hookimpl(hookwrapper=True, tryfirst=True)
+@_hookimpl(hookwrapper=True, tryfirst=True)
 def pytest_make_collect_report(collector: pytest.Collector) -> Iterator[None]:
     """Before pytest imports a directory's conftest or a test module: drop planted modules."""
     purge_planted()
     yield
 
 
-@pytest.hookimpl(tryfirst=True)
+@_hookimpl(tryfirst=True)
 def pytest_runtest_setup(item: pytest.Item) -> None:
     """Before each test (which may import a helper lazily): drop planted modules."""
     purge_planted()
 
 
-@pytest.hookimpl(tryfirst=True)
+@_hookimpl(tryfirst=True)
 def pytest_runtest_call(item: pytest.Item) -> None:
     """Between a test's fixtures and its body: drop planted modules again."""
     purge_planted()
@@ -287,7 +310,7 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
     _write({"event": "test", "name": report.nodeid, "outcome": outcome, "security": security})
 
 
-@pytest.hookimpl(tryfirst=True)
+@_hookimpl(tryfirst=True)
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     """Close the stream with the list of every test line this plugin wrote."""
     _write({"event": "end", "exitstatus": int(exitstatus), "tests": _written})

@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import ast
 import contextlib
+import hashlib
+import importlib.util
+import marshal
 import os
 import shutil
 import tempfile
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from types import CodeType
 from typing import Final
 
 from reliabench.errors import SandboxError
@@ -23,6 +28,7 @@ __all__ = [
     "RawRun",
     "fd_channel",
     "hidden_test_env",
+    "precompile",
     "pytest_command",
     "socket_channel",
     "staged",
@@ -45,8 +51,12 @@ python_files = test_*.py *_test.py
 
 
 @contextlib.contextmanager
-def staged(tests_dir: Path, slot: int, parent: Path | None = None) -> Iterator[Path]:
-    """Copy the hidden tests and the plugin to a private directory; remove it afterwards."""
+def staged(tests_dir: Path, slot: int, parent: Path | None = None, *, rewrite: bool = True) -> Iterator[Path]:
+    """Copy the hidden tests and the plugin to a private directory; remove it afterwards.
+
+    Every module gets its bytecode beside it (:func:`precompile`; pytest's rewritten
+    bytecode too with ``rewrite``, for stagings pytest runs).
+    """
     if not tests_dir.is_dir():
         raise SandboxError(f"hidden tests directory not found: {tests_dir}")
     staging = Path(tempfile.mkdtemp(prefix="rb-hidden-", dir=parent))
@@ -62,6 +72,7 @@ def staged(tests_dir: Path, slot: int, parent: Path | None = None) -> Iterator[P
         shutil.copyfile(plugin_src, plugin_dir / f"{PLUGIN_MODULE}.py")
         shutil.copyfile(plugin_src.with_name("_import_guard.py"), plugin_dir / f"{GUARD_MODULE}.py")
         (staging / "pytest.ini").write_text(_INI, encoding="utf-8")
+        precompile(staging, rewrite=rewrite)
         for dirpath, dirnames, filenames in os.walk(staging):
             for d in dirnames:
                 os.chmod(os.path.join(dirpath, d), 0o755)
@@ -79,6 +90,93 @@ def staged(tests_dir: Path, slot: int, parent: Path | None = None) -> Iterator[P
         yield staging
     finally:
         remove_tree(staging)
+
+
+def precompile(staging: Path, *, rewrite: bool = True) -> int:
+    """Put bytecode of every module of a staging beside it, so that no test process compiles it.
+
+    Two caches in each ``__pycache__``: the interpreter's own bytecode (what the lean runner,
+    the import guard and plain imports read) and, with ``rewrite``, pytest's
+    assertion-rewritten bytecode (what pytest's import hook reads for test modules,
+    ``conftest.py`` files and the outcome plugin; it reads a cache even where it may not
+    write one, as under ``-B``). Both are checked against their source's hash when loaded,
+    so a stale or foreign cache is recompiled, never trusted; and both are made once per
+    source content in this process (:data:`_BYTECODE`), then only written: the plugin and
+    its guard are the same in every staging, and a task's tests the same in every slot's.
+    The staging is trusted suite content, written by this process and read-only to every
+    test process: nothing of a rollout can put bytecode there. Returns how many files got
+    bytecode; a file that does not compile is left to the test process, which reports the
+    error as it would have.
+    """
+    done = 0
+    for dirpath, dirnames, filenames in os.walk(staging):
+        dirnames[:] = [d for d in dirnames if d != "__pycache__"]
+        for name in filenames:
+            if not name.endswith(".py"):
+                continue
+            path = os.path.join(dirpath, name)
+            try:
+                with open(path, "rb") as fh:
+                    source = fh.read()
+                plain, rewritten = _bytecode(source, path, rewrite)
+                cache = os.path.join(dirpath, "__pycache__")
+                os.makedirs(cache, exist_ok=True)
+                with open(importlib.util.cache_from_source(path), "wb") as fh:
+                    fh.write(plain)
+                if rewritten is not None:
+                    with open(os.path.join(cache, name[:-3] + rewritten[0]), "wb") as fh:
+                        fh.write(rewritten[1])
+            except (SyntaxError, ValueError, OSError):
+                continue
+            done += 1
+    return done
+
+
+_BYTECODE: dict[tuple[bytes, bool], tuple[bytes, CodeType, tuple[str, CodeType] | None]] = {}
+"""Source hash (and whether pytest's is wanted) -> its hash and code objects, made once per process."""
+_BYTECODE_MAX = 4096
+
+
+def _bytecode(source: bytes, path: str, rewrite: bool) -> tuple[bytes, tuple[str, bytes] | None]:
+    """The checked-hash ``.pyc`` bytes of ``source``, and pytest's (file name tail, bytes) if wanted.
+
+    The compiled code is cached by the source's content; each cache written names its own
+    ``path`` (the code's file name), as a compilation of that file would.
+
+    Raises:
+        SyntaxError, ValueError: ``source`` does not compile.
+    """
+    key = (hashlib.sha256(source).digest(), rewrite)
+    hit = _BYTECODE.get(key)
+    if hit is None:
+        code = compile(source, path, "exec", dont_inherit=True)
+        rewritten: tuple[str, CodeType] | None = None
+        if rewrite:
+            try:
+                from _pytest.assertion import rewrite as pytest_rewrite
+
+                tree = ast.parse(source, filename=path)
+                pytest_rewrite.rewrite_asserts(tree, source, path, None)
+                rewritten = (pytest_rewrite.PYC_TAIL, compile(tree, path, "exec", dont_inherit=True))
+            except (ImportError, AttributeError):  # another pytest: it rewrites in the test process
+                rewritten = None
+        if len(_BYTECODE) >= _BYTECODE_MAX:
+            _BYTECODE.clear()
+        hit = _BYTECODE[key] = (importlib.util.source_hash(source), code, rewritten)
+    source_hash, code, rewritten = hit
+    header = bytes(importlib.util.MAGIC_NUMBER) + (3).to_bytes(4, "little") + source_hash
+    plain = header + marshal.dumps(_named(code, path))
+    if rewritten is None:
+        return plain, None
+    return plain, (rewritten[0], header + marshal.dumps(_named(rewritten[1], path)))
+
+
+def _named(code: CodeType, path: str) -> CodeType:
+    """``code`` and every code object in it with ``path`` as their file name."""
+    if code.co_filename == path:
+        return code
+    consts = tuple(_named(c, path) if isinstance(c, CodeType) else c for c in code.co_consts)
+    return code.replace(co_filename=path, co_consts=consts)
 
 
 def socket_channel(path: str) -> dict[str, str]:

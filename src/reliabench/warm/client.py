@@ -24,8 +24,8 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
@@ -87,6 +87,12 @@ class WarmRaw:
         setup_failed: The jail could not be set up (nothing of the rollout ran).
         setup_s: Server-side seconds from the request to a ready jail (fork, namespaces, mounts).
         run_s: Server-side seconds from a ready jail to the end of every process in it.
+        cpu: CPU seconds ``(user, system)`` by part: ``setup`` (the jail's process until its
+            jail was ready), ``run`` (the same process after that: the tests, its exit),
+            ``server`` (the server's own work for the request: the fork, the supervision, the
+            answer). Empty when the server did not report it.
+        faults: Minor page faults by the same parts (copy-on-write of the server's pages,
+            mostly).
     """
 
     result: SandboxResult
@@ -94,6 +100,8 @@ class WarmRaw:
     setup_failed: bool
     setup_s: float = 0.0
     run_s: float = 0.0
+    cpu: Mapping[str, tuple[float, float]] = field(default_factory=dict)
+    faults: Mapping[str, int] = field(default_factory=dict)
 
 
 def _jail_base() -> dict[str, Any]:
@@ -271,6 +279,7 @@ class WarmWorkers:
         limits: Limits,
         slot: int,
         order_seed: int | None = None,
+        pytest: bool = True,
     ) -> WarmRaw:
         """Run the staged hidden tests on ``workspace`` in a jailed fork of the slot's server.
 
@@ -283,6 +292,8 @@ class WarmWorkers:
             limits: Resource limits.
             slot: The worker slot.
             order_seed: Run the tests in a seeded random order (re-tests); None: as collected.
+            pytest: The tests need pytest imported (the ``pytest`` runner always does; plain
+                tests that import it): the server imports it before it forks, once.
 
         Returns:
             The result and the raw outcome stream.
@@ -295,7 +306,7 @@ class WarmWorkers:
         ws = os.path.realpath(workspace)
         env = {**hidden_test_env(fd_channel(3, 4), ws, order_seed), "PWD": ws}  # as bwrap --chdir sets it
         extra = {"tests": str(staging / "tests"), "plugin_dir": str(staging / "plugin"),
-                 "pytest_args": list(pytest_args)}
+                 "pytest_args": list(pytest_args), "pytest": pytest or runner == "pytest"}
         return self.request(runner, Path(ws), readonly=[str(staging)], env=env, limits=limits,
                             slot=slot, fields=extra, key=key)
 
@@ -364,7 +375,19 @@ class WarmWorkers:
             seccomp=bool(req["seccomp"]) and not resp["setup_failed"],
         )
         return WarmRaw(result, streams["channel"], bool(resp["setup_failed"]),
-                       float(resp.get("setup_s", 0.0)), float(resp.get("run_s", 0.0)))
+                       float(resp.get("setup_s", 0.0)), float(resp.get("run_s", 0.0)), _cpu(resp),
+                       {str(k): v for k, v in dict(resp.get("faults") or {}).items() if isinstance(v, int)})
+
+
+def _cpu(frame: dict[str, Any]) -> dict[str, tuple[float, float]]:
+    """The answer's CPU report (see :class:`WarmRaw`); what is malformed is left out."""
+    out: dict[str, tuple[float, float]] = {}
+    cpu = frame.get("cpu")
+    if isinstance(cpu, dict):
+        for part, pair in cpu.items():
+            if isinstance(pair, list) and len(pair) == 2 and all(isinstance(x, (int, float)) for x in pair):
+                out[str(part)] = (float(pair[0]), float(pair[1]))
+    return out
 
 
 _CUT_MARKER: Final = "\n[... {n} bytes cut by the reliabench sandbox (output limit) ...]\n"

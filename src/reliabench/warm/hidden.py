@@ -16,10 +16,12 @@ import contextlib
 import functools
 import logging
 import os
+import re
 import shutil
 import tempfile
 import threading
 from collections.abc import Collection, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -55,6 +57,46 @@ __all__ = [
 logger = logging.getLogger(__name__)
 
 
+@dataclass(frozen=True, slots=True)
+class _Staged:
+    """A slot's staged copy of a task's tests, kept while its source is unchanged."""
+
+    stamp: tuple[tuple[str, int, int], ...]
+    path: Path
+    stack: contextlib.ExitStack
+    imports_pytest: bool
+
+
+_IMPORTS_PYTEST = re.compile(rb"^[ \t]*(?:import|from)[ \t]+_?pytest\b", re.MULTILINE)
+
+
+def _imports_pytest(tests: Path) -> bool:
+    """Whether a staged test file imports pytest (the warm server then imports it before forking)."""
+    for dirpath, _dirs, files in os.walk(tests):
+        for name in files:
+            if name.endswith(".py"):
+                with contextlib.suppress(OSError), open(os.path.join(dirpath, name), "rb") as fh:
+                    if _IMPORTS_PYTEST.search(fh.read()):
+                        return True
+    return False
+
+
+def _stamp(root: str) -> tuple[tuple[str, int, int], ...]:
+    """Path, size and modification time of every file under ``root`` (what a staging copied)."""
+    out: list[tuple[str, int, int]] = []
+    todo = [root]
+    while todo:
+        with os.scandir(todo.pop()) as entries:
+            for entry in entries:
+                if entry.is_dir(follow_symlinks=False):
+                    todo.append(entry.path)
+                else:
+                    st = entry.stat()
+                    out.append((entry.path, st.st_size, st.st_mtime_ns))
+    out.sort()
+    return tuple(out)
+
+
 class WarmTests:
     """Runs hidden tests on warm workers (one server per slot); a hidden-test runner.
 
@@ -70,13 +112,16 @@ class WarmTests:
     def __init__(self, workers: WarmWorkers | None = None, *, own: bool | None = None) -> None:
         self._own = workers is None if own is None else own
         self.workers = workers or WarmWorkers()
-        self._staged: dict[tuple[str, int], tuple[tuple[tuple[str, int, int], ...], Path,
-                                                  contextlib.ExitStack]] = {}
+        self._staged: dict[str, _Staged] = {}
+        self._retired: list[_Staged] = []
+        self._real: dict[str, str] = {}
         self._lock = threading.Lock()
-        # root-owned (0711): a sweep of the slot uid's files in /tmp (the namespaces backend's,
-        # after an agent phase) does not see the staged copies kept for the whole run
+        # root's alone (0700): no process of the host but root reaches the staged copies, which
+        # every slot's jail gets bound read-only at their own path (the server binds them as
+        # root, before the rollout drops to its slot uid); a sweep of a slot uid's files in
+        # /tmp (the namespaces backend's, after an agent phase) does not see them either
         self._stage_root = Path(tempfile.mkdtemp(prefix="rb-warm-stage-"))
-        os.chmod(self._stage_root, 0o711)
+        os.chmod(self._stage_root, 0o700)
 
     def __enter__(self) -> WarmTests:
         return self
@@ -87,37 +132,44 @@ class WarmTests:
     def close(self) -> None:
         """Remove the staged tests; stop the servers if this object started them."""
         with self._lock:
-            staged = list(self._staged.values())
+            staged = [*self._staged.values(), *self._retired]
             self._staged.clear()
-        for _, _, stack in staged:
-            stack.close()
+            self._retired.clear()
+        for made in staged:
+            made.stack.close()
         shutil.rmtree(self._stage_root, ignore_errors=True)
         if self._own:
             self.workers.close()
 
-    def _staging(self, tests_dir: Path, slot: int) -> Path:
-        """The slot's staged copy of ``tests_dir``, made once and reused while it is unchanged.
+    def _staging(self, tests_dir: Path, slot: int, *, rewrite: bool = True) -> _Staged:
+        """The staged copy of ``tests_dir``, made once for every slot and reused while it is unchanged.
 
         Reuse is safe: the copy is bound read-only into every jail and no rollout can reach
-        its host path, so nothing of one rollout can change what the next one runs.
+        its host path (below the root-only stage folder), so nothing of one rollout can change
+        what the next one runs, in its slot or another. The copy is made in the first
+        requesting slot's name (:func:`staged`), then opened to every slot uid (0755: only
+        ever seen inside a jail). A copy made for the lean runner (``rewrite`` False) has no
+        pytest bytecode: pytest, when it runs there (a collection), compiles what it imports
+        itself. A copy whose source changed is replaced; the old one stays until
+        :meth:`close` (another slot's rollout may still run on it).
         """
-        real = os.path.realpath(tests_dir)
-        stamp = tuple(sorted(
-            (os.path.join(d, f), st.st_size, st.st_mtime_ns)
-            for d, _, files in os.walk(real) for f in files
-            for st in (os.stat(os.path.join(d, f)),)
-        ))
-        key = (real, slot)
+        real = self._real.get(str(tests_dir))
+        if real is None:
+            real = self._real.setdefault(str(tests_dir), os.path.realpath(tests_dir))
+        stamp = _stamp(real)
         with self._lock:
-            hit = self._staged.get(key)
-            if hit is not None and hit[0] == stamp and hit[1].is_dir():
-                return hit[1]
+            hit = self._staged.get(real)
+            if hit is not None and hit.stamp == stamp and os.path.isdir(hit.path):
+                return hit
             stack = contextlib.ExitStack()
-            staging = stack.enter_context(staged(Path(real), slot, self._stage_root))
-            self._staged[key] = (stamp, staging, stack)
-        if hit is not None:
-            hit[2].close()
-        return staging
+            path = stack.enter_context(staged(Path(real), slot, self._stage_root, rewrite=rewrite))
+            os.chown(path, 0, 0)
+            os.chmod(path, 0o755)  # every slot's jail reads it; the host's other users cannot reach it
+            made = _Staged(stamp, path, stack, _imports_pytest(path / "tests"))
+            self._staged[real] = made
+            if hit is not None:
+                self._retired.append(hit)
+        return made
 
     def run_tests(
         self,
@@ -145,10 +197,11 @@ class WarmTests:
             raise SandboxError(f"workspace is not a directory: {workspace}")
         runner = "plain" if test_runner == "plain" and not extra else "pytest"
         key = new_key()
-        staging = self._staging(Path(tests_dir), slot)
-        args = pytest_command("python", staging, extra)[5:]
-        raw = self.workers.run_raw(workspace, staging, runner=runner, pytest_args=args,
-                                   key=key, limits=limits, slot=slot, order_seed=order_seed)
+        made = self._staging(Path(tests_dir), slot, rewrite=runner == "pytest")
+        args = pytest_command("python", made.path, extra)[5:]
+        raw = self.workers.run_raw(workspace, made.path, runner=runner, pytest_args=args,
+                                   key=key, limits=limits, slot=slot, order_seed=order_seed,
+                                   pytest=runner == "pytest" or made.imports_pytest)
         return RawRun(raw.result, parse_channel(raw.channel, key, expected))
 
     def raw_runner(self, tests_dir: Path, *, workspace: Path, slot: int, limits: Limits,

@@ -29,14 +29,14 @@ from __future__ import annotations
 import os
 import resource
 import stat
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-from reliabench.sandbox.seccomp import install_filter
+from reliabench.sandbox.seccomp import preexec_confinement
 from reliabench.warm import _linux as lx
 
 __all__ = ["NS_FLAGS", "TMP_MODE", "JailSpec", "RlimitSpec", "confine_syscalls", "drop_privileges",
-           "enter_namespaces", "mount_proc"]
+           "enter_namespaces", "mount_proc", "syscall_confinement"]
 
 _DEV_NODES = ("null", "zero", "full", "random", "urandom", "tty")
 _DEV_LINKS = {"fd": "/proc/self/fd", "stdin": "/proc/self/fd/0", "stdout": "/proc/self/fd/1",
@@ -206,12 +206,26 @@ def drop_privileges(uid: int, limits: RlimitSpec, env: Mapping[str, str], cwd: s
     os.environ.update(env)
 
 
-def confine_syscalls(wanted: bool) -> None:
+def syscall_confinement() -> Callable[[], None]:
+    """The seccomp filter, built and held in C memory once (the server's), for :func:`confine_syscalls`.
+
+    Raises:
+        SandboxError: No filter table for this machine.
+    """
+    return preexec_confinement()
+
+
+def confine_syscalls(wanted: bool, install: Callable[[], None] | None = None) -> None:
     """Install the seccomp filter when ``wanted`` (call it last, after :func:`drop_privileges`).
+
+    Args:
+        wanted: Whether the request asks for the filter.
+        install: The filter prepared once by :func:`syscall_confinement` (None: build it now).
 
     Raises:
         OSError: The kernel refused the filter (the caller must then exit without running
             anything).
+        SandboxError: No filter table for this machine.
     """
     if wanted:
-        install_filter()
+        (install or syscall_confinement())()

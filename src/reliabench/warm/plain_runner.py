@@ -45,7 +45,9 @@ from collections.abc import Callable
 from types import ModuleType
 from typing import Any
 
-import pytest
+from _pytest.outcomes import Exit as _PytestExit  # its own small module: no pytest session
+from _pytest.outcomes import Skipped as _PytestSkipped
+from _pytest.outcomes import XFailed as _PytestXFailed
 
 __all__ = ["collect_order", "run_plain"]
 
@@ -66,9 +68,12 @@ _spec_from_file = importlib.util.spec_from_file_location
 _module_from_spec = importlib.util.module_from_spec
 _TemporaryFile = tempfile.TemporaryFile
 _Random = random.Random
-_Skip = (pytest.skip.Exception, unittest.SkipTest)
-_XFail = pytest.xfail.Exception
-_Exit = pytest.exit.Exception
+# bound here, in the server, before any test runs: code under test that rebinds
+# ``_pytest.outcomes.Skipped`` (say, to AssertionError) or plants another ``_pytest.outcomes``
+# changes nothing of how the runner reads an outcome
+_Skip = (_PytestSkipped, unittest.SkipTest)
+_XFail = _PytestXFailed
+_Stop = (KeyboardInterrupt, _PytestExit)
 _isinstance = isinstance
 _callable = callable
 _str = str
@@ -76,6 +81,17 @@ _len = len
 _sorted = sorted
 _BaseException = BaseException
 _KeyboardInterrupt = KeyboardInterrupt
+
+
+def _classify(exc: BaseException) -> str:
+    """What a test's exception means: ``skipped``, ``xfailed``, ``stop`` (end the session) or ``failed``."""
+    if _isinstance(exc, _Skip):
+        return "skipped"  # graded by the parent: counts only when declared
+    if _isinstance(exc, _XFail):
+        return "xfailed"
+    if _isinstance(exc, _Stop):
+        return "stop"
+    return "failed"
 
 
 def _is_test_file(name: str) -> bool:
@@ -271,14 +287,8 @@ def run_plain(tests_root: str, plugin_dir: str, workspace: str) -> int:
                 fn()
             except _BaseException as exc:  # every exception is an outcome
                 problem = exc
-                if _isinstance(exc, _Skip):
-                    outcome = "skipped"  # graded by the parent: counts only when declared
-                elif _isinstance(exc, _XFail):
-                    outcome = "xfailed"
-                elif _isinstance(exc, (_KeyboardInterrupt, _Exit)):
-                    stop = True
-                else:
-                    outcome = "failed"
+                outcome = _classify(exc)  # a skip or xfail is graded by the parent
+                stop = outcome == "stop"
             out = capture.stop()
             if stop:
                 _say(f"!!! session stopped by {name}: {type(problem).__name__}\n")

@@ -1,4 +1,4 @@
-"""The warm test server: pytest and the lean runner imported once, one jailed fork per rollout.
+"""The warm test server: the lean runner (pytest when needed) imported once, one jailed fork per rollout.
 
 One server per worker slot, started by :class:`reliabench.warm.client.WarmWorkers` as root
 with ``python -I -B``, outside any workspace (cwd ``/``), not dumpable. It reads one request
@@ -15,8 +15,12 @@ It holds nothing of one rollout when it forks the next: a request and its answer
 :func:`_answer`'s frames, and no byte a rollout produced enters the server's memory (the
 channel is spliced into a file, the answer's stdout, stderr and channel are sent from the
 files by the kernel, the channel's secret is spliced from the request pipe to the rollout's
-key pipe). The priming pytest session's output is flushed before the first fork, and the
-pytest runner gets pytest's ``sys.argv``, as a fresh process has.
+key pipe). It starts lean (the lean runner, the outcome plugin's standard-library modules);
+pytest and its built-in plugins are imported, and one trivial session run, before the first
+request that runs pytest or whose tests import it (:func:`_prime_pytest`). The priming
+session's output is flushed before the next fork, and the pytest runner gets pytest's
+``sys.argv``, as a fresh process has. After each priming the server's objects are frozen
+(``gc.freeze``): a collection in a fork never visits, and so never copies, the server's heap.
 
 Per request it forks one process, straight into new mount, pid and IPC namespaces
 (``clone``, :func:`reliabench.warm._linux.fork_into`)::
@@ -45,13 +49,16 @@ import contextlib
 import fcntl
 import gc
 import os
+import resource
 import select
 import signal
+import struct
 import sys
 import tempfile
 import threading
 import time
 import traceback
+from collections.abc import Callable
 from typing import Any
 
 from reliabench.errors import SandboxError
@@ -64,6 +71,7 @@ from reliabench.warm.jail import (
     drop_privileges,
     enter_namespaces,
     mount_proc,
+    syscall_confinement,
 )
 from reliabench.warm.protocol import (
     FileSpan,
@@ -82,6 +90,8 @@ _CHAN_CAP = 16 * 1024 * 1024
 _KILL_GRACE_S = 10.0
 _POLL_MS = 50
 _CHANNEL_FD, _KEY_FD, _CTL_FD = 3, 4, 5
+_CHAN_PIPE_BYTES = 1 << 20
+_READY = struct.Struct("!ddq")  # C's user and system CPU seconds and page faults when its jail is ready
 
 
 def os_thread_count() -> int:
@@ -118,11 +128,33 @@ def require_one_thread(when: str) -> None:
 
 
 def _prime() -> None:
-    """Import what every rollout needs, so that children fork with it already in memory."""
+    """Import what every rollout needs, so that children fork with it already in memory.
+
+    The lean runner, the outcome plugin's modules and the standard library the tests of
+    converted suites use. pytest is imported only when a request needs it
+    (:func:`_prime_pytest`): a server of plain suites stays small, starts fast and forks
+    fast.
+    """
+    import reliabench.warm.plain_runner  # noqa: F401
+
+    for extra in ("hmac", "hashlib", "json", "random", "unittest", "doctest", "decimal",
+                  "fractions", "collections", "itertools", "functools", "math", "re",
+                  "string", "typing", "heapq", "bisect", "statistics", "copy",
+                  "importlib.util", "importlib.machinery", "traceback", "tempfile"):
+        with contextlib.suppress(ImportError):
+            __import__(extra)
+    _freeze_heap()
+
+
+def _prime_pytest() -> None:
+    """Import pytest and its built-in plugins and run one trivial session, once per server.
+
+    Called before the first fork of a request that runs pytest or whose tests import it.
+    Nothing of a rollout exists in the server when it runs (requests live only in their
+    call), so every later fork inherits the same pristine, primed state.
+    """
     import _pytest.config
     import pytest  # noqa: F401
-
-    import reliabench.warm.plain_runner  # noqa: F401
 
     for name in _pytest.config.default_plugins:
         with contextlib.suppress(ImportError):
@@ -130,11 +162,20 @@ def _prime() -> None:
     _prime_pytest_session()
     for stream in (sys.stdout, sys.stderr):  # its report, or every rollout's output starts with it
         stream.flush()
-    for extra in ("hmac", "hashlib", "json", "random", "unittest", "doctest", "decimal",
-                  "fractions", "collections", "itertools", "functools", "math", "re",
-                  "string", "typing", "heapq", "bisect", "statistics", "copy"):
-        with contextlib.suppress(ImportError):
-            __import__(extra)
+    _freeze_heap()
+
+
+def _freeze_heap() -> None:
+    """Move every object of the primed server out of the collector's reach (``gc.freeze``).
+
+    A rollout is a copy-on-write fork of the server: a full collection in it (pytest runs two
+    at the end of every session) would visit, and so copy, every page of the server's heap.
+    Frozen objects are never visited; everything the rollout makes is collected as usual.
+    Called after each priming, before the next fork; the objects are the server's own
+    (nothing of a rollout exists in the server between requests).
+    """
+    gc.collect()
+    gc.freeze()
 
 
 def _prime_pytest_session() -> None:
@@ -184,12 +225,14 @@ def fcntl_dup_at_least(fd: int, minimum: int) -> int:
     return fcntl.fcntl(fd, fcntl.F_DUPFD, minimum)
 
 
-def _child_c(req: dict[str, Any], spec: JailSpec | None = None) -> None:
+def _child_c(req: dict[str, Any], spec: JailSpec | None = None,
+             confine: Callable[[], None] | None = None) -> None:
     """The test runner, pid 1 of the rollout's pid namespace. Never returns.
 
     Forked straight into new namespaces (``spec`` given), it builds the jail itself. As pid 1
     it mounts the namespace's ``/proc``, then drops to the slot uid and runs the tests. When
-    it ends, the kernel kills every process left in the namespace.
+    it ends, the kernel kills every process left in the namespace. ``confine`` is the
+    server's seccomp filter, built once (None: built here).
     """
     code = SETUP_FAILED
     started = False
@@ -206,8 +249,9 @@ def _child_c(req: dict[str, Any], spec: JailSpec | None = None) -> None:
             env=req["env"],
             cwd=req.get("cwd") or req["workspace"],
         )
-        confine_syscalls(bool(req.get("seccomp")))
-        os.write(_CTL_FD, b"\0\0\0\0")  # the jail is ready
+        confine_syscalls(bool(req.get("seccomp")), confine)
+        ready = resource.getrusage(resource.RUSAGE_SELF)
+        os.write(_CTL_FD, _READY.pack(ready.ru_utime, ready.ru_stime, ready.ru_minflt))  # the jail is ready
         os.close(_CTL_FD)
         lx.prctl(lx.PR_SET_DUMPABLE, 1)  # like a fresh process: its own /proc entries are its own
         signal.signal(signal.SIGINT, signal.default_int_handler)
@@ -299,6 +343,11 @@ class _Server:
         self.work = work
         self.new_root = new_root
         self.devnull = os.open("/dev/null", os.O_RDWR)
+        self.pytest_primed = False
+        try:  # the seccomp filter, built once and held in C memory (every fork inherits it)
+            self.confine: Callable[[], None] | None = syscall_confinement()
+        except SandboxError:  # no table for this machine: a request that asks for it fails
+            self.confine = None
 
     def _file(self, name: str) -> int:
         path = os.path.join(self.work, name)
@@ -312,6 +361,10 @@ class _Server:
                 stream is out of step: the server must stop).
             SandboxError: The server has another thread (it must stop).
         """
+        own = resource.getrusage(resource.RUSAGE_SELF)
+        if (req.get("runner") == "pytest" or req.get("pytest")) and not self.pytest_primed:
+            _prime_pytest()  # once, before the request's clock starts (its CPU is the server's)
+            self.pytest_primed = True
         start = time.monotonic()
         out_fd = err_fd = chan_fd = chan_r = chan_w = ctl_r = ctl_w = -1
         key_r, key_w = os.pipe()
@@ -325,6 +378,8 @@ class _Server:
             lim = req["limits"]
             out_fd, err_fd, chan_fd = self._file("stdout"), self._file("stderr"), self._file("channel")
             chan_r, chan_w = os.pipe()
+            with contextlib.suppress(OSError):  # room for the whole stream between two drains
+                fcntl.fcntl(chan_r, fcntl.F_SETPIPE_SZ, _CHAN_PIPE_BYTES)
             ctl_r, ctl_w = os.pipe()
             spec = _spec_of(req, self.new_root)
             require_one_thread("a rollout")
@@ -334,7 +389,7 @@ class _Server:
                     _place_fds([self.devnull, out_fd, err_fd, chan_w, key_r, ctl_w])
                 except BaseException:
                     os._exit(SETUP_FAILED)
-                _child_c(req, spec)
+                _child_c(req, spec, self.confine)
             for fd in (chan_w, key_r, ctl_w):
                 os.close(fd)
             chan_w = key_r = ctl_w = -1
@@ -348,6 +403,9 @@ class _Server:
             chan_size = os.fstat(chan_fd).st_size
             head["streams"] = {"stdout": [len(out_spans), out_cut],
                                "stderr": [len(err_spans), err_cut], "channel": [1, 0]}
+            done = resource.getrusage(resource.RUSAGE_SELF)
+            head["cpu"]["server"] = [done.ru_utime - own.ru_utime, done.ru_stime - own.ru_stime]
+            head["faults"]["server"] = done.ru_minflt - own.ru_minflt
             write_frame(resp_fd, head, [*out_spans, *err_spans, FileSpan(chan_fd, 0, chan_size)])
         finally:
             for fd in (out_fd, err_fd, chan_fd, chan_r, chan_w, key_r, key_w, ctl_r, ctl_w):
@@ -361,14 +419,18 @@ class _Server:
         pidfd = os.pidfd_open(pid)
         poller = select.poll()
         poller.register(pidfd, select.POLLIN)
-        poller.register(chan_r, select.POLLIN)
         poller.register(ctl_r, select.POLLIN)
+        # the channel is not polled: it is drained at every wake-up (at most _POLL_MS apart) and
+        # at the end, so the tests' lines do not wake the server one by one; a writer that
+        # fills the pipe in between waits for the next drain
         got = 0
         reason: str | None = None
         deadline = start + wall
         exited = False
         status = 0
         jailed: float | None = None
+        ready_cpu: tuple[float, float, int] = (0.0, 0.0, 0)
+        usage: resource.struct_rusage | None = None
 
         swept = False
 
@@ -382,10 +444,18 @@ class _Server:
             # the channel goes to its file (past the cap: to /dev/null) inside the kernel
             nonlocal got
             target = chan_fd if got < _CHAN_CAP else self.devnull
-            n = os.splice(chan_r, target, 1 << 16, flags=os.SPLICE_F_NONBLOCK)
+            n = os.splice(chan_r, target, 1 << 20, flags=os.SPLICE_F_NONBLOCK)
             if target == chan_fd:
                 got += n
             return n
+
+        def drain_all() -> None:
+            while True:
+                try:
+                    if not drain():
+                        return
+                except BlockingIOError:  # empty, writers still there
+                    return
 
         try:
             while True:
@@ -405,38 +475,31 @@ class _Server:
                 if reason is None:
                     timeout = max(1, min(_POLL_MS, int((deadline - now) * 1000) + 1))
                 for fd, _ev in poller.poll(timeout):
-                    if fd == chan_r:
-                        try:
-                            if not drain():
-                                poller.unregister(chan_r)
-                        except BlockingIOError:  # pragma: no cover - woken without data
-                            pass
-                    elif fd == ctl_r:
-                        data = os.read(ctl_r, 4)
-                        if len(data) == 4:  # C says its jail is ready
+                    if fd == ctl_r:
+                        data = os.read(ctl_r, _READY.size)
+                        if len(data) == _READY.size:  # C says its jail is ready
                             jailed = time.monotonic()
+                            ready_cpu = _READY.unpack(data)
                         poller.unregister(ctl_r)
                     elif fd == pidfd and not exited:
-                        _, status = os.waitpid(pid, 0)
+                        _, status, usage = os.wait4(pid, 0)
                         exited = True
                         poller.unregister(pidfd)
+                drain_all()
                 if exited:
                     break
             # every writer is gone (the pid namespace died with C): move the rest
-            while True:
-                try:
-                    if not drain():
-                        break
-                except BlockingIOError:  # pragma: no cover
-                    break
+            drain_all()
         finally:
             if not exited:
                 kill()
                 with contextlib.suppress(ChildProcessError):
-                    os.waitpid(pid, 0)
+                    _, status, usage = os.wait4(pid, 0)
             os.close(pidfd)
         ended = time.monotonic()
         code = _exit_code(status)
+        user, system, faults = ((usage.ru_utime, usage.ru_stime, usage.ru_minflt) if usage is not None
+                                else ready_cpu)
         return {
             "returncode": code if code < 128 else -(code - 128),
             "timed_out": reason == "wall time limit",
@@ -445,6 +508,10 @@ class _Server:
             "setup_failed": code == SETUP_FAILED,
             "setup_s": (jailed or ended) - start,
             "run_s": ended - (jailed or ended),
+            # CPU seconds [user, system] of C (its namespace's other processes are not counted
+            # unless C waited for them): until its jail was ready, and after
+            "cpu": {"setup": list(ready_cpu[:2]), "run": [user - ready_cpu[0], system - ready_cpu[1]]},
+            "faults": {"setup": ready_cpu[2], "run": faults - ready_cpu[2]},
         }
 
 
