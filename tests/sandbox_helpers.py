@@ -42,7 +42,8 @@ def warm_or_skip(kind: str = "tests") -> Any:
 
         workers = WarmWorkers()
         atexit.register(workers.close)
-        _WARM["tests"] = WarmTests(workers)
+        _WARM["tests"] = tests = WarmTests(workers)
+        atexit.register(tests.close)  # its staged tests (registered last: runs before the workers close)
         _WARM["backend"] = WarmBackend(workers)
     return _WARM[kind]
 
