@@ -22,11 +22,19 @@ the workspace, its adjustments applied): ``go test ./...``, ``cargo test -- --in
 exit code on the same classes. The verdict is exit status 0. Ours: every expected test passed
 in the tool's report. The script prints, per language and variant, how often the verdicts
 agree, and each disagreement; the figure is in docs/benchmarks.md.
+
+With ``--replay-run N`` the same references and broken variants then go through ``reliabench``'s
+own run (``run_suite``: a replay agent whose rollouts alternate reference, broken, reference,
+broken, ..., ``-n N``, 2 workers, bubblewrap, fresh test processes), and every recorded rollout is
+checked: its per-test outcomes against what the tool's own report says on the same files
+(``report_disagreements``; a pytest task: pytest's junit-xml report, by test name), and its
+verdict against Aider's exit code. Exit status 1 if any rollout disagrees.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import re
 import sys
@@ -34,18 +42,22 @@ import tempfile
 import time
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from bench_polyglot_validate import DEFAULT_DATA, EXCEPTIONS
 
+from reliabench.agents.config import load_agents
 from reliabench.errors import SuiteError
-from reliabench.hidden_tests.command import COMMAND_LIMITS, CommandTestRunner
+from reliabench.hidden_tests.command import COMMAND_LIMITS, CommandTestRunner, report_disagreements
 from reliabench.hidden_tests.fresh import HiddenTestRun
 from reliabench.hidden_tests.layer import TestRequest
+from reliabench.hidden_tests.reports import ParsedReport
 from reliabench.records import TestOutcome
+from reliabench.run.runner import RunSettings, run_suite
 from reliabench.sandbox import SandboxBackend, get_backend
 from reliabench.sandbox.environment import HOST, Environment, Mount
+from reliabench.store import RunStore
 from reliabench.tasks.convert import ConvertOptions
 from reliabench.tasks.convert.aider_polyglot import (
     LANGUAGES,
@@ -161,11 +173,83 @@ def exit0(base: Path, task: Task) -> Path | None:
     return _variant(base, task, "exit0", edit)
 
 
+@dataclass(frozen=True)
+class Variant:
+    """One workspace of the comparison, as the replay run needs it again."""
+
+    task: Task
+    """The task as the agreement compared it (a pytest task: run through pytest's junit-xml report)."""
+    files: dict[str, str]
+    """The solution files of the variant (relative path -> text): what the replay agent writes."""
+    aider_passes: bool
+    """Aider's verdict on these files."""
+    report: ParsedReport
+    """The tool's own report on these files."""
+
+
+def replay_run(base: Path, suite: Path, variants: dict[str, list[Variant]], n: int) -> list[str]:
+    """Run the variants through ``run_suite`` (rollout i: variant i % 2) and check every record.
+
+    Returns:
+        One line per rollout that disagrees with the tool's report or with Aider's verdict.
+    """
+    lines = []
+    for task_id, pair in variants.items():
+        for i in range(n):
+            lines.append(json.dumps({"task_id": task_id, "rollout": i, "files": pair[i % len(pair)].files}))
+    (base / "gens.jsonl").write_text("\n".join(lines) + "\n")
+    (base / "agents.toml").write_text('[[agents]]\nname = "replayed"\nkind = "replay"\npath = "gens.jsonl"\n')
+    os.chmod(base / "gens.jsonl", 0o644)
+    out = base / "run"
+    started = time.perf_counter()
+    run_suite(load_suite(suite), load_agents(base / "agents.toml"), out,
+              RunSettings(n=n, workers=2, sandbox="bubblewrap", test_workers="fresh"),
+              tasks=sorted(variants))
+    took = time.perf_counter() - started
+    with RunStore.open_existing(out, readonly=True) as store:
+        records = sorted(store.rollouts(), key=lambda r: r.key)
+    problems: list[str] = []
+    agree = Counter[str]()
+    for r in records:
+        v = variants[r.task_id][r.rollout % len(variants[r.task_id])]
+        kind = "reference" if r.rollout % 2 == 0 else "broken"
+        tests = r.tests or ()
+        if r.status != "completed":
+            problems.append(f"{r.key}: {r.status} ({r.meta.get('reason')})")
+            continue
+        if r.meta.get("test_runner") == "command":
+            wrong = report_disagreements(v.report, tests)
+        else:  # pytest's own path in the run, its junit-xml report here: the same tests by name
+            said = {c.name.rsplit("::", 1)[-1]: c.outcome for c in v.report.cases}
+            got = {t.name.rsplit("::", 1)[-1]: t.outcome for t in tests}
+            wrong = tuple(f"{name}: the report says {said.get(name)}, the outcome is {o}"
+                          for name, o in got.items() if said.get(name) != o)
+            wrong += tuple(f"{name}: reported, no outcome" for name in said.keys() - got.keys())
+        if wrong:
+            problems.append(f"{r.key} {kind}: {len(wrong)} outcome(s) not the report's: {wrong[0]}")
+        elif r.passes != v.aider_passes:
+            problems.append(f"{r.key} {kind}: verdict {r.passes}, Aider's exit code says {v.aider_passes}")
+        else:
+            agree[kind] += 1
+    by_kind = Counter("reference" if r.rollout % 2 == 0 else "broken" for r in records)
+    print(f"\nreplay run: {len(variants)} exercises, -n {n}, {len(records)} rollouts in {took:.0f} s "
+          f"(2 workers, bubblewrap, fresh test processes)")
+    print(f"rollouts whose outcomes are the tool's report and whose verdict is Aider's: "
+          f"reference {agree['reference']}/{by_kind['reference']}, "
+          f"broken {agree['broken']}/{by_kind['broken']}")
+    print(f"passing rollouts: {sum(r.passes for r in records)} (references: {by_kind['reference']})")
+    return problems
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--data", type=Path, default=Path(os.environ.get("POLYGLOT_BENCHMARK", DEFAULT_DATA)))
     ap.add_argument("--per-language", type=int, default=5)
+    ap.add_argument("--replay-run", type=int, default=0, metavar="N",
+                    help="then run the references and broken variants through run_suite -n N, "
+                         "and check every rollout")
     args = ap.parse_args()
+    replayable: dict[str, list[Variant]] = {}
     chosen: list[str] = []
     for language in LANGUAGES:
         ids = [e.task_id for e in find_exercises(args.data, [language]) if e.task_id not in EXCEPTIONS]
@@ -211,9 +295,16 @@ def main() -> int:
             ws0 = exit0(base, task)
             if ws0 is not None:
                 variants.append(("exit(0)", "", ws0))
+            pair: list[Variant] = []
             for kind, label, ws in variants:
                 mine, run = ours(runner, backend, task, ws, expected, starter)
                 theirs = aiders(runner, backend, task, ws)
+                if args.replay_run and kind in ("reference", "broken"):
+                    report = runner.execute(task, ws, _opener(backend, ws), starter=starter,
+                                            limits=COMMAND_LIMITS, slot=SLOT).report
+                    rels = [p.relative_to(task.solution_dir) for p in _solution_files(task)]
+                    files = {rel.as_posix(): (ws / rel).read_text() for rel in rels}
+                    pair.append(Variant(task, files, theirs, report))
                 total[(task.language, kind)] += 1
                 agree[(task.language, kind)] += mine == theirs
                 failing = sum(o.outcome not in ("passed", "skipped") for o in run.outcomes)
@@ -223,21 +314,29 @@ def main() -> int:
                 print(("  " if mine == theirs else "! ") + note, flush=True)
                 if mine != theirs:
                     lines.append(note)
-    print(f"\n{len(chosen)} exercises, {time.perf_counter() - started:.0f} s\n")
-    print("| language | reference agree | broken agree | exit(0) agree |")
-    print("|----------|----------------:|-------------:|--------------:|")
-    for language in LANGUAGES:
-        cells = [f"{agree[(language, k)]}/{total[(language, k)]}" for k in ("reference", "broken", "exit(0)")]
-        print(f"| {language} | " + " | ".join(cells) + " |")
-    all_cells = []
-    for k in ("reference", "broken", "exit(0)"):
-        all_cells.append(f"{sum(agree[(lang, k)] for lang in LANGUAGES)}/"
-                         f"{sum(total[(lang, k)] for lang in LANGUAGES)}")
-    print("| all | " + " | ".join(all_cells) + " |")
-    if lines:
-        print("\ndisagreements and notes:")
-        for line in lines:
-            print("  " + line)
+            if len(pair) == 2:
+                replayable[task.id] = pair
+        print(f"\n{len(chosen)} exercises, {time.perf_counter() - started:.0f} s\n")
+        print("| language | reference agree | broken agree | exit(0) agree |")
+        print("|----------|----------------:|-------------:|--------------:|")
+        for language in LANGUAGES:
+            cells = [f"{agree[(language, k)]}/{total[(language, k)]}"
+                     for k in ("reference", "broken", "exit(0)")]
+            print(f"| {language} | " + " | ".join(cells) + " |")
+        all_cells = []
+        for k in ("reference", "broken", "exit(0)"):
+            all_cells.append(f"{sum(agree[(lang, k)] for lang in LANGUAGES)}/"
+                             f"{sum(total[(lang, k)] for lang in LANGUAGES)}")
+        print("| all | " + " | ".join(all_cells) + " |")
+        if lines:
+            print("\ndisagreements and notes:")
+            for line in lines:
+                print("  " + line)
+        if args.replay_run:
+            problems = replay_run(base, base / "suite", replayable, args.replay_run)
+            for line in problems:
+                print("! " + line)
+            return 1 if problems else 0
     return 0
 
 
