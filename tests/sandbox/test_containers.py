@@ -10,6 +10,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -17,6 +18,7 @@ import sys
 import tarfile
 import tempfile
 import textwrap
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -135,6 +137,32 @@ def test_owner_token_names_a_live_process_and_no_other() -> None:
     proc.wait()
     assert not owner_alive(dead)
     assert not owner_alive("garbage") and not owner_alive("x:1:2")
+
+
+def test_threads_starting_containers_at_once_share_one_seccomp_profile() -> None:
+    """Each writes its own temporary file and swaps it in (one shared name raced: FileNotFoundError)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from reliabench.sandbox.docker import DockerBackend
+    from reliabench.sandbox.seccomp import filter_unavailable_reason
+
+    if filter_unavailable_reason() is not None:
+        pytest.skip(f"no seccomp filter here: {filter_unavailable_reason()}")
+    for _ in range(200):
+        backend = DockerBackend()
+        barrier = threading.Barrier(8)
+
+        def write(_: int, backend: DockerBackend = backend, barrier: threading.Barrier = barrier) -> Path | None:
+            barrier.wait()
+            return backend._seccomp_path()
+
+        with ThreadPoolExecutor(8) as pool:
+            paths = set(pool.map(write, range(8)))
+        assert len(paths) == 1
+        (path,) = paths
+        assert path is not None and json.loads(path.read_text()) == seccomp_profile()
+        assert sorted(p.name for p in path.parent.iterdir()) == ["seccomp.json"]  # no temporary file left
+        shutil.rmtree(path.parent)
 
 
 def test_a_zombie_is_no_live_process_of_its_namespace() -> None:

@@ -484,10 +484,15 @@ class ContainerBackend:
         if filter_unavailable_reason() is not None:
             return None
         path = self._private_dir() / "seccomp.json"
-        if not path.exists():
-            tmp = path.with_suffix(".tmp")
-            tmp.write_text(json.dumps(seccomp_profile()), encoding="utf-8")
-            tmp.replace(path)
+        if not path.exists():  # threads starting containers at once: each writes its own file, swaps it in
+            fd, tmp = tempfile.mkstemp(prefix="seccomp-", suffix=".tmp", dir=path.parent)
+            try:
+                with os.fdopen(fd, "w", encoding="utf-8") as fh:
+                    fh.write(json.dumps(seccomp_profile()))
+                os.replace(tmp, path)
+            except BaseException:
+                Path(tmp).unlink(missing_ok=True)
+                raise
         return path
 
     # ---------------------------------------------------------------- refuse / prepare
