@@ -83,6 +83,13 @@ def python_for(backend: SandboxBackend, slot: int, modules: tuple[str, ...] = ()
                 f"slot uid from this location: {why}")
 
 
+def run_backend_or_skip(name: str) -> Any:
+    """The named backend for a run with fresh test processes, or skip (see :func:`fresh_harness_or_skip`)."""
+    backend = backend_or_skip(name)
+    fresh_harness_or_skip(backend)
+    return backend
+
+
 def fresh_harness_or_skip(backend: Any) -> None:
     """Skip (with the reason) where the run's fresh test harness cannot start as the slot uid.
 
@@ -199,8 +206,12 @@ CONTAINER_TEST_PATHS: tuple[str, ...] = ("podman", "docker")
 """The container paths: the tests of an image task (the test image) on each runtime."""
 
 
-def hidden_test_path_or_skip(name: str, slot: int) -> HiddenTestPath:
-    """The named hidden-test path for ``slot``, or skip when it cannot work on this host (fail in CI)."""
+def hidden_test_path_or_skip(name: str, slot: int, modules: tuple[str, ...] = ("pytest",)) -> HiddenTestPath:
+    """The named hidden-test path for ``slot``, or skip when it cannot work on this host (fail in CI).
+
+    ``modules``: what the tested code imports besides (a namespaces path needs an interpreter the
+    slot uid can reach with them: :func:`python_for`).
+    """
     if name in CONTAINER_TEST_PATHS:
         from container_helpers import container_backend_or_skip
 
@@ -214,7 +225,7 @@ def hidden_test_path_or_skip(name: str, slot: int) -> HiddenTestPath:
         worker = warm_or_skip("tests")
         return HiddenTestPath(name, backend_or_skip("auto"), sys.executable, worker)
     backend = backend_or_skip(name)
-    return HiddenTestPath(name, backend, python_for(backend, slot, ("pytest",)))
+    return HiddenTestPath(name, backend, python_for(backend, slot, modules))
 
 
 def endpoint_narrowing_or_skip() -> None:

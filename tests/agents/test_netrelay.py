@@ -458,9 +458,9 @@ def test_relay_flood_of_one_rollout_leaves_another_rollout_unharmed(
     from reliabench.store import read_records
 
     if sandbox == "namespaces":
-        from sandbox_helpers import backend_or_skip, python_for
+        from sandbox_helpers import python_for, run_backend_or_skip
 
-        python_for(backend_or_skip("namespaces"), 0)
+        python_for(run_backend_or_skip("namespaces"), 0)
     os.chmod(tmp_path, 0o755)
     monkeypatch.setenv("RB_NET_KEY", KEY)
     suite = write_adder_suite(tmp_path, "flood",

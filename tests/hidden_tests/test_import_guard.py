@@ -22,7 +22,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from sandbox_helpers import HIDDEN_TEST_PATHS, HiddenTestPath, hidden_test_path_or_skip, warm_or_skip
+from sandbox_helpers import (
+    HIDDEN_TEST_PATHS,
+    HiddenTestPath,
+    hidden_test_path_or_skip,
+    run_backend_or_skip,
+    warm_or_skip,
+)
 
 from reliabench.agents.base import AgentRequest, AgentResult
 from reliabench.hidden_tests.fresh import collect_hidden_tests, find_tamper_files
@@ -407,6 +413,8 @@ def test_bundled_roman_numerals_with_a_shadowing_test_module(base: Path, sandbox
     """26/26 before; now every test fails, the record says tamper, the file is listed and kept."""
     if workers == "warm":
         warm_or_skip()
+    else:
+        run_backend_or_skip(sandbox)
     hidden_test_path_or_skip(sandbox, 0)
     src = Path(bundled_suites()["py30"])
     suite_dir = base / "suite"

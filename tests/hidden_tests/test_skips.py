@@ -21,6 +21,7 @@ from sandbox_helpers import (
     HiddenTestPath,
     backend_or_skip,
     hidden_test_path_or_skip,
+    run_backend_or_skip,
     warm_or_skip,
 )
 from suite_helpers import write_adder_suite
@@ -182,9 +183,11 @@ class WritingAgent:
 def _run_suite(base: Path, tests: str, solution: str, *, sandbox: str, test_workers: str, toml: str,
                n: int) -> tuple[int, int, int, list[Rollout]]:
     """Run a one-task adder suite (``toml`` appended to its task.toml): executed, passed, infra, records."""
-    backend_or_skip(sandbox)
     if test_workers == "warm":
+        backend_or_skip(sandbox)
         warm_or_skip()
+    else:
+        run_backend_or_skip(sandbox)
     suite_dir = write_adder_suite(base, "skips", tests, world_readable=True)
     task_toml = suite_dir / "tasks" / "adder" / "task.toml"
     task_toml.write_text(task_toml.read_text() + toml)

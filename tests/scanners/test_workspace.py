@@ -201,11 +201,11 @@ def main_scan(out: Path) -> int:
 @pytest.mark.parametrize("sandbox", ["bubblewrap", "namespaces"])
 def test_test_named_helper_flagged_on_every_fresh_backend(tmp_path: Path, sandbox: str,
                                                           capsys: pytest.CaptureFixture[str]) -> None:
-    from sandbox_helpers import backend_or_skip
+    from sandbox_helpers import run_backend_or_skip
 
     from reliabench.store import read_records
 
-    backend_or_skip(sandbox)
+    run_backend_or_skip(sandbox)
     out = _helper_run(tmp_path, "tests/_impl.py", "fresh", sandbox)
     r = {r.key: r for r in read_records(out)}[("adder", "helper", 0)]
     assert r.passes and r.isolation == sandbox

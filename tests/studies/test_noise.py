@@ -276,7 +276,7 @@ def test_the_reference_orders_reveal_the_order_dependent_test() -> None:
     ("warm", "retest_dir"), ("bubblewrap", "retest_dir"), ("namespaces", "retest_dir")])
 def test_a_rollout_cannot_manufacture_a_flaky_test(tmp_path: Path, trick: str, where: str,
                                                    capsys: pytest.CaptureFixture[str]) -> None:
-    from sandbox_helpers import backend_or_skip, warm_or_skip
+    from sandbox_helpers import run_backend_or_skip, warm_or_skip
     from suite_helpers import replay_run
 
     from reliabench.store import RunStore
@@ -285,7 +285,7 @@ def test_a_rollout_cannot_manufacture_a_flaky_test(tmp_path: Path, trick: str, w
         warm_or_skip()
         sandbox, test_workers = "auto", "warm"
     else:
-        backend_or_skip(where)
+        run_backend_or_skip(where)
         sandbox, test_workers = where, "fresh"
     os.chmod(tmp_path, 0o755)
     suite = _manufacture_suite(tmp_path)

@@ -404,7 +404,7 @@ def test_correct_code_that_forks_threads_or_uses_numpy_passes_warm_as_fresh(
     pytest.importorskip("numpy")
     from sandbox_helpers import hidden_test_path_or_skip
 
-    way = hidden_test_path_or_skip(path, SLOT)
+    way = hidden_test_path_or_skip(path, SLOT, ("pytest", "numpy"))
     ws, tests = base / "ws", base / "tests"
     ws.mkdir()
     tests.mkdir()
