@@ -435,3 +435,18 @@ def test_endpoint_usage_out_of_range_is_left_out(tmp_path: Path, ws: Path, usage
     assert (res.tokens, res.tokens_in, res.tokens_out) == (None, None, None)
     (why,) = res.meta["usage_dropped"]
     assert why.startswith("call 1: usage left out: expected a token count from 0 to 2**63-1")
+
+
+def test_one_sdk_client_per_key_is_shared_by_the_rollouts(tmp_path: Path, server: FakeOpenAIServer,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    agent = make(tmp_path, server)
+    for i in range(2):
+        ws = tmp_path / f"ws{i}"
+        ws.mkdir()
+        assert agent.run(req(ws)).status == "completed"
+    assert len(agent._clients) == 1  # made once (its TLS context costs ~20 ms of CPU)
+    monkeypatch.setenv(KEY_ENV, "another-key")  # read at run time: a new key gets its own client
+    ws = tmp_path / "ws-other"
+    ws.mkdir()
+    assert agent.run(req(ws)).status == "infra_error"  # the fake endpoint refuses the other key
+    assert len(agent._clients) == 2 and server.auth_headers[-1] == "Bearer another-key"
