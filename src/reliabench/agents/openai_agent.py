@@ -63,10 +63,10 @@ reply whose usage is out of the range a record holds (``1e300``, ``-1``, ``NaN``
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import os
 import re
-import threading
 import time
 import traceback
 from collections.abc import Mapping
@@ -363,12 +363,24 @@ class _Usage:
         return {"prompt_tokens": pt, "completion_tokens": ct, "total_tokens": tt}
 
 
+@functools.lru_cache(maxsize=1)
+def _tls_context() -> Any:
+    """The default TLS context of httpx (certifi's roots), made once per process and shared by the clients.
+
+    Making it costs ~20 ms of CPU; a client made with its own, once per rollout, was a third of
+    the CPU of a rollout of an API agent (docs/benchmarks.md, "Agents in flight"). An
+    ``ssl.SSLContext`` may be shared by connections of any thread.
+    """
+    import httpx
+
+    return httpx.create_ssl_context()
+
+
 class OpenAIAgent:
     """An agent backed by an OpenAI-compatible chat endpoint (see the module docstring).
 
-    ``run`` keeps no per-rollout state on ``self``, so it is thread-safe. The SDK client (a
-    connection pool, no conversation state) is made once per API key and shared by the agent's
-    rollouts: making one costs ~20 ms of CPU (its TLS context), as much as a warm test run.
+    ``run`` keeps no state on ``self`` (a fresh SDK client per rollout, closed after it), so it
+    is thread-safe. The clients share one TLS context (:func:`_tls_context`).
 
     Args:
         name: The agent's name.
@@ -384,22 +396,6 @@ class OpenAIAgent:
         self.endpoint: Endpoint = parse_endpoint(settings.base_url or OPENAI_BASE_URL,
                                                  settings.api_key_env)
         self.gate: EndpointGate | None = None  # the endpoint's limits ([[endpoints]]), shared
-        self._clients: dict[tuple[str, int], Any] = {}
-        self._clients_lock = threading.Lock()
-
-    def _client(self, api_key: str) -> Any:
-        """The SDK client of ``api_key`` (made on first use; thread-safe, shared by rollouts)."""
-        import openai
-
-        s = self.settings
-        retries = s.max_retries if self.gate is None else 0  # with a gate, retries are ours
-        with self._clients_lock:
-            client = self._clients.get((api_key, retries))
-            if client is None:
-                client = openai.OpenAI(api_key=api_key, base_url=s.base_url, max_retries=retries,
-                                       timeout=s.request_timeout_s)
-                self._clients[(api_key, retries)] = client
-            return client
 
     def _create(self, client: Any, kwargs: dict[str, Any], deadline: float, log: list[str], turn: int) -> Any:
         """One chat completion; through the endpoint's gate, with retries of ours, when it has one.
@@ -512,119 +508,126 @@ class OpenAIAgent:
         transcript.extend(dict(m) for m in messages)
         meta["written"] = []
         meta["rejected"] = []
-        client = self._client(api_key)
-        for turn in range(1, s.max_turns + 1):
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                log.append(f"turn {turn}: budget of {budget:g} s used up")
-                return "timeout"
-            # the SDK retries timed-out calls too: share what is left between the tries
-            call_timeout = min(s.request_timeout_s, remaining / (s.max_retries + 1))
-            kwargs: dict[str, Any] = {"model": s.model, "messages": messages,
-                                      "timeout": call_timeout}
-            if s.temperature is not None:
-                kwargs["temperature"] = s.temperature
-            if s.max_tokens is not None:
-                kwargs["max_tokens"] = s.max_tokens
-            if s.seed:
-                kwargs["seed"] = request.seed % (2**31)
-            if s.extra_body:
-                kwargs["extra_body"] = dict(s.extra_body)
-            meta["turns"] = turn
-            try:
-                resp = self._create(client, kwargs, deadline, log, turn)
-            except EndpointBusyError as exc:  # our own limits held it back: infra, not the model
-                log.append(f"turn {turn}: {exc}")
-                meta[INFRA_REASON] = "rate_limited"
-                return "infra_error"
-            except openai.APITimeoutError as exc:
-                log.append(f"turn {turn}: request timed out ({exc})")
-                if time.monotonic() >= deadline - 0.05:
-                    return "timeout"
-                meta[INFRA_REASON] = "endpoint_timeout"
-                log.append(f"turn {turn}: {s.base_url or 'OpenAI'} did not answer within "
-                           f"{call_timeout:.3g} s (after {s.max_retries} retries)")
-                return "infra_error"
-            except openai.APIStatusError as exc:
-                log.append(f"turn {turn}: HTTP {exc.status_code} from {s.base_url or 'OpenAI'}"
-                           f" (after {s.max_retries} retries): {exc.message}")
-                reason = infra_reason_for_status(exc.status_code)
-                if reason is None:
-                    return "agent_error"  # the request itself was refused (e.g. 400)
-                meta[INFRA_REASON] = reason
-                return "infra_error"
-            except openai.APIConnectionError as exc:
-                log.append(f"turn {turn}: {type(exc).__name__} talking to "
-                           f"{s.base_url or 'OpenAI'} (after {s.max_retries} retries): {exc}")
-                meta[INFRA_REASON] = "unreachable"
-                return "infra_error"
-            except openai.OpenAIError as exc:
-                log.append(f"turn {turn}: {type(exc).__name__} talking to "
-                           f"{s.base_url or 'OpenAI'} (after {s.max_retries} retries): {exc}")
-                return "agent_error"
-            except Exception as exc:
-                log.append(f"turn {turn}: invalid response ({type(exc).__name__}: {exc})")
-                return "agent_error"
-            call_usage = usage.add(getattr(resp, "usage", None))
-            choices = getattr(resp, "choices", None) or []
-            if not choices:
-                log.append(f"turn {turn}: the response has no choices")
-                return "agent_error"
-            choice = choices[0]
-            content = choice.message.content or ""
-            finish = getattr(choice, "finish_reason", None)
-            messages.append({"role": "assistant", "content": content})
-            transcript.append({"role": "assistant", "content": content, "usage": call_usage,
-                               "finish_reason": finish})
-            blocks, problems = parse_file_blocks(content)
-            if finish == "length":
-                problems.append("the reply was cut off at max_tokens")
-            written, rejected = self._apply(request, blocks)
-            meta["written"].extend(p for p in written if p not in meta["written"])
-            meta["rejected"].extend(rejected)
-            problems.extend(f"{p}" for p in rejected)
-            log.append(f"turn {turn}: wrote {len(written)} file(s)"
-                       + (f": {', '.join(written)}" if written else "")
-                       + (f"; finish_reason={finish}" if finish not in (None, "stop") else ""))
-            log.extend(f"turn {turn}: {p}" for p in problems)
-            if not blocks:
-                log.append(f"turn {turn}: the reply has no file blocks; stopping")
-                return "completed"
-            feedback = ""
-            if request.feedback_dir is not None and written:
+        # with a gate, retries are ours (each one through the gate), not the SDK's
+        client = openai.OpenAI(api_key=api_key, base_url=s.base_url,
+                               max_retries=s.max_retries if self.gate is None else 0,
+                               timeout=s.request_timeout_s,
+                               http_client=openai.DefaultHttpxClient(verify=_tls_context()))
+        try:
+            for turn in range(1, s.max_turns + 1):
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
+                    log.append(f"turn {turn}: budget of {budget:g} s used up")
                     return "timeout"
+                # the SDK retries timed-out calls too: share what is left between the tries
+                call_timeout = min(s.request_timeout_s, remaining / (s.max_retries + 1))
+                kwargs: dict[str, Any] = {"model": s.model, "messages": messages,
+                                          "timeout": call_timeout}
+                if s.temperature is not None:
+                    kwargs["temperature"] = s.temperature
+                if s.max_tokens is not None:
+                    kwargs["max_tokens"] = s.max_tokens
+                if s.seed:
+                    kwargs["seed"] = request.seed % (2**31)
+                if s.extra_body:
+                    kwargs["extra_body"] = dict(s.extra_body)
+                meta["turns"] = turn
                 try:
-                    fb = run_feedback_tests(request, sandbox=s.sandbox,
-                                            timeout_s=min(remaining, 120.0))
-                except SandboxError as exc:
-                    log.append(f"turn {turn}: the sandbox for the visible tests could not "
-                               f"start: {exc}")
-                    meta[INFRA_REASON] = "sandbox"
+                    resp = self._create(client, kwargs, deadline, log, turn)
+                except EndpointBusyError as exc:  # our own limits held it back: infra, not the model
+                    log.append(f"turn {turn}: {exc}")
+                    meta[INFRA_REASON] = "rate_limited"
                     return "infra_error"
-                meta["feedback_passed"] = fb.passed
-                transcript.append({"role": "tool", "name": "visible_tests",
-                                   "passed": fb.passed, "returncode": fb.returncode,
-                                   "content": fb.output})
-                log.append(f"turn {turn}: visible tests: {fb.tests - fb.failed} of "
-                           f"{fb.tests} passed" + (" (time limit)" if fb.timed_out else ""))
-                if not fb.passed:
-                    feedback = ("The visible tests failed" + (" (time limit)" if fb.timed_out
-                                                               else "") + ":\n\n"
-                                + f"```text\n{fb.output}\n```")
-            if not feedback and not problems:
-                return "completed"
-            if turn == s.max_turns:
-                log.append(f"max_turns={s.max_turns} reached")
-                return "completed"
-            note = "\n".join(f"- {p}" for p in problems)
-            parts = [x for x in (feedback, note and "Problems with your reply:\n" + note) if x]
-            parts.append("Send the corrected files, complete, in the same format.")
-            msg = {"role": "user", "content": "\n\n".join(parts)}
-            messages.append(msg)
-            transcript.append(dict(msg))
-        return "completed"  # pragma: no cover - the loop returns
+                except openai.APITimeoutError as exc:
+                    log.append(f"turn {turn}: request timed out ({exc})")
+                    if time.monotonic() >= deadline - 0.05:
+                        return "timeout"
+                    meta[INFRA_REASON] = "endpoint_timeout"
+                    log.append(f"turn {turn}: {s.base_url or 'OpenAI'} did not answer within "
+                               f"{call_timeout:.3g} s (after {s.max_retries} retries)")
+                    return "infra_error"
+                except openai.APIStatusError as exc:
+                    log.append(f"turn {turn}: HTTP {exc.status_code} from {s.base_url or 'OpenAI'}"
+                               f" (after {s.max_retries} retries): {exc.message}")
+                    reason = infra_reason_for_status(exc.status_code)
+                    if reason is None:
+                        return "agent_error"  # the request itself was refused (e.g. 400)
+                    meta[INFRA_REASON] = reason
+                    return "infra_error"
+                except openai.APIConnectionError as exc:
+                    log.append(f"turn {turn}: {type(exc).__name__} talking to "
+                               f"{s.base_url or 'OpenAI'} (after {s.max_retries} retries): {exc}")
+                    meta[INFRA_REASON] = "unreachable"
+                    return "infra_error"
+                except openai.OpenAIError as exc:
+                    log.append(f"turn {turn}: {type(exc).__name__} talking to "
+                               f"{s.base_url or 'OpenAI'} (after {s.max_retries} retries): {exc}")
+                    return "agent_error"
+                except Exception as exc:
+                    log.append(f"turn {turn}: invalid response ({type(exc).__name__}: {exc})")
+                    return "agent_error"
+                call_usage = usage.add(getattr(resp, "usage", None))
+                choices = getattr(resp, "choices", None) or []
+                if not choices:
+                    log.append(f"turn {turn}: the response has no choices")
+                    return "agent_error"
+                choice = choices[0]
+                content = choice.message.content or ""
+                finish = getattr(choice, "finish_reason", None)
+                messages.append({"role": "assistant", "content": content})
+                transcript.append({"role": "assistant", "content": content, "usage": call_usage,
+                                   "finish_reason": finish})
+                blocks, problems = parse_file_blocks(content)
+                if finish == "length":
+                    problems.append("the reply was cut off at max_tokens")
+                written, rejected = self._apply(request, blocks)
+                meta["written"].extend(p for p in written if p not in meta["written"])
+                meta["rejected"].extend(rejected)
+                problems.extend(f"{p}" for p in rejected)
+                log.append(f"turn {turn}: wrote {len(written)} file(s)"
+                           + (f": {', '.join(written)}" if written else "")
+                           + (f"; finish_reason={finish}" if finish not in (None, "stop") else ""))
+                log.extend(f"turn {turn}: {p}" for p in problems)
+                if not blocks:
+                    log.append(f"turn {turn}: the reply has no file blocks; stopping")
+                    return "completed"
+                feedback = ""
+                if request.feedback_dir is not None and written:
+                    remaining = deadline - time.monotonic()
+                    if remaining <= 0:
+                        return "timeout"
+                    try:
+                        fb = run_feedback_tests(request, sandbox=s.sandbox,
+                                                timeout_s=min(remaining, 120.0))
+                    except SandboxError as exc:
+                        log.append(f"turn {turn}: the sandbox for the visible tests could not "
+                                   f"start: {exc}")
+                        meta[INFRA_REASON] = "sandbox"
+                        return "infra_error"
+                    meta["feedback_passed"] = fb.passed
+                    transcript.append({"role": "tool", "name": "visible_tests",
+                                       "passed": fb.passed, "returncode": fb.returncode,
+                                       "content": fb.output})
+                    log.append(f"turn {turn}: visible tests: {fb.tests - fb.failed} of "
+                               f"{fb.tests} passed" + (" (time limit)" if fb.timed_out else ""))
+                    if not fb.passed:
+                        feedback = ("The visible tests failed" + (" (time limit)" if fb.timed_out
+                                                                   else "") + ":\n\n"
+                                    + f"```text\n{fb.output}\n```")
+                if not feedback and not problems:
+                    return "completed"
+                if turn == s.max_turns:
+                    log.append(f"max_turns={s.max_turns} reached")
+                    return "completed"
+                note = "\n".join(f"- {p}" for p in problems)
+                parts = [x for x in (feedback, note and "Problems with your reply:\n" + note) if x]
+                parts.append("Send the corrected files, complete, in the same format.")
+                msg = {"role": "user", "content": "\n\n".join(parts)}
+                messages.append(msg)
+                transcript.append(dict(msg))
+            return "completed"  # pragma: no cover - the loop returns
+        finally:
+            client.close()
 
     @staticmethod
     def _apply(request: AgentRequest, blocks: list[FileBlock]) -> tuple[list[str], list[str]]:
