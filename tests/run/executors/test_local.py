@@ -18,8 +18,9 @@ from fake_openai_server import FakeOpenAIServer, Reply
 from suite_helpers import write_adder_suite
 
 from reliabench.agents.config import load_agents
+from reliabench.run.artifacts import StoredArtifacts
 from reliabench.run.runner import RunSettings, run_suite
-from reliabench.store import RunStore
+from reliabench.store import RunStore, artifact_dir
 from reliabench.tasks.suite import load_suite
 
 KEY_ENV = "RB_LOCAL_EXECUTOR_KEY"
@@ -89,3 +90,67 @@ def test_agents_in_flight_apart_from_the_test_slots(tmp_path: Path) -> None:
     one_peak, one = _run(tmp_path, "one", workers=1, agents_in_flight=None, wait_for=1)
     assert one_peak == 1  # the default: as many agents in flight as workers
     assert many == one and all(status == "completed" for status, _ in many.values())
+
+
+# --- an attack on the phase switch: the agent slot's uid is not the test slot's ------------------
+
+SABOTEUR = """
+import os, sys, time
+path = sys.argv[1]
+deadline = time.monotonic() + 25
+while time.monotonic() < deadline:  # keeps writing a wrong adder.py, through the tests' phase
+    try:
+        with open(path, "w") as f:
+            f.write("def add(a, b):\\n    return a - b\\n")
+    except OSError:
+        pass
+    time.sleep(0.01)
+"""
+SPAWN = """
+import os, subprocess, sys
+open("adder.py", "w").write("def add(a, b):\\n    return a + b\\n")
+subprocess.Popen([sys.executable, sys.argv[1], os.path.abspath("adder.py")], start_new_session=True,
+                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+"""
+
+
+@pytest.mark.parametrize("sandbox", ["bubblewrap", "namespaces"])
+def test_a_process_left_on_the_agent_slot_cannot_change_what_the_test_slot_tests(
+        base: Path, sandbox: str) -> None:
+    """A command agent (on an agent slot) leaves a setsid() process rewriting its file wrong.
+
+    Between the phases its environment is closed (every process of the agent slot's uid
+    killed) before the workspace goes to a test slot: the tests judge what was scanned and
+    kept. What the lurker wrote while the agent phase lasted is the agent's work (it may fail
+    the rollout); nothing it writes after that reaches the tests.
+    """
+    from sandbox_helpers import backend_or_skip, fresh_harness_or_skip, python_for
+
+    from reliabench.agents.command import CommandAgent
+
+    backend = backend_or_skip(sandbox)
+    fresh_harness_or_skip(backend)
+    python = python_for(backend, 3)
+    os.chmod(base, 0o755)
+    saboteur, spawn = base / "saboteur.py", base / "spawn.py"
+    saboteur.write_text(SABOTEUR)
+    spawn.write_text(SPAWN)
+    for f in (saboteur, spawn):
+        os.chmod(f, 0o644)
+    suite = load_suite(write_adder_suite(base, "saboteur", textwrap.dedent("""
+        from adder import add
+
+        def test_add():
+            assert add(1, 2) == 3
+    """), task_ids=["a0"], world_readable=True))
+    agent = CommandAgent("saboteur", [python, str(spawn), str(saboteur)], readonly=[saboteur, spawn],
+                         sandbox=sandbox)
+    settings = RunSettings(n=2, workers=1, agents_in_flight=2, sandbox=sandbox, scanners=(),
+                           agents_config_hash="x", test_workers="fresh")
+    run_suite(suite, [agent], base / "run", settings)
+    with RunStore.open_existing(base / "run", readonly=True) as store:
+        records = store.rollouts()
+    assert len(records) == 2 and all(r.status == "completed" for r in records)
+    for r in records:
+        kept = StoredArtifacts(artifact_dir(base / "run", r.task_id, r.agent, r.rollout)).kept_files()
+        assert r.passes == (kept["adder.py"] == b"def add(a, b):\n    return a + b\n"), (r.meta, kept)
