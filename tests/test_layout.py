@@ -99,7 +99,6 @@ COVERED_ELSEWHERE: dict[str, tuple[str, str, str]] = {
     "run/adaptive.py": ("studies/test_adaptive.py", '"--adaptive"', "adaptive runs with their design"),
     "run/executors/base.py": ("test_plugin_examples.py", "EXECUTORS.names()", "the executor registry, with a plugin"),
     "run/executors/context.py": ("test_run_e2e.py", "run_suite", "what run_suite hands every executor"),
-    "run/executors/local.py": ("test_run_e2e.py", "run_suite", "the default executor of every run"),
     "run/recording.py": ("test_hostile_rollouts.py", "run_suite", "artifacts and records of hostile rollouts"),
     "run/retest.py": ("studies/test_noise.py", "reliabench.run.retest", "re-tests feed the noise study"),
     "run/runner.py": ("test_run_e2e.py", "run_suite", "run_suite end to end (other tests import its helpers)"),

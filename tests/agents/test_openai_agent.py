@@ -435,3 +435,16 @@ def test_endpoint_usage_out_of_range_is_left_out(tmp_path: Path, ws: Path, usage
     assert (res.tokens, res.tokens_in, res.tokens_out) == (None, None, None)
     (why,) = res.meta["usage_dropped"]
     assert why.startswith("call 1: usage left out: expected a token count from 0 to 2**63-1")
+
+
+def test_the_clients_of_all_rollouts_share_one_tls_context(tmp_path: Path, server: FakeOpenAIServer) -> None:
+    from reliabench.agents import openai_agent
+
+    agent = make(tmp_path, server)
+    for i in range(2):
+        ws = tmp_path / f"ws{i}"
+        ws.mkdir()
+        assert agent.run(req(ws)).status == "completed"
+    context = openai_agent._tls_context()
+    assert context is openai_agent._tls_context() and context.verify_mode.name == "CERT_REQUIRED"
+    assert openai_agent._tls_context.cache_info().currsize == 1  # made once (~20 ms of CPU), not per rollout

@@ -25,6 +25,7 @@ out = "runs/x"
 n = 4
 seed = 7
 workers = 3
+agents_in_flight = 64
 sandbox = "bubblewrap"
 scanners = ["bandit", "semgrep"]
 tasks = ["rle_codec"]
@@ -61,6 +62,7 @@ def test_every_option_is_read(tmp_path: Path) -> None:
     assert values["agents"] == tmp_path / "agents.toml" and values["out"] == tmp_path / "runs/x"
     assert values["suite"] == "py30"  # no such path next to the file: a bundled suite's name
     assert values["scanners"] == ("bandit", "semgrep") and values["tasks"] == ("rle_codec",)
+    assert values["workers"] == 3 and values["agents_in_flight"] == 64
     assert values["test_timeout_s"] == 8.0 and isinstance(values["test_timeout_s"], float)
     assert values["limits"] == Limits(cpu_s=30.0, memory_bytes=1 << 30)
     assert values["adaptive"] == AdaptiveSettings(max_n=16, settle=("a,b",), margin=0.05)
@@ -75,7 +77,7 @@ def test_a_written_configuration_reads_back_as_the_same_settings(tmp_path: Path)
                            test_timeout_s=5.0, security_policy={"threshold": "high", "allow_rules": ["B101"]},
                            executor="ray", executor_options={"ray": {"address": "auto"}}, retest=1,
                            test_workers="warm", suite="py30", agents=tmp_path / "a.toml", out=tmp_path / "o",
-                           tasks=("t1", "t2"), preflight=False,
+                           tasks=("t1", "t2"), preflight=False, agents_in_flight=32,
                            adaptive=AdaptiveSettings(max_n=12, target_half_width=0.1, k=2),
                            agents_config_hash="left out: computed from the agents file")
     text = settings_to_toml(settings, header=["a header line"])
@@ -87,6 +89,9 @@ def test_a_written_configuration_reads_back_as_the_same_settings(tmp_path: Path)
 @pytest.mark.parametrize(("text", "line", "message"), [
     ('n = 0\n', 1, "n: expected an integer >= 1, got 0"),
     ('seed = 1\nworkers = "4"\n', 2, "workers: expected an integer >= 1, got '4'"),
+    ('workers = 2\nagents_in_flight = 0\n', 2, "agents_in_flight: expected an integer >= 1, got 0"),
+    ('workers = 2\nagents_in_flight = 3999\n', 2, "agents_in_flight: agents_in_flight must be at most 4000 "
+                                                  "- workers"),
     ('agentz = "a.toml"\n', 1, "agentz: unknown key (known: adaptive, agents,"),
     ('test_workers = "tepid"\n', 1, "test_workers: expected auto, warm or fresh, got 'tepid'"),
     ('scanners = "bandit"\n', 1, "scanners: expected a list of scanner names, got 'bandit'"),
@@ -143,5 +148,10 @@ def test_run_from_a_file_show_it_resume_it_override_it(tmp_path: Path, monkeypat
     kept = _write(tmp_path / "run", shown, "config.toml")
     assert main(["run", "--config", str(kept)]) == 0
     assert "resumed: 0 rollout(s) executed, 3 already recorded" in capsys.readouterr().err
+    # how many agents are in flight is not the run's identity: the same run resumes
+    assert main(["run", "--config", str(kept), "--agents-in-flight", "3"]) == 0
+    assert "resumed: 0 rollout(s) executed, 3 already recorded" in capsys.readouterr().err
+    assert main(["run", "--config", str(kept), "--agents-in-flight", "0"]) == 2
+    assert "--agents-in-flight" in capsys.readouterr().err
     assert main(["run", "--config", str(kept), "--seed", "4"]) == 2  # the flag wins: another run
     assert "holds a run with a different configuration (changed: seed)" in capsys.readouterr().err

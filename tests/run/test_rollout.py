@@ -9,7 +9,7 @@ workspace, the scan (Bandit), the snapshot and the diff are real.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +25,7 @@ from reliabench.run import rollout as rollout_mod
 from reliabench.run.artifacts import StoredArtifacts, write_artifacts
 from reliabench.run.draft import Outcome
 from reliabench.run.environments import TaskEnvironment
+from reliabench.run.phase_slots import PhaseSlots
 from reliabench.run.plan import Job
 from reliabench.run.rollout import RolloutRunner
 from reliabench.run.settings import RunSettings
@@ -240,3 +241,87 @@ def test_a_stopped_agent_runs_nothing(runner: RolloutRunner, task: Task, tests: 
     runner.stopped = lambda name: name == agent.name
     assert runner.run_one(Job(task, agent, 0, 1), 0) is None  # type: ignore[arg-type]
     assert agent.calls == 0
+
+
+# --- phases on their own slots (reliabench.run.phase_slots) ------------------------------------
+
+
+@dataclass
+class SlotAgent(Agent):
+    """Notes the slot its request names."""
+
+    slots: list[int] = field(default_factory=list)
+
+    def run(self, request: AgentRequest) -> AgentResult:
+        self.slots.append(request.slot)
+        return Agent.run(self, request)
+
+
+class SlotTests(CannedTests):
+    """Notes each test request's slot and which pools are held while the tests run."""
+
+    def __init__(self, slots: PhaseSlots) -> None:
+        super().__init__()
+        self.phase_slots = slots
+        self.seen: list[tuple[int, int, int]] = []  # (slot, free agent slots, free test slots)
+
+    def run(self, request: TestRequest) -> HiddenTestRun:
+        self.seen.append((request.slot, self.phase_slots._agents.qsize(), self.phase_slots._tests.qsize()))
+        return super().run(request)
+
+
+def test_a_host_rollout_runs_its_agent_on_an_agent_slot_and_its_tests_on_a_test_slot(
+        runner: RolloutRunner, task: Task) -> None:
+    slots = PhaseSlots(2, 3)
+    canned = SlotTests(slots)
+    runner.paths = CannedPaths(canned)
+    agent = SlotAgent()
+    outcome = runner.run_one(Job(task, agent, 0, 99), slots)  # type: ignore[arg-type]
+    assert outcome is not None and outcome[0].status == "completed"
+    (agent_slot,) = agent.slots
+    ((test_slot, free_agents, free_tests),) = canned.seen
+    assert agent_slot in (2, 3, 4) and test_slot in (0, 1)
+    assert free_agents == 3 and free_tests == 1  # the agent slot went back before the tests
+    assert slots._agents.qsize() == 3 and slots._tests.qsize() == 2  # and everything after
+
+
+def test_a_same_environment_rollout_holds_both_and_runs_on_the_test_slot(
+        tmp_path: Path, task: Task) -> None:
+    same = replace(task, environment=replace(task.environment, tests="same"))
+    slots = PhaseSlots(1, 2)
+    canned = SlotTests(slots)
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    backend = NoSandboxBackend()
+    where = TaskEnvironment(backend, backend.prepare(task.environment))
+    r = RolloutRunner(RunSettings(n=1, sandbox="none"), {task.id: where}, CannedPaths(canned),
+                      [], {task.id: OUTCOMES}, scratch)
+    agent = SlotAgent()
+    outcome = r.run_one(Job(same, agent, 0, 99), slots)  # type: ignore[arg-type]
+    assert outcome is not None and outcome[0].status == "completed"
+    assert agent.slots == [0] and canned.seen == [(0, 1, 0)]  # one agent place held, the test slot too
+    assert slots._agents.qsize() == 2 and slots._tests.qsize() == 1
+
+
+def test_an_agent_stopped_while_its_rollout_waited_for_a_slot_runs_nothing(
+        runner: RolloutRunner, task: Task, tests: CannedTests) -> None:
+    agent = SlotAgent()
+    slots = PhaseSlots(1, 1)
+    calls = {"n": 0}
+
+    def stopped(name: str) -> bool:  # not stopped when the rollout starts; stopped once it has a slot
+        calls["n"] += 1
+        return calls["n"] > 1
+
+    runner.stopped = stopped
+    assert runner.run_one(Job(task, agent, 0, 99), slots) is None  # type: ignore[arg-type]
+    assert agent.slots == [] and tests.calls == 0
+
+
+def test_a_rollout_that_gets_its_slot_after_the_executor_stopped_runs_nothing(
+        runner: RolloutRunner, task: Task, tests: CannedTests) -> None:
+    agent = SlotAgent()
+    slots = PhaseSlots(1, 1)
+    slots.close()
+    assert runner.run_one(Job(task, agent, 0, 99), slots) is None  # type: ignore[arg-type]
+    assert agent.slots == [] and tests.calls == 0 and slots._agents.qsize() == 1

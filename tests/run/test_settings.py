@@ -75,6 +75,9 @@ def test_invalid_argument_is_a_value_error() -> None:
 
 @pytest.mark.parametrize(("kw", "message"), [
     ({"retest": -1}, "retest must be >= 0, got -1"),
+    ({"agents_in_flight": 0}, "agents_in_flight must be an integer >= 1, got 0"),
+    ({"agents_in_flight": True}, "agents_in_flight must be an integer >= 1, got True"),
+    ({"agents_in_flight": 4000}, "agents_in_flight must be at most 4000 - workers"),
     ({"test_workers": "tepid"}, "test_workers must be one of auto, warm, fresh, got 'tepid'"),
 ])
 def test_other_values_are_checked(kw: dict[str, object], message: str) -> None:
@@ -101,3 +104,9 @@ def test_the_json_form_reads_back() -> None:
     doc = settings_to_dict(s)
     assert json.loads(json.dumps(doc)) == doc and doc["agents"] == "/x/agents.toml" and "test_timeout_s" not in doc
     assert settings_from_dict(json.loads(json.dumps(doc))) == s
+
+
+def test_agents_in_flight_defaults_to_workers() -> None:
+    assert RunSettings(n=1, workers=3).agents_in_flight_or_default == 3
+    assert RunSettings(n=1, workers=3, agents_in_flight=64).agents_in_flight_or_default == 64
+    assert "agents_in_flight" not in identity_of(RunSettings(n=1, agents_in_flight=64))  # not the run's identity

@@ -8,8 +8,9 @@
     model = "gpt-4o-mini"         # ... the kind's own keys
 
 :func:`load_agents` validates the whole file once, at the entry: TOML syntax, the
-``agents`` array, each table's ``name`` and ``kind``, duplicate names, and then every
-kind's own keys (unknown keys, missing keys, wrong types). Every problem raises a
+``agents`` array, each table's ``name`` and ``kind``, duplicate names, then every
+kind's own keys (unknown keys, missing keys, wrong types), and the ``[[endpoints]]`` tables
+(per-endpoint limits, :mod:`reliabench.agents.endpoint_limits`). Every problem raises a
 :class:`~reliabench.errors.ConfigError` whose one-line message names the file and the field,
 for example ``agents.toml: agents[2].timeout_s: expected a positive number, got -1``.
 Relative paths in the file are relative to the file's folder.
@@ -284,10 +285,10 @@ def load_agents(path: str | Path, *, suite: Suite | None = None) -> list[Agent]:
     """
     config_path = Path(path)
     doc = _read_toml(config_path)
-    extra = sorted(set(doc) - {"agents"})
+    extra = sorted(set(doc) - {"agents", "endpoints"})
     if extra:
-        raise ConfigError(config_path, "unknown top-level key (only [[agents]] tables are allowed)",
-                          field=extra[0])
+        raise ConfigError(config_path, "unknown top-level key (only [[agents]] and [[endpoints]] tables "
+                          "are allowed)", field=extra[0])
     tables = doc.get("agents")
     if tables is None:
         raise ConfigError(config_path, "no [[agents]] table", field="agents")
@@ -315,4 +316,23 @@ def load_agents(path: str | Path, *, suite: Suite | None = None) -> list[Agent]:
         if factory is None:
             raise ctx.error("kind", f"unknown kind {kind!r} (known kinds: {known})")
         agents.append(factory(table, ctx))
+    _gate_endpoints(config_path, doc, agents)
     return agents
+
+
+def _gate_endpoints(config_path: Path, doc: Mapping[str, Any], agents: list[Agent]) -> None:
+    """Give each agent whose endpoint has an ``[[endpoints]]`` table that endpoint's shared gate."""
+    from reliabench.agents.endpoint_limits import EndpointGate, read_endpoint_limits
+    from reliabench.agents.infra import Endpoint
+
+    used: dict[str, str] = {}
+    for agent in agents:
+        endpoint = getattr(agent, "endpoint", None)
+        if isinstance(endpoint, Endpoint) and hasattr(agent, "gate"):
+            used.setdefault(endpoint.base_url, agent.name)
+    limits = read_endpoint_limits(config_path, doc, used)
+    gates = {url: EndpointGate(lim) for url, lim in limits.items()}
+    for agent in agents:
+        endpoint = getattr(agent, "endpoint", None)
+        if isinstance(endpoint, Endpoint) and endpoint.base_url in gates:
+            agent.gate = gates[endpoint.base_url]  # type: ignore[attr-defined]

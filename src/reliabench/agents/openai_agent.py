@@ -63,6 +63,7 @@ reply whose usage is out of the range a record holds (``1e300``, ``-1``, ``NaN``
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import os
 import re
@@ -83,6 +84,7 @@ from reliabench.agents.base import (
 )
 from reliabench.agents.command import sandbox_name
 from reliabench.agents.config import FieldReader
+from reliabench.agents.endpoint_limits import EndpointBusyError, EndpointGate, parse_retry_after
 from reliabench.agents.infra import OPENAI_BASE_URL, Endpoint, infra_reason_for_status, parse_endpoint
 from reliabench.errors import InvalidArgumentError, MissingExtraError, SandboxError
 from reliabench.meta_keys import INFRA_REASON, REASON
@@ -361,10 +363,24 @@ class _Usage:
         return {"prompt_tokens": pt, "completion_tokens": ct, "total_tokens": tt}
 
 
+@functools.lru_cache(maxsize=1)
+def _tls_context() -> Any:
+    """The default TLS context of httpx (certifi's roots), made once per process and shared by the clients.
+
+    Making it costs ~20 ms of CPU; a client made with its own, once per rollout, was a third of
+    the CPU of a rollout of an API agent (docs/benchmarks.md, "Agents in flight"). An
+    ``ssl.SSLContext`` may be shared by connections of any thread.
+    """
+    import httpx
+
+    return httpx.create_ssl_context()
+
+
 class OpenAIAgent:
     """An agent backed by an OpenAI-compatible chat endpoint (see the module docstring).
 
-    ``run`` keeps no state on ``self`` (a fresh SDK client per rollout), so it is thread-safe.
+    ``run`` keeps no state on ``self`` (a fresh SDK client per rollout, closed after it), so it
+    is thread-safe. The clients share one TLS context (:func:`_tls_context`).
 
     Args:
         name: The agent's name.
@@ -379,6 +395,50 @@ class OpenAIAgent:
         self.settings = settings
         self.endpoint: Endpoint = parse_endpoint(settings.base_url or OPENAI_BASE_URL,
                                                  settings.api_key_env)
+        self.gate: EndpointGate | None = None  # the endpoint's limits ([[endpoints]]), shared
+
+    def _create(self, client: Any, kwargs: dict[str, Any], deadline: float, log: list[str], turn: int) -> Any:
+        """One chat completion; through the endpoint's gate, with retries of ours, when it has one.
+
+        Without a gate the SDK retries (``max_retries``). With one, the SDK does not: each try
+        waits for the gate, and a 408/409/429/5xx or a connection error is retried up to
+        ``max_retries`` times after the endpoint's ``Retry-After`` (which pauses every agent of
+        the endpoint) or a back-off; the last error is raised as the SDK would have.
+
+        Raises:
+            EndpointBusyError: the budget ran out while waiting for the gate.
+            openai.OpenAIError: as ``client.chat.completions.create``.
+        """
+        import openai
+
+        gate = self.gate
+        if gate is None:
+            return client.chat.completions.create(**kwargs)
+        tries = 0
+        while True:
+            with gate.request(deadline):
+                try:
+                    return client.chat.completions.create(**kwargs)
+                except openai.APIStatusError as exc:
+                    if infra_reason_for_status(exc.status_code) not in ("rate_limited", "server_error") \
+                            or tries >= self.settings.max_retries:
+                        raise
+                    wait = parse_retry_after(exc.response.headers)
+                    why = f"HTTP {exc.status_code}"
+                except openai.APIConnectionError as exc:  # a timeout too
+                    if tries >= self.settings.max_retries:
+                        raise
+                    wait, why = None, type(exc).__name__
+            tries += 1
+            if wait is not None:
+                gate.pause(wait)  # every agent of the endpoint waits
+            delay = wait if wait is not None else min(8.0, 0.5 * 2.0 ** (tries - 1))
+            log.append(f"turn {turn}: {why}; retry {tries} of {self.settings.max_retries} in {delay:.3g} s"
+                       + (" (Retry-After)" if wait is not None else ""))
+            if time.monotonic() + delay >= deadline:
+                raise EndpointBusyError(f"{why}: no time left in the budget for retry {tries}")
+            if wait is None:
+                time.sleep(delay)
 
     def _first_message(self, request: AgentRequest) -> str:
         snapshot = workspace_snapshot(request.workspace)
@@ -448,8 +508,11 @@ class OpenAIAgent:
         transcript.extend(dict(m) for m in messages)
         meta["written"] = []
         meta["rejected"] = []
-        client = openai.OpenAI(api_key=api_key, base_url=s.base_url, max_retries=s.max_retries,
-                               timeout=s.request_timeout_s)
+        # with a gate, retries are ours (each one through the gate), not the SDK's
+        client = openai.OpenAI(api_key=api_key, base_url=s.base_url,
+                               max_retries=s.max_retries if self.gate is None else 0,
+                               timeout=s.request_timeout_s,
+                               http_client=openai.DefaultHttpxClient(verify=_tls_context()))
         try:
             for turn in range(1, s.max_turns + 1):
                 remaining = deadline - time.monotonic()
@@ -470,7 +533,11 @@ class OpenAIAgent:
                     kwargs["extra_body"] = dict(s.extra_body)
                 meta["turns"] = turn
                 try:
-                    resp = client.chat.completions.create(**kwargs)
+                    resp = self._create(client, kwargs, deadline, log, turn)
+                except EndpointBusyError as exc:  # our own limits held it back: infra, not the model
+                    log.append(f"turn {turn}: {exc}")
+                    meta[INFRA_REASON] = "rate_limited"
+                    return "infra_error"
                 except openai.APITimeoutError as exc:
                     log.append(f"turn {turn}: request timed out ({exc})")
                     if time.monotonic() >= deadline - 0.05:

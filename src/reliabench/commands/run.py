@@ -108,7 +108,7 @@ _FIELDS: dict[str, str] = {
     "suite": "suite", "agents_file": "agents", "out": "out", "n": "n", "workers": "workers",
     "seed": "seed", "sandbox": "sandbox", "scanners": "scanners", "tasks": "tasks",
     "test_timeout": "test_timeout_s", "executor": "executor", "retest": "retest",
-    "test_workers": "test_workers",
+    "test_workers": "test_workers", "agents_in_flight": "agents_in_flight",
 }
 _ADAPTIVE_PARAMS: dict[str, str] = {"max_n": "max_n", "target_half_width": "target_half_width",
                                     "settle": "settle", "margin": "margin", "k": "k"}
@@ -177,7 +177,11 @@ def settings_from_command(ctx: click.Context, params: Mapping[str, Any]) -> RunS
 @click.option("--out", "out", default=None, type=click.Path(path_type=Path, file_okay=False),
               help="Run directory (created; an existing one with the same config is resumed).")
 @click.option("--workers", type=click.IntRange(min=1), default=os.cpu_count() or 1, show_default="CPU count",
-              help="Parallel rollouts.")
+              help="Test slots: rollouts' CPU-bound phases (scan, hidden tests) at once.")
+@click.option("--agents-in-flight", "agents_in_flight", type=click.IntRange(min=1), default=None,
+              show_default="--workers",
+              help="Agent phases at once, apart from the test slots (an agent waiting on its model "
+                   "holds no test slot).")
 @click.option("--seed", type=int, default=0, show_default=True, help="Run seed.")
 @sandbox_option()
 @click.option("--scanner", "scanners", multiple=True, default=("bandit",), show_default=True,

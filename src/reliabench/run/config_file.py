@@ -8,6 +8,7 @@ Every option of ``reliabench run`` has a key (docs/guide.md, "A run's configurat
     n = 10
     seed = 0
     workers = 4
+    agents_in_flight = 64           # agent phases at once (default: workers)
     sandbox = "auto"
     scanners = ["bandit"]
     tasks = ["rle_codec"]           # none: every task
@@ -56,6 +57,7 @@ KNOWN_EXECUTOR_OPTIONS: Final[Mapping[str, frozenset[str]]] = {"local": frozense
 
 _SCALARS: Final = {
     "suite": "a string", "n": "an integer >= 1", "seed": "an integer", "workers": "an integer >= 1",
+    "agents_in_flight": "an integer >= 1",
     "sandbox": "a string", "test_timeout_s": "a number of seconds", "test_workers": "auto, warm or fresh",
     "retest": "an integer >= 0", "preflight": "true or false", "executor": "a string",
     "agents": "a path", "out": "a path", "security_config": "a path",
@@ -113,6 +115,7 @@ def _path(f: _File, key: str, value: Any) -> Path:
 def _scalar(f: _File, key: str, value: Any) -> Any:
     ok = {
         "n": _is_int(value) and value >= 1, "workers": _is_int(value) and value >= 1,
+        "agents_in_flight": _is_int(value) and value >= 1,
         "seed": _is_int(value), "retest": _is_int(value) and value >= 0,
         "test_timeout_s": _is_number(value) and value > 0, "preflight": isinstance(value, bool),
         "test_workers": value in TEST_WORKERS,
@@ -270,7 +273,7 @@ def read_run_config(path: str | Path) -> dict[str, Any]:
     return out
 
 
-_CHECKED: Final = ("n", "workers", "test_timeout_s", "executor", "retest", "test_workers")
+_CHECKED: Final = ("n", "workers", "agents_in_flight", "test_timeout_s", "executor", "retest", "test_workers")
 
 
 def _toml_value(value: Any) -> str:

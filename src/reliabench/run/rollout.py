@@ -12,6 +12,7 @@ the result. Nothing raised inside a rollout escapes it (docs/threat-model.md).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import tempfile
 import time
@@ -39,6 +40,7 @@ from reliabench.run import artifacts as _artifacts
 from reliabench.run.artifacts import take_snapshot
 from reliabench.run.draft import Outcome, RolloutDraft
 from reliabench.run.environments import RolloutEnvironments, TaskEnvironment
+from reliabench.run.phase_slots import FixedSlot, SlotSource, splits_phases
 from reliabench.run.plan import Job
 from reliabench.run.settings import RunSettings
 from reliabench.run.test_paths import TestPaths
@@ -95,8 +97,12 @@ class RolloutRunner:
             result = AgentResult(status="agent_error", log="agent raised:\n" + traceback.format_exc())
         return result, time.perf_counter() - t0
 
-    def run_one(self, job: Job, slot: int) -> Outcome | None:
+    def run_one(self, job: Job, slot: int | SlotSource) -> Outcome | None:
         """One rollout, retried on transient infrastructure failures.
+
+        ``slot`` is one sandbox slot for both phases, or where each phase takes its own
+        (:class:`~reliabench.run.phase_slots.PhaseSlots`: the agent phase on an agent slot, the
+        scan, diff and tests on a test slot, for the tasks whose rollouts may change slot).
 
         Up to ``INFRA_RETRIES`` retries, with exponential back-off
         (:func:`reliabench.agents.infra.backoff_delay`). Returns None, without running
@@ -106,12 +112,16 @@ class RolloutRunner:
         """
         if self.stopped(job.agent.name):
             return None
+        slots = FixedSlot(slot) if isinstance(slot, int) else slot
         attempts = 0
         while True:
             try:
-                rollout, art = self._attempt(job, slot)
+                attempt = self._attempt(job, slots, first=attempts == 0)
             except Exception as exc:  # the last line of defence
                 return RolloutDraft.start(job, self.isolation(job)).harness_error("running the rollout", exc)
+            if attempt is None:  # stopped while it waited for its slot: nothing ran
+                return None
+            rollout, art = attempt
             attempts += 1
             reason = rollout.meta.get(INFRA_REASON)
             if (rollout.status != "infra_error" or attempts > INFRA_RETRIES
@@ -122,8 +132,8 @@ class RolloutRunner:
             rollout = replace(rollout, meta={**rollout.meta, INFRA_ATTEMPTS: attempts})
         return rollout, art
 
-    def _attempt(self, job: Job, slot: int) -> Outcome:
-        """One attempt of one rollout.
+    def _attempt(self, job: Job, slots: SlotSource, *, first: bool = True) -> Outcome | None:
+        """One attempt of one rollout; None: the ``first`` one's agent or run stopped while it waited.
 
         Before the agent runs, a failure is the harness's (``infra_error``, retried). After
         it ran, anything raised while examining, scanning, diffing or testing its workspace
@@ -141,7 +151,15 @@ class RolloutRunner:
             draft.meta[IMAGE] = where.prepared.image.reference
             draft.meta[IMAGE_DIGEST] = where.prepared.image.digest
         envs: RolloutEnvironments | None = None
+        held = contextlib.ExitStack()  # the slot(s) this attempt holds; given back after envs.close()
+        split = splits_phases(task)
+        agent_slot = contextlib.ExitStack()  # a split rollout's agent slot, given back after the agent phase
+        held.enter_context(agent_slot)
         try:
+            slot = (agent_slot.enter_context(slots.agent_phase()) if split
+                    else held.enter_context(slots.whole()))
+            if first and (slots.closed or self.stopped(job.agent.name)):
+                return None
             os.chmod(tmp, 0o711)
             workspace = tmp / "workspace"
             if task.repository is None:
@@ -167,6 +185,11 @@ class RolloutRunner:
                 envs.end_agent_phase()  # nothing the agent left running touches the workspace now
             except SandboxError as exc:
                 return draft.infra_error("sandbox", f"sandbox failed: {exc}")
+            if split:  # the agent's environment is closed: its slot goes back, the CPU work takes a test slot
+                stage = "waiting for a test slot"
+                agent_slot.close()
+                slot = held.enter_context(slots.test_phase())
+                envs.slot = slot
             stage = "scanning the workspace"
             findings, scan_errors, changes = scan_changes(self.scanners, starter, workspace)
             bytecode_errors, _ = remove_bytecode(workspace)  # the tests run what was scanned
@@ -216,4 +239,5 @@ class RolloutRunner:
         finally:
             if envs is not None:
                 envs.close()
+            held.close()
             remove_tree(tmp)

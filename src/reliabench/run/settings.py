@@ -30,6 +30,7 @@ from reliabench.sandbox import MAX_SECONDS, Limits
 
 __all__ = [
     "IDENTITY",
+    "MAX_SLOTS",
     "TEST_WORKERS",
     "AdaptiveSettings",
     "ProgressEvent",
@@ -45,6 +46,9 @@ IDENTITY: Final = "identity"
 
 TEST_WORKERS: Final = ("auto", "warm", "fresh")
 """Where the hidden tests run (``--test-workers``)."""
+
+MAX_SLOTS: Final = 4000
+"""Sandbox slots a run may use: test slots plus agent slots (slot uids 61000 .. 64999)."""
 
 _LIMITS_IDENTITY: Final = ("cpu_s", "memory_bytes", "max_procs", "file_size_bytes", "output_bytes")
 
@@ -83,7 +87,10 @@ class RunSettings:
     Attributes:
         n: Rollouts per (task, agent) (an adaptive run's first round).
         seed: The run seed (identity).
-        workers: Parallel rollouts.
+        workers: Test slots: the CPU-bound phases of rollouts (scan, diff, hidden tests) at once.
+        agents_in_flight: Agent phases at once, apart from the test slots
+            (:mod:`reliabench.run.phase_slots`; None: ``workers``, which keeps a run's load on
+            its endpoints what it was before the option existed; the ``local`` executor only).
         sandbox: Backend name (``auto``, ``bubblewrap``, ``namespaces``, ``none`` or a plugin's)
             (identity).
         scanners: Scanner names run on what each agent changed (identity).
@@ -131,6 +138,12 @@ class RunSettings:
     tasks: tuple[str, ...] = ()
     preflight: bool = True
     adaptive: AdaptiveSettings | None = None
+    agents_in_flight: int | None = None
+
+    @property
+    def agents_in_flight_or_default(self) -> int:
+        """Agent phases at once: ``agents_in_flight``, or ``workers`` when it is not set."""
+        return self.workers if self.agents_in_flight is None else self.agents_in_flight
 
     def __post_init__(self) -> None:
         executors = registry("executors")  # the plugin registry: no import of the run's modules
@@ -141,6 +154,12 @@ class RunSettings:
             raise InvalidArgumentError(f"n must be an integer >= 1, got {self.n!r}")
         if self.workers < 1:
             raise InvalidArgumentError(f"workers must be >= 1, got {self.workers!r}")
+        a = self.agents_in_flight
+        if a is not None and (isinstance(a, bool) or not isinstance(a, int) or a < 1):
+            raise InvalidArgumentError(f"agents_in_flight must be an integer >= 1, got {a!r}")
+        if self.workers + self.agents_in_flight_or_default > MAX_SLOTS:
+            raise InvalidArgumentError(f"agents_in_flight must be at most {MAX_SLOTS} - workers (one sandbox "
+                                       f"slot each), got {a!r} with workers = {self.workers}")
         t = self.test_timeout_s
         if t is not None and (isinstance(t, bool) or not isinstance(t, (int, float))
                               or not math.isfinite(t) or not 0 < t <= MAX_SECONDS):

@@ -14,6 +14,7 @@ from reliabench.files.untrusted import remove_tree
 from reliabench.records import TestOutcome
 from reliabench.run.artifacts import RolloutArtifacts
 from reliabench.run.environments import TaskEnvironment
+from reliabench.run.phase_slots import SlotSource
 from reliabench.run.plan import Job
 from reliabench.run.recording import write_rollout_artifacts
 from reliabench.run.rollout import Outcome, RolloutRunner
@@ -59,13 +60,14 @@ class ExecutionContext:
     agents_file: Path | None = None
 
     @contextlib.contextmanager
-    def rollouts(self) -> Iterator[Callable[[Job, int], Outcome | None]]:
+    def rollouts(self) -> Iterator[Callable[[Job, int | SlotSource], Outcome | None]]:
         """Run rollouts in this process: yields ``run_one(job, slot)``.
 
         ``run_one`` runs one job on sandbox slot ``slot`` (at most one rollout at a time per
-        slot, slots ``0 .. settings.workers - 1``) and writes its artifacts; it returns the
-        outcome for ``record``, or None when the job's agent was stopped. Several threads may
-        call it at once.
+        slot, slots ``0 .. settings.workers - 1``), or with its phases on the slots of a
+        :class:`~reliabench.run.phase_slots.PhaseSlots` (agent phases apart from test phases),
+        and writes its artifacts; it returns the outcome for ``record``, or None when the job's
+        agent was stopped. Several threads may call it at once.
         """
         scratch = Path(tempfile.mkdtemp(prefix="reliabench-run-"))
         os.chmod(scratch, 0o711)
@@ -74,7 +76,7 @@ class ExecutionContext:
                                    self.expected, scratch)
             runner.stopped = self.stopped
 
-            def run_one(job: Job, slot: int) -> Outcome | None:
+            def run_one(job: Job, slot: int | SlotSource) -> Outcome | None:
                 outcome = runner.run_one(job, slot)
                 if outcome is None:
                     return None

@@ -1,13 +1,20 @@
-"""The local executor: rollouts on a thread pool, each thread borrowing a sandbox slot."""
+"""The local executor: rollouts on a thread pool, each phase of a rollout borrowing a sandbox slot.
+
+``settings.workers`` test slots bound the CPU-bound phases (scan, diff, hidden tests) and
+``settings.agents_in_flight`` agent slots bound the agent phases
+(:class:`~reliabench.run.phase_slots.PhaseSlots`): an API agent waiting on its model holds no
+test slot and no warm test server. The pool has a thread per agent slot and per test slot, so
+that every slot can be busy at once.
+"""
 
 from __future__ import annotations
 
-import queue
 import threading
 from collections.abc import Callable, Iterable
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 
 from reliabench.run.executors.context import ExecutionContext
+from reliabench.run.phase_slots import PhaseSlots, SlotSource
 from reliabench.run.plan import Job
 from reliabench.run.rollout import Outcome
 
@@ -15,47 +22,50 @@ __all__ = ["LOCAL_EXECUTOR", "LocalExecutor", "run_local"]
 
 
 class LocalExecutor:
-    """``local``: a thread pool of ``settings.workers`` sandbox slots in this process."""
+    """``local``: threads of this process, ``workers`` test slots and ``agents_in_flight`` agent slots."""
 
     name = "local"
 
     def run(self, jobs: Iterable[Job], context: ExecutionContext) -> None:
         """Run ``jobs`` with :func:`run_local` (see :class:`~reliabench.run.executors.Executor`)."""
+        settings = context.settings
         with context.rollouts() as run_one:
-            run_local(jobs, context.settings.workers, run_one, context.record, context.stop)
+            run_local(jobs, settings.workers, run_one, context.record, context.stop,
+                      agents_in_flight=settings.agents_in_flight_or_default)
 
 
 LOCAL_EXECUTOR = LocalExecutor()
 
 
-def run_local(jobs: Iterable[Job], workers: int, run_one: Callable[[Job, int], Outcome | None],
-              record: Callable[[Outcome | None], None], stop: threading.Event | None) -> None:
-    """Run ``jobs`` on a thread pool; each thread borrows a sandbox slot per rollout.
+def run_local(jobs: Iterable[Job], workers: int, run_one: Callable[[Job, int | SlotSource], Outcome | None],
+              record: Callable[[Outcome | None], None], stop: threading.Event | None, *,
+              agents_in_flight: int | None = None) -> None:
+    """Run ``jobs`` on a thread pool; each phase of a rollout borrows a slot of a :class:`PhaseSlots`.
 
     ``run_one`` (the rollout and writing its artifacts, :meth:`ExecutionContext.rollouts`)
     runs in the worker thread, so that only the store commit is left to the single writer.
+
+    Args:
+        jobs: The jobs.
+        workers: Test slots (test phases at once).
+        run_one: Runs one job with its slots.
+        record: Records one outcome (called from this thread).
+        stop: Set: take no new job.
+        agents_in_flight: Agent phases at once (None: ``workers``).
     """
-    slots: queue.Queue[int] = queue.Queue()
-    for slot in range(workers):
-        slots.put(slot)
-
-    def work(job: Job) -> Outcome | None:
-        slot = slots.get()
-        try:
-            return run_one(job, slot)
-        finally:
-            slots.put(slot)
-
-    pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="rollout")
+    slots = PhaseSlots(workers, workers if agents_in_flight is None else agents_in_flight)
+    threads = slots.agents_in_flight + workers
+    pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="rollout")
     pending: set[Future[Outcome | None]] = set()
     jobs_left = iter(jobs)
 
     def refill() -> None:
         if stop is not None and stop.is_set():
+            slots.close()  # the rollouts still waiting for their first slot run nothing
             return
         for job in jobs_left:
-            pending.add(pool.submit(work, job))
-            if len(pending) >= workers * 2:
+            pending.add(pool.submit(run_one, job, slots))
+            if len(pending) >= threads + workers:
                 break
 
     try:
@@ -69,6 +79,7 @@ def run_local(jobs: Iterable[Job], workers: int, run_one: Callable[[Job, int], O
     except BaseException:
         # Interrupted (Ctrl-C) or failed: drop the rollouts that have not started, let the
         # running ones finish, and record every finished one -- then re-raise.
+        slots.close()
         for fut in pending:
             fut.cancel()
         pool.shutdown(wait=True)
