@@ -219,7 +219,7 @@ def test_interrupt_records_finished_rollouts_and_resume_completes(setup: tuple[P
     suite = load_suite(suite_dir)
     agents = [a for a in load_agents(agents_file) if a.name == "py"]
     out = tmp_path / "run"
-    settings = RunSettings(n=6, workers=2)
+    settings = RunSettings(n=12, workers=2)  # more than the rollouts in flight at once (4 threads, 6 queued)
     seen: list[int] = []
 
     def interrupt(ev: object) -> None:
@@ -231,7 +231,7 @@ def test_interrupt_records_finished_rollouts_and_resume_completes(setup: tuple[P
         run_suite(suite, agents, out, settings, progress=interrupt)
     with RunStore.open_existing(out) as store:
         after_interrupt = len(store.done_keys())
-    assert 2 <= after_interrupt < 6  # the ones finished were recorded; the rest not started
+    assert 2 <= after_interrupt < 12  # the ones finished were recorded; the rest not started
 
     # a stop event ends the run after the rollouts in flight; a plain resume then completes it
     stop = threading.Event()
@@ -240,8 +240,8 @@ def test_interrupt_records_finished_rollouts_and_resume_completes(setup: tuple[P
     final = run_suite(suite, agents, out, settings)
     with RunStore.open_existing(out) as store:
         keys = sorted(store.done_keys())
-    assert keys == [("adder", "py", r) for r in range(6)]
-    assert final.skipped + final.executed == 6
+    assert keys == [("adder", "py", r) for r in range(12)]
+    assert final.skipped + final.executed == 12
 
 
 @pytest.mark.parametrize("plain", [False, True], ids=["pytest-suite", "plain-suite"])

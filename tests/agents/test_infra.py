@@ -220,8 +220,8 @@ def test_early_stop_then_resume(tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
         assert info.value.exit_code == 3
         with RunStore.open_existing(out) as store:
             recs = store.rollouts()
-        # the first 3 decide; a rollout already in flight (1 worker keeps 2 queued) finishes
-        assert len(recs) in (3, 4)
+        # the first 3 decide; rollouts already in flight finish (1 test slot and 1 agent slot: up to two)
+        assert len(recs) in (3, 4, 5)
         assert f"; {8 - len(recs)} rollout(s) not run" in msg, msg
         assert len(srv.requests) == len(recs)  # a 401 is not retried
         assert [r.status for r in recs] == ["infra_error"] * len(recs)

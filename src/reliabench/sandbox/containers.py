@@ -277,6 +277,28 @@ def _exited(pid: int) -> bool:
     return state in (b"Z", b"X", b"x")
 
 
+def _parent(pid: int) -> int | None:
+    """The parent pid of ``pid`` (host pids), or None when it is gone."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            stat = fh.read()
+        return int(stat[stat.rfind(b")") + 2:].split()[1])
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+def _descends_from(pid: int, ancestors: set[int]) -> bool:
+    """Whether one of ``ancestors`` is the parent, grandparent, ... of ``pid`` (a bounded walk)."""
+    current: int | None = pid
+    for _ in range(4096):
+        current = _parent(current) if current is not None else None
+        if current is None or current <= 1:
+            return False
+        if current in ancestors:
+            return True
+    return False
+
+
 def _ns_pids(ns: str) -> set[int]:
     """Host pids of the live processes in the pid namespace ``ns`` (zombies left out: :func:`_exited`)."""
     found: set[int] = set()
@@ -963,14 +985,21 @@ class ContainerEnvironment:
             return None
 
     def _kill(self, keep: set[int]) -> None:
-        """SIGKILL every process of the container but its init and ``keep``, until none is left.
+        """SIGKILL every process of the container but its init, ``keep`` and theirs, until none is left.
+
+        ``keep`` are the processes that ran before a command that is being stopped (background
+        processes of earlier commands, alive until :meth:`stop_processes`); what they start
+        meanwhile is theirs, not the command's (a loop that starts a ``sleep`` every 50 ms would
+        otherwise never leave the container empty of new processes). What the stopped command
+        left behind is killed however it detached: a process it double-forked is reparented to
+        the container's init, never to a process of ``keep``.
 
         Raises:
             SandboxError: Processes survived :data:`_KILL_TIMEOUT_S` seconds of killing.
         """
         deadline = time.monotonic() + _KILL_TIMEOUT_S
         while True:
-            left = self.processes() - keep
+            left = {pid for pid in self.processes() - keep if not _descends_from(pid, keep)}
             if not left:
                 return
             for pid in left:
