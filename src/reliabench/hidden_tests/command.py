@@ -486,12 +486,7 @@ class CommandTestRunner:
                         problem = f"the report folder could not be made: {_tail(result, 200)}"
                 finally:
                     env.close()
-                parsed = parse_report(get_report_format(command.report),
-                                      ReportInput(data, None if result.timed_out else result.returncode,
-                                                  workdir=env.workdir, truncated=truncated))
-                problems += [problem] if problem else []
-                if problems:
-                    parsed = replace(parsed, problems=(*problems, *parsed.problems))
+                parsed = _parsed(command, data, result, env.workdir, truncated, [*problems, problem])
                 if trusted and cache is not None and result.returncode is not None:
                     cache.harvest(tree.scratch)
                 return CommandRun(parsed, result, tree.tamper_files, command.coarse)
@@ -641,12 +636,7 @@ def verifier_run(task: Task, command: TestCommand, open_environment: Environment
                 data, truncated, problem = _read_report(env, command, result, base, run_limits)
         finally:
             env.close()
-        parsed = parse_report(get_report_format(command.report),
-                              ReportInput(data, None if result.timed_out else result.returncode,
-                                          workdir=env.workdir, truncated=truncated))
-        problems += [problem] if problem else []
-        if problems:
-            parsed = replace(parsed, problems=(*problems, *parsed.problems))
+        parsed = _parsed(command, data, result, env.workdir, truncated, [*problems, problem])
         return CommandRun(parsed, result, (), command.coarse)
     finally:
         remove_tree(base)
@@ -715,6 +705,19 @@ def grade(run: CommandRun, expected: Sequence[TestOutcome],
         log=log,
         undeclared_skips=judged.undeclared,
     )
+
+
+def _parsed(command: TestCommand, data: bytes | None, result: SandboxResult, workdir: str, truncated: bool,
+            problems: Sequence[str | None]) -> ParsedReport:
+    """The report of ``command`` read from ``data`` (with its exit status unless it timed out).
+
+    The ``problems`` that are not None come first among the report's problems.
+    """
+    found = [p for p in problems if p]
+    parsed = parse_report(get_report_format(command.report),
+                          ReportInput(data, None if result.timed_out else result.returncode,
+                                      workdir=workdir, truncated=truncated))
+    return replace(parsed, problems=(*found, *parsed.problems)) if found else parsed
 
 
 def report_disagreements(report: ParsedReport, outcomes: Sequence[TestOutcome]) -> tuple[str, ...]:
