@@ -80,7 +80,7 @@ import_into() {
     rb_log "$rt: $BASE is up to date ($HASH)"
   else
     local start=$SECONDS
-    "$rt" import --quiet --change "LABEL org.reliabench.spec=$HASH" \
+    "$rt" import --change "LABEL org.reliabench.spec=$HASH" \
       --change 'ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin' \
       --change 'ENV LANG=C.UTF-8' --change 'CMD ["/bin/bash"]' "$tar" "$BASE" >/dev/null
     rb_log "$rt: imported $BASE in $((SECONDS - start)) s"
