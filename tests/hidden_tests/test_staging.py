@@ -148,3 +148,34 @@ def test_pytest_command_isolates_the_run(tmp_path: Path) -> None:
     assert cmd[cmd.index(PLUGIN_MODULE) - 1] == "-p"
     assert "--import-mode=append" in cmd
     assert cmd[-2:] == ["-x", str(tmp_path / "tests")]  # extra options before the tests
+
+
+def test_unneeded_plugins_keeps_what_a_suite_names(tmp_path: Path) -> None:
+    from reliabench.hidden_tests.staging import UNUSED_PLUGINS, unneeded_plugins
+
+    tests = tmp_path / "t"
+    (tests / "sub").mkdir(parents=True)
+    (tests / "test_a.py").write_text("def test_a(tmp_path):\n    assert tmp_path\n", encoding="utf-8")
+    assert unneeded_plugins(tests) == (*UNUSED_PLUGINS, "junitxml", "doctest", "legacypath")
+    # a helper or data file counts as much as a test module; __pycache__ does not
+    (tests / "__pycache__").mkdir()
+    (tests / "__pycache__" / "x.pyc").write_bytes(b"tmpdir record_property doctest")
+    assert "legacypath" in unneeded_plugins(tests)
+    (tests / "sub" / "helpers.py").write_text("def f(request):\n    return request.node.fspath\n", encoding="utf-8")
+    assert "legacypath" not in unneeded_plugins(tests)
+    (tests / "conftest.py").write_text("def pytest_runtest_setup(item):\n    item.config.stash\n"
+                                       "def f(record_testsuite_property):\n    pass\n", encoding="utf-8")
+    assert "junitxml" not in unneeded_plugins(tests)
+    assert "doctest" in unneeded_plugins(tests)
+    (tests / "test_readme.txt").write_text("no examples\n", encoding="utf-8")  # pytest collects test*.txt
+    assert unneeded_plugins(tests) == UNUSED_PLUGINS
+
+
+def test_pytest_command_blocks_the_unneeded_plugins(tmp_path: Path) -> None:
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests" / "test_a.py").write_text("def test_a(tmpdir):\n    pass\n", encoding="utf-8")
+    cmd = pytest_command("python", tmp_path, [])
+    blocked = [cmd[i + 1] for i, arg in enumerate(cmd) if arg == "-p" and cmd[i + 1].startswith("no:")]
+    assert "no:cacheprovider" in blocked and "no:doctest" in blocked and "no:legacypath" not in blocked
+    given = pytest_command("python", tmp_path, [], ("stepwise",))
+    assert [a for a in given if a.startswith("no:")] == ["no:stepwise"]

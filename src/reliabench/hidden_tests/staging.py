@@ -8,6 +8,7 @@ import hashlib
 import importlib.util
 import marshal
 import os
+import re
 import shutil
 import tempfile
 from collections.abc import Iterator, Mapping, Sequence
@@ -25,6 +26,7 @@ from reliabench.sandbox.base import minimal_env
 __all__ = [
     "GUARD_MODULE",
     "PLUGIN_MODULE",
+    "UNUSED_PLUGINS",
     "RawRun",
     "fd_channel",
     "hidden_test_env",
@@ -32,6 +34,7 @@ __all__ = [
     "pytest_command",
     "socket_channel",
     "staged",
+    "unneeded_plugins",
 ]
 
 PLUGIN_MODULE: Final = "_reliabench_outcome_plugin"
@@ -41,8 +44,16 @@ GUARD_MODULE: Final = "_reliabench_import_guard"
 
 _BOOT: Final = (
     "import sys; sys.path.insert(0, {plugin_dir!r}); import pytest; "
-    "raise SystemExit(pytest.console_main())"
+    f"import {PLUGIN_MODULE} as plugin; "
+    "raise SystemExit(int(pytest.main(sys.argv[1:], plugins=[plugin])))"
 )
+"""The fresh pytest process's ``-c`` program: the outcome plugin registered as an object.
+
+It is registered after the built-in plugins and before any ``conftest.py``, as ``-p`` would
+register it, so ``-p`` (still in the arguments) finds it and does not look for a ``pytest11``
+entry point of its name in every installed distribution; a warm fork registers it the same
+way (:func:`reliabench.warm.pytest_session.run_session`).
+"""
 _INI: Final = """[pytest]
 # written by reliabench: the only ini file the hidden tests run with
 addopts =
@@ -211,9 +222,54 @@ def hidden_test_env(channel: Mapping[str, str], workspace: str | Path,
     return env
 
 
-def pytest_command(python: str, staging: Path, extra: Sequence[str]) -> list[str]:
-    """The pytest command line for staged tests: isolated, only the outcome plugin, one ini file."""
+UNUSED_PLUGINS: Final = ("cacheprovider", "pastebin", "setuponly", "setupplan", "stepwise")
+"""Built-in pytest plugins no hidden-test run uses: they act only on options it never passes
+(``--lf``/``--ff``, ``--pastebin``, ``--setup-only``, ``--setup-plan``, ``--sw``) and define no
+fixture; the cache would also write into the staged, read-only tests. Blocked with ``-p no:``."""
+
+_PLUGIN_USES: Final = {
+    # the record_* fixtures (a --junitxml report is never asked for)
+    "junitxml": re.compile(rb"\brecord_(?:property|xml_attribute|testsuite_property)\b"),
+    # doctest_namespace, --doctest-* options in a conftest, doctests in test*.txt files
+    "doctest": re.compile(rb"doctest"),
+    # tmpdir, tmpdir_factory, testdir, and the py.path attributes (Node.fspath, Config.rootdir ...)
+    "legacypath": re.compile(rb"\b(?:tmpdir|tmpdir_factory|testdir|Testdir|fspath|rootdir|startdir|"
+                             rb"inifile|legacy_path|LEGACY_PATH)\b|\bpy\.path\b"),
+}
+"""Built-in plugins that only a test that names what they provide can use: a plugin whose
+pattern occurs in no staged file (nor, for ``doctest``, a ``test*.txt`` file) is blocked."""
+
+
+def unneeded_plugins(tests: Path) -> tuple[str, ...]:
+    """The built-in pytest plugins the staged ``tests`` cannot use: blocked for their run.
+
+    :data:`UNUSED_PLUGINS`, and each plugin of :data:`_PLUGIN_USES` that no file under
+    ``tests`` mentions (every file is read, helpers, data and ``conftest.py`` files
+    included). Blocking them changes no verdict: what they do for a run is what its tests ask
+    of them by name; it saves their part of every session (their fixtures parsed, their hooks
+    called for every test). Both test paths pass the same list.
+    """
+    used: set[str] = set()
+    for dirpath, dirnames, filenames in os.walk(tests):
+        dirnames[:] = [d for d in dirnames if d != "__pycache__"]
+        for name in filenames:
+            if name.startswith("test") and name.endswith(".txt"):
+                used.add("doctest")
+            with contextlib.suppress(OSError), open(os.path.join(dirpath, name), "rb") as fh:
+                text = fh.read()
+            used.update(plugin for plugin, pattern in _PLUGIN_USES.items()
+                        if plugin not in used and pattern.search(text))
+    return UNUSED_PLUGINS + tuple(p for p in _PLUGIN_USES if p not in used)
+
+
+def pytest_command(python: str, staging: Path, extra: Sequence[str],
+                   unneeded: Sequence[str] | None = None) -> list[str]:
+    """The pytest command line for staged tests: isolated, only the outcome plugin, one ini file.
+
+    ``unneeded`` plugins are blocked (default: :func:`unneeded_plugins` of the staged tests).
+    """
     tests = staging / "tests"
+    blocked = unneeded_plugins(tests) if unneeded is None else tuple(unneeded)
     return [
         python,
         "-I",
@@ -226,8 +282,7 @@ def pytest_command(python: str, staging: Path, extra: Sequence[str]) -> list[str
         str(tests),
         "--confcutdir",
         str(tests),
-        "-p",
-        "no:cacheprovider",
+        *[arg for plugin in blocked for arg in ("-p", f"no:{plugin}")],
         "-p",
         PLUGIN_MODULE,
         "--import-mode=append",

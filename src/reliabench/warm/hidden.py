@@ -35,7 +35,7 @@ from reliabench.hidden_tests.judging import (
     judge_hidden_tests,
 )
 from reliabench.hidden_tests.layer import EnvironmentOpener, TestRequest
-from reliabench.hidden_tests.staging import RawRun, pytest_command, staged
+from reliabench.hidden_tests.staging import RawRun, pytest_command, staged, unneeded_plugins
 from reliabench.meta_keys import TestPath, TestRunner
 from reliabench.records import TestOutcome
 from reliabench.sandbox import Limits
@@ -65,6 +65,7 @@ class _Staged:
     path: Path
     stack: contextlib.ExitStack
     imports_pytest: bool
+    unneeded: tuple[str, ...]
 
 
 _IMPORTS_PYTEST = re.compile(rb"^[ \t]*(?:import|from)[ \t]+_?pytest\b", re.MULTILINE)
@@ -165,7 +166,8 @@ class WarmTests:
             path = stack.enter_context(staged(Path(real), slot, self._stage_root, rewrite=rewrite))
             os.chown(path, 0, 0)
             os.chmod(path, 0o755)  # every slot's jail reads it; the host's other users cannot reach it
-            made = _Staged(stamp, path, stack, _imports_pytest(path / "tests"))
+            made = _Staged(stamp, path, stack, _imports_pytest(path / "tests"),
+                           unneeded_plugins(path / "tests"))
             self._staged[real] = made
             if hit is not None:
                 self._retired.append(hit)
@@ -198,7 +200,7 @@ class WarmTests:
         runner = "plain" if test_runner == "plain" and not extra else "pytest"
         key = new_key()
         made = self._staging(Path(tests_dir), slot, rewrite=runner == "pytest")
-        args = pytest_command("python", made.path, extra)[5:]
+        args = pytest_command("python", made.path, extra, made.unneeded)[5:]
         raw = self.workers.run_raw(workspace, made.path, runner=runner, pytest_args=args,
                                    key=key, limits=limits, slot=slot, order_seed=order_seed,
                                    pytest=runner == "pytest" or made.imports_pytest)
