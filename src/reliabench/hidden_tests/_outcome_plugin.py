@@ -49,6 +49,7 @@ if TYPE_CHECKING:
     import pytest
 
 __all__ = [
+    "activate",
     "guard_imports",
     "purge_planted",
     "pytest_collection_finish",
@@ -105,6 +106,11 @@ def _read_key(key_fd: int) -> bytes:
     return b"".join(chunks).strip()
 
 
+def _disabled(payload: dict[str, Any]) -> None:
+    """The writer where no channel was given: lines go nowhere."""
+    return None
+
+
 def _make_writer() -> Callable[[dict[str, Any]], None]:
     """Take the channel from the environment and return a closure that writes signed lines."""
     socket_path = os.environ.pop(SOCKET_ENV, None)
@@ -116,11 +122,7 @@ def _make_writer() -> Callable[[dict[str, Any]], None]:
         fd = int(fd_text)
         key = _read_key(int(key_fd_text))
     else:
-
-        def disabled(payload: dict[str, Any]) -> None:
-            return None
-
-        return disabled
+        return _disabled
     os.set_inheritable(fd, False)
     state = {"seq": 0}
 
@@ -138,7 +140,7 @@ def _make_writer() -> Callable[[dict[str, Any]], None]:
     return write
 
 
-_write = _make_writer()
+_write: Callable[[dict[str, Any]], None] = _disabled
 
 
 def _no_hook_marks(**_opts: Any) -> Callable[[Any], Any]:
@@ -176,12 +178,34 @@ def _load_guard() -> Any:
 
 
 GUARD_MODULE = "_reliabench_import_guard"
-_guard_module = _load_guard()  # imported now, while nothing of the workspace can answer
+# a warm server loads this module once, before any rollout, with its guard given
+# (``_PRELOADED_GUARD`` set in the module's namespace before it runs): every rollout's fork then
+# calls activate(); anywhere else the module activates as it is imported
+_preloaded_guard: Any = globals().get("_PRELOADED_GUARD")
+_guard_module = _preloaded_guard or _load_guard()  # imported now, while nothing of the workspace can answer
 _guard: Any = None
-_workspace = os.environ.pop(WORKSPACE_ENV, None)
-_order_seed = os.environ.pop(ORDER_SEED_ENV, None)
+_workspace: str | None = None
+_order_seed: str | None = None
+_active = False
 _phases: dict[str, dict[str, str]] = {}
 _written: list[list[str]] = []
+
+
+def activate() -> None:
+    """Take the channel, the workspace and the order seed from the environment; once per process.
+
+    Called as the module is imported, or -- for the copy a warm server loaded before any
+    rollout -- by the rollout's fork before it runs anything of the rollout. The variables
+    are removed from the environment, and the channel's secret read from its pipe or socket,
+    before any test module is imported.
+    """
+    global _write, _workspace, _order_seed, _active
+    if _active:
+        return
+    _active = True
+    _write = _make_writer()
+    _workspace = os.environ.pop(WORKSPACE_ENV, None)
+    _order_seed = os.environ.pop(ORDER_SEED_ENV, None)
 
 
 def _final_outcome(phases: dict[str, str]) -> str:
@@ -314,3 +338,7 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     """Close the stream with the list of every test line this plugin wrote."""
     _write({"event": "end", "exitstatus": int(exitstatus), "tests": _written})
+
+
+if _preloaded_guard is None:
+    activate()

@@ -49,9 +49,10 @@ from _pytest.outcomes import Exit as _PytestExit  # its own small module: no pyt
 from _pytest.outcomes import Skipped as _PytestSkipped
 from _pytest.outcomes import XFailed as _PytestXFailed
 
-__all__ = ["collect_order", "run_plain"]
+__all__ = ["GUARD_MODULE", "PLUGIN_MODULE", "collect_order", "run_plain"]
 
 PLUGIN_MODULE = "_reliabench_outcome_plugin"
+GUARD_MODULE = "_reliabench_import_guard"
 _MAX_SHOWN = 4096
 
 # Bound once in the server, so that code under test that monkeypatches these modules or the
@@ -183,6 +184,10 @@ def _message(exc: BaseException) -> str:
 
 
 def _load_plugin(plugin_dir: str) -> Any:
+    preloaded = sys.modules.get(PLUGIN_MODULE)
+    if preloaded is not None and getattr(preloaded, "_preloaded_guard", None) is not None:
+        preloaded.activate()  # the server's copy (nothing of the rollout has run yet)
+        return preloaded
     spec = _spec_from_file(PLUGIN_MODULE, os.path.join(plugin_dir, PLUGIN_MODULE + ".py"))
     if spec is None or spec.loader is None:  # pragma: no cover - the file is staged by us
         raise ImportError(f"cannot load the outcome plugin from {plugin_dir}")
