@@ -37,6 +37,7 @@ memory per warm server (RSS and PSS), and how often the two harnesses agree on t
 from __future__ import annotations
 
 import argparse
+import collections
 import contextlib
 import importlib.util
 import json
@@ -44,6 +45,7 @@ import os
 import re
 import resource
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -363,12 +365,15 @@ def run_reliabench(suite_root: Path, samples: list[tuple[str, str]], mapping: di
         verdicts = {"/".join(map(str, keys[(r.task_id, r.rollout)])): r.passes for r in records
                     if (r.task_id, r.rollout) in keys}
         paths = sorted({str(r.meta.get("test_path")) for r in records})
+        statuses = dict(sorted(collections.Counter(str(r.status) for r in records).items()))
+        test_walls = sorted(float(r.cost.test_s or 0.0) for r in records)
         return {"seconds": seconds, "executed": summary.executed, "verdicts": verdicts,
                 "cpu": {"parent": [r1s.ru_utime - r0s.ru_utime, r1s.ru_stime - r0s.ru_stime],
                         "children": [r1c.ru_utime - r0c.ru_utime, r1c.ru_stime - r0c.ru_stime]},
                 "phases_cpu": dict(phases.cpu), "phases_wall": dict(phases.wall), "parts": parts,
                 "missing": missing, "memory": memory, "paths": paths, "infra": summary.infra_errors,
-                "isolation": sorted({str(r.isolation) for r in records})}
+                "isolation": sorted({str(r.isolation) for r in records}),
+                "statuses": statuses, "test_walls": test_walls}
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
@@ -451,6 +456,14 @@ def report_rb(rb: dict[str, Any]) -> None:
         print(f"              {phase:<30} {1000 * cpu / n:6.2f} / {1000 * wall / n:7.2f}")
     if rb.get("missing"):
         print(f"            (not instrumented, gone from the code: {', '.join(rb['missing'])})")
+    if rb.get("statuses"):
+        print(f"            statuses: {', '.join(f'{k} {v}' for k, v in rb['statuses'].items())}")
+    walls = rb.get("test_walls") or []
+    if walls:
+        slow = [w for w in walls if w >= 1.0]
+        print(f"            test phase wall per rollout: median {1000 * statistics.median(walls):.1f} ms, "
+              f"p99 {1000 * walls[int(0.99 * (len(walls) - 1))]:.1f} ms; {len(slow)} rollouts of 1 s or more "
+              f"({sum(slow):.1f} s of the {sum(walls):.1f} s summed)")
     for pid, rss, pss in rb["memory"]:
         print(f"            warm server {pid}: RSS {rss / 1024:.1f} MiB, PSS {pss / 1024:.1f} MiB")
 
