@@ -13,7 +13,7 @@ import pytest
 from sandbox_helpers import backend_or_skip
 
 from reliabench.cli import main
-from reliabench.commands.demo import DEMO_AGENTS
+from reliabench.commands.demo import DEMO_AGENTS, DEMO_TEST_TIMEOUT_S, _stored_timeout
 from reliabench.store import RunStore
 
 
@@ -37,6 +37,8 @@ def test_demo_on_one_task_runs_marks_simulated_and_resumes(tmp_path: Path,
     assert {r.task_id for r in records} == {"bank_ledger"}
     assert all(r.simulated for r in records)
     assert {r.isolation for r in records} <= {"bubblewrap", "warm"}
+    with RunStore.open_existing(out, readonly=True) as store:
+        assert store.run_info().test_timeout_s == DEMO_TEST_TIMEOUT_S
     # a second call resumes: nothing is run again, the same records are scored
     assert main(args) == 0
     capsys.readouterr()
@@ -48,3 +50,17 @@ def test_demo_agents_file_is_shipped() -> None:
     text = DEMO_AGENTS.read_text(encoding="utf-8")
     assert DEMO_AGENTS.name == "demo-agents.toml"
     assert text.count('kind = "simulated"') == 3
+
+
+@pytest.mark.parametrize("stored", [8.0, None])
+def test_an_existing_run_keeps_its_own_test_timeout(tmp_path: Path, stored: float | None) -> None:
+    """A demo run made with another cap (8 s, the demo's before) resumes with it, not the new default."""
+    assert _stored_timeout(tmp_path / "none") is None
+    (tmp_path / "empty").mkdir()
+    assert _stored_timeout(tmp_path / "empty") is None
+    config = {"n": 1} if stored is None else {"n": 1, "test_timeout_s": stored}
+    store, resumed = RunStore.create_or_resume(tmp_path / "run", config=config, config_hash="h",
+                                               suite={"name": "py30"}, packages={}, isolation="warm")
+    store.close()
+    assert not resumed
+    assert _stored_timeout(tmp_path / "run") == stored

@@ -17,15 +17,39 @@ import click
 from reliabench.commands._common import console as make_console
 from reliabench.commands._common import sandbox_option, test_workers_option, write_page
 from reliabench.commands.run import execute_run
+from reliabench.errors import ReliabenchError
 from reliabench.report import render_score
 from reliabench.report.marks import SIMULATED
 from reliabench.run.settings import RunSettings
 from reliabench.runs import open_source
+from reliabench.store import RunStore, is_run_directory
 from reliabench.studies.scoring import score_result
 
-__all__ = ["DEMO_AGENTS", "command"]
+__all__ = ["DEMO_AGENTS", "DEMO_TEST_TIMEOUT_S", "command"]
 
 DEMO_AGENTS = Path(str(files("reliabench") / "examples" / "demo-agents.toml"))
+
+DEMO_TEST_TIMEOUT_S = 4.0
+"""The demo's cap on the hidden tests' wall time per rollout, for a new run.
+
+Every py30 reference solution's tests take well under 0.5 s on a fresh sandboxed pytest and
+under 0.1 s warm (docs/benchmarks.md), so 4 s leaves a margin of 10x and more; what it bounds is
+the simulated agents' hanging code (``while True: pass``, about 3% of the rollouts), each of
+which costs the whole cap in CPU. The figures do not depend on it: a hang is ``timeout`` at any
+cap. A run made with another cap (the demo's was 8 s before) resumes with its own.
+"""
+
+
+def _stored_timeout(out: Path) -> float | None:
+    """The ``test_timeout_s`` an existing run in ``out`` was made with (None: no run there)."""
+    if not is_run_directory(out):
+        return None
+    try:
+        with RunStore.open_existing(out, readonly=True) as store:
+            stored = store.run_info().test_timeout_s
+    except ReliabenchError:  # a broken store: the run itself says what is wrong with it
+        return None
+    return float(stored) if stored is not None else None
 
 
 @click.command("demo")
@@ -36,12 +60,15 @@ DEMO_AGENTS = Path(str(files("reliabench") / "examples" / "demo-agents.toml"))
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.option("--task", "tasks", multiple=True, help="Only this task id (repeatable; for a quick look).")
 @sandbox_option()
-@click.option("--test-timeout", type=click.FloatRange(min=0.5), default=8.0, show_default=True,
-              help="Cap on the hidden tests' wall time per rollout (hanging code costs this much).")
+@click.option("--test-timeout", type=click.FloatRange(min=0.5), default=None,
+              help=f"Cap on the hidden tests' wall time per rollout (hanging code costs this much) "
+                   f"[default: {DEMO_TEST_TIMEOUT_S:g} s; an existing run resumes with its own].")
 @test_workers_option()
 def command(out: Path, n: int, workers: int, seed: int, tasks: tuple[str, ...], sandbox: str,
-            test_timeout: float, test_workers: str) -> None:
+            test_timeout: float | None, test_workers: str) -> None:
     """Run the bundled suite with three simulated agents and print the summary."""
+    if test_timeout is None:
+        test_timeout = _stored_timeout(out) or DEMO_TEST_TIMEOUT_S
     console = make_console()
     console.rule("[bold]reliabench demo")
     console.print(f"Three [yellow]{SIMULATED}[/] agents (known behaviour, real code, really executed and "
