@@ -227,6 +227,10 @@ _PHASES = (
 )
 
 
+LIMITED_CPU_S = 1.0
+"""A request whose run took this much CPU ran into the time limit (HumanEval's tests take ms)."""
+
+
 @contextlib.contextmanager
 def instrumented(phases: Phases, parts: dict[str, list[float]], missing: list[str]) -> Iterator[None]:
     import importlib
@@ -249,11 +253,16 @@ def instrumented(phases: Phases, parts: dict[str, list[float]], missing: list[st
     def request(self: Any, *a: Any, **k: Any) -> Any:
         raw = orig_request(self, *a, **k)
         with phases.lock:
-            for part, (user, system) in getattr(raw, "cpu", {}).items():
+            cpu = getattr(raw, "cpu", {})
+            for part, (user, system) in cpu.items():
                 parts.setdefault(part, [0.0, 0.0])
                 parts[part][0] += user
                 parts[part][1] += system
             parts.setdefault("requests", [0.0, 0.0])[0] += 1
+            if sum(cpu.get("run", (0.0, 0.0))) >= LIMITED_CPU_S:  # a completion that loops until the limit
+                limited = parts.setdefault("limited", [0.0, 0.0])
+                limited[0] += 1
+                limited[1] += sum(cpu["run"])
         return raw
 
     WarmWorkers.request = request  # type: ignore[method-assign]
@@ -450,6 +459,13 @@ def report_rb(rb: dict[str, Any]) -> None:
             pu, ps = parts[part]
             print(f"              warm {part:<7} user {1000 * pu / reqs:6.2f}  "
                   f"system {1000 * ps / reqs:6.2f} ms per request")
+    count, limited = parts.get("limited", [0.0, 0.0])
+    if count:
+        rest = n - count
+        print(f"            {count:.0f} request(s) spent {limited:.1f} s of CPU in their run "
+              f"(>= {LIMITED_CPU_S:g} s each: code that loops until the time limit, on both sides); "
+              f"the other {rest:.0f} rollouts: "
+              f"{((u + s) * n - 1000 * limited) / rest:.1f} ms of CPU each, whole tree")
     print("            this process, per rollout, by phase (thread CPU ms / wall ms, summed over workers):")
     for phase in sorted(rb["phases_cpu"]):
         cpu, wall = rb["phases_cpu"][phase], rb["phases_wall"][phase]
