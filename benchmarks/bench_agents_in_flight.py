@@ -90,13 +90,15 @@ def serve(port_file: Path, latency: float) -> None:
                 _Stats.peak = max(_Stats.peak, _Stats.now)
             try:
                 time.sleep(latency)
-                self._send({"id": "x", "object": "chat.completion", "created": 0, "model": "fake",
-                            "choices": [{"index": 0, "finish_reason": "stop",
-                                         "message": {"role": "assistant", "content": REPLY}}],
-                            "usage": {"prompt_tokens": 10, "completion_tokens": 10, "total_tokens": 20}})
             finally:
+                # counted out before the answer is written: once the client has it, its agent may
+                # start the next rollout's request before this thread would get the lock again
                 with _Stats.lock:
                     _Stats.now -= 1
+            self._send({"id": "x", "object": "chat.completion", "created": 0, "model": "fake",
+                        "choices": [{"index": 0, "finish_reason": "stop",
+                                     "message": {"role": "assistant", "content": REPLY}}],
+                        "usage": {"prompt_tokens": 10, "completion_tokens": 10, "total_tokens": 20}})
 
     class Server(ThreadingHTTPServer):
         daemon_threads = True
