@@ -14,6 +14,7 @@ import pytest
 
 from reliabench.errors import SandboxError
 from reliabench.hidden_tests.fresh import HiddenTestRun, collect_hidden_tests, run_hidden_tests
+from reliabench.meta_keys import TestRunner
 from reliabench.sandbox import SandboxBackend, get_backend, slot_uid, slots
 
 _WARM: dict[str, Any] = {}
@@ -46,6 +47,29 @@ def warm_or_skip(kind: str = "tests") -> Any:
         atexit.register(tests.close)  # its staged tests (registered last: runs before the workers close)
         _WARM["backend"] = WarmBackend(workers)
     return _WARM[kind]
+
+
+def warm_rollout(warm: Any, base: Path, name: str, solution: str, *, tests: str,
+                 names: list[str], limits: Any, slot: int, runner: TestRunner) -> HiddenTestRun:
+    """One warm rollout: ``solution`` as ``base/name/solution.py`` against ``tests`` staged once
+    as ``base/tests/test_suite.py`` (kept for the next rollouts of the same ``base``)."""
+    import shutil
+    import textwrap
+
+    from reliabench.records import TestOutcome
+    from reliabench.warm import run_warm_tests
+
+    ws = base / name
+    if ws.exists():
+        shutil.rmtree(ws)
+    ws.mkdir()
+    (ws / "solution.py").write_text(textwrap.dedent(solution), encoding="utf-8")
+    staged = base / "tests"
+    if not staged.exists():
+        staged.mkdir()
+        (staged / "test_suite.py").write_text(tests, encoding="utf-8")
+    return run_warm_tests(warm, ws, staged, expected=[TestOutcome(n, "skipped") for n in names],
+                          limits=limits, slot=slot, test_runner=runner)
 
 
 def backend_or_skip(name: str) -> Any:

@@ -10,14 +10,13 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 import textwrap
 from pathlib import Path
 
 import pytest
-from sandbox_helpers import warm_or_skip
+from sandbox_helpers import warm_or_skip, warm_rollout
 
 from reliabench.hidden_tests.fresh import HiddenTestRun
 from reliabench.hidden_tests.staging import unneeded_plugins
@@ -257,17 +256,8 @@ def warm() -> WarmTests:
 
 
 def _run(base: Path, warm: WarmTests, solution: str, name: str) -> HiddenTestRun:
-    ws = base / name
-    if ws.exists():
-        shutil.rmtree(ws)
-    ws.mkdir()
-    (ws / "solution.py").write_text(textwrap.dedent(solution), encoding="utf-8")
-    tests = base / "tests"
-    if not tests.exists():
-        tests.mkdir()
-        (tests / "test_suite.py").write_text(TESTS, encoding="utf-8")
-    return run_warm_tests(warm, ws, tests, expected=[TestOutcome(n, "skipped") for n in NAMES],
-                          limits=LIMITS, slot=SLOT, test_runner="pytest")
+    return warm_rollout(warm, base, name, solution, tests=TESTS, names=NAMES, limits=LIMITS,
+                        slot=SLOT, runner="pytest")
 
 
 @pytest.mark.parametrize("mutation", list(MUTATIONS))

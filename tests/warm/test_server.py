@@ -7,19 +7,18 @@ honest tests and must get exactly the verdicts it would get alone, on the same s
 from __future__ import annotations
 
 import os
-import shutil
 import signal
 import stat
 import subprocess
-import textwrap
 import time
 from pathlib import Path
 
 import pytest
-from sandbox_helpers import warm_or_skip
+from sandbox_helpers import warm_or_skip, warm_rollout
 
 from reliabench.errors import SandboxError
 from reliabench.hidden_tests.fresh import HiddenTestRun
+from reliabench.meta_keys import TestRunner
 from reliabench.records import TestOutcome
 from reliabench.sandbox import Limits, slot_uid, slots
 from reliabench.warm import WarmTests, WarmWorkers, run_warm_tests
@@ -65,19 +64,10 @@ def warm() -> WarmTests:
 
 
 
-def _rollout(base: Path, warm: WarmTests, solution: str, runner: str,
+def _rollout(base: Path, warm: WarmTests, solution: str, runner: TestRunner,
              name: str = "ws", limits: Limits = LIMITS) -> HiddenTestRun:
-    ws = base / name
-    if ws.exists():
-        shutil.rmtree(ws)
-    ws.mkdir()
-    (ws / "solution.py").write_text(textwrap.dedent(solution), encoding="utf-8")
-    tests = base / "tests"
-    if not tests.exists():
-        tests.mkdir()
-        (tests / "test_suite.py").write_text(HONEST_TESTS, encoding="utf-8")
-    return run_warm_tests(warm, ws, tests, expected=[TestOutcome(n, "skipped") for n in NAMES],
-                          limits=limits, slot=SLOT, test_runner=runner)
+    return warm_rollout(warm, base, name, solution, tests=HONEST_TESTS, names=NAMES,
+                        limits=limits, slot=SLOT, runner=runner)
 
 
 def _server_pid(warm: WarmTests, base: Path, runner: str) -> int:
