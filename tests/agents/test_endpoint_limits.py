@@ -138,6 +138,30 @@ def test_endpoints_must_be_tables(tmp_path: Path) -> None:
         load_agents(path)
 
 
+COMMAND_AGENT = ('[[agents]]\nname = "cli"\nkind = "command"\ncommand = "true"\n'
+                 'base_url = "http://127.0.0.1:9/v1"\n\n')
+TABLE = '[[endpoints]]\nbase_url = "http://127.0.0.1:9/v1"\nmax_in_flight = 2\n'
+
+
+def test_a_table_only_command_agents_reach_is_refused_not_ignored(tmp_path: Path) -> None:
+    # a command agent's program talks to its endpoint itself: a table would bound nothing
+    path = tmp_path / "agents.toml"
+    path.write_text(COMMAND_AGENT + TABLE, encoding="utf-8")
+    with pytest.raises(ConfigError) as info:
+        load_agents(path)
+    msg = str(info.value)
+    assert msg.startswith(f"{path}:8: endpoints[1].base_url: agent 'cli' (kind command) reaches "
+                          "http://127.0.0.1:9/v1 with requests reliabench does not see"), msg
+    assert "openai agents only" in msg and "\n" not in msg and info.value.exit_code == 2
+
+
+def test_a_table_shared_with_a_command_agent_gates_the_openai_agents(tmp_path: Path) -> None:
+    path = agents_file(tmp_path, "http://127.0.0.1:9/v1", COMMAND_AGENT.replace("cli", "cli2") + TABLE)
+    agents = {a.name: a for a in load_agents(path)}
+    assert isinstance(agents["m0"], OpenAIAgent) and agents["m0"].gate is not None
+    assert not hasattr(agents["cli2"], "gate")
+
+
 def test_a_bad_table_stops_the_run_command_with_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     path = agents_file(tmp_path, "http://127.0.0.1:9/v1",
                        '[[endpoints]]\nbase_url = "http://127.0.0.1:9/v1"\nmax_in_flight = -1\n')

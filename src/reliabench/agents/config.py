@@ -326,13 +326,17 @@ def _gate_endpoints(config_path: Path, doc: Mapping[str, Any], agents: list[Agen
     from reliabench.agents.infra import Endpoint
 
     used: dict[str, str] = {}
+    ungated: dict[str, str] = {}
     for agent in agents:
         endpoint = getattr(agent, "endpoint", None)
-        if isinstance(endpoint, Endpoint) and hasattr(agent, "gate"):
-            used.setdefault(endpoint.base_url, agent.name)
-    limits = read_endpoint_limits(config_path, doc, used)
+        if isinstance(endpoint, Endpoint):
+            if hasattr(agent, "gate"):
+                used.setdefault(endpoint.base_url, agent.name)
+            else:
+                ungated.setdefault(endpoint.base_url, f"{agent.name!r} (kind {agent.kind})")
+    limits = read_endpoint_limits(config_path, doc, used, ungated)
     gates = {url: EndpointGate(lim) for url, lim in limits.items()}
     for agent in agents:
         endpoint = getattr(agent, "endpoint", None)
-        if isinstance(endpoint, Endpoint) and endpoint.base_url in gates:
-            agent.gate = gates[endpoint.base_url]  # type: ignore[attr-defined]
+        if isinstance(endpoint, Endpoint) and endpoint.base_url in gates and hasattr(agent, "gate"):
+            agent.gate = gates[endpoint.base_url]

@@ -188,15 +188,19 @@ def _line_of(lines: list[str], index: int, key: str | None) -> int:
     return start or 1
 
 
-def read_endpoint_limits(path: Path, doc: Mapping[str, Any],
-                         used: Mapping[str, str]) -> dict[str, EndpointLimits]:
+def read_endpoint_limits(path: Path, doc: Mapping[str, Any], used: Mapping[str, str],
+                         ungated: Mapping[str, str] | None = None) -> dict[str, EndpointLimits]:
     """The ``[[endpoints]]`` tables of the agents file ``path`` (parsed as ``doc``), checked.
 
     Args:
         path: The agents file (for the lines of its problems).
         doc: Its parsed content.
-        used: Normalised base URL -> the name of an agent that uses it (a table for an endpoint
-            no agent uses is a typo).
+        used: Normalised base URL -> the name of an agent that uses it and asks a gate before
+            each request (a table for an endpoint no agent uses is a typo).
+        ungated: Normalised base URL -> ``"NAME (kind KIND)"`` of an agent that reaches it but
+            whose requests reliabench does not see (a ``command`` agent: its program talks to
+            the endpoint itself, through the relay as TCP connections or CONNECT tunnels). A
+            table for such an endpoint alone is refused: it would bound nothing.
 
     Returns:
         Normalised base URL -> its limits.
@@ -230,6 +234,10 @@ def read_endpoint_limits(path: Path, doc: Mapping[str, Any],
             raise error("base_url", str(exc).partition(": ")[2]) from None
         if url in out:
             raise error("base_url", f"{url} has a table already ({out[url].source})")
+        if url not in used and ungated and url in ungated:
+            raise error("base_url", f"agent {ungated[url]} reaches {url} with requests reliabench "
+                        "does not see; endpoint limits bound openai agents only (limit the "
+                        "program's own concurrency, or drop this table)")
         if url not in used:
             known = ", ".join(sorted(used)) or "none"
             raise error("base_url", f"no agent of this file uses {url} (their endpoints: {known})")
