@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import atexit
 import os
+import shutil
 import sys
+import textwrap
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
@@ -15,6 +17,7 @@ import pytest
 from reliabench.errors import SandboxError
 from reliabench.hidden_tests.fresh import HiddenTestRun, collect_hidden_tests, run_hidden_tests
 from reliabench.meta_keys import TestRunner
+from reliabench.records import TestOutcome
 from reliabench.sandbox import SandboxBackend, get_backend, slot_uid, slots
 
 _WARM: dict[str, Any] = {}
@@ -53,11 +56,7 @@ def warm_rollout(warm: Any, base: Path, name: str, solution: str, *, tests: str,
                  names: list[str], limits: Any, slot: int, runner: TestRunner) -> HiddenTestRun:
     """One warm rollout: ``solution`` as ``base/name/solution.py`` against ``tests`` staged once
     as ``base/tests/test_suite.py`` (kept for the next rollouts of the same ``base``)."""
-    import shutil
-    import textwrap
-
-    from reliabench.records import TestOutcome
-    from reliabench.warm import run_warm_tests
+    from reliabench.warm import run_warm_tests  # lazily, as warm_or_skip imports the warm package
 
     ws = base / name
     if ws.exists():

@@ -327,16 +327,18 @@ def _gate_endpoints(config_path: Path, doc: Mapping[str, Any], agents: list[Agen
 
     used: dict[str, str] = {}
     ungated: dict[str, str] = {}
+    gated: list[tuple[Agent, str]] = []  # the agents that ask a gate before each request
     for agent in agents:
         endpoint = getattr(agent, "endpoint", None)
-        if isinstance(endpoint, Endpoint):
-            if hasattr(agent, "gate"):
-                used.setdefault(endpoint.base_url, agent.name)
-            else:
-                ungated.setdefault(endpoint.base_url, f"{agent.name!r} (kind {agent.kind})")
+        if not isinstance(endpoint, Endpoint):
+            continue
+        if hasattr(agent, "gate"):
+            used.setdefault(endpoint.base_url, agent.name)
+            gated.append((agent, endpoint.base_url))
+        else:
+            ungated.setdefault(endpoint.base_url, f"{agent.name!r} (kind {agent.kind})")
     limits = read_endpoint_limits(config_path, doc, used, ungated)
     gates = {url: EndpointGate(lim) for url, lim in limits.items()}
-    for agent in agents:
-        endpoint = getattr(agent, "endpoint", None)
-        if isinstance(endpoint, Endpoint) and endpoint.base_url in gates and hasattr(agent, "gate"):
-            agent.gate = gates[endpoint.base_url]
+    for agent, url in gated:
+        if url in gates:
+            agent.gate = gates[url]  # type: ignore[attr-defined]

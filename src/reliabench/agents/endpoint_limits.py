@@ -211,6 +211,7 @@ def read_endpoint_limits(path: Path, doc: Mapping[str, Any], used: Mapping[str, 
     tables = doc.get("endpoints")
     if tables is None:
         return {}
+    ungated_by_url = ungated or {}
     lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
     if not isinstance(tables, list) or not all(isinstance(t, dict) for t in tables):
         raise ConfigError(path, "expected an array of tables ([[endpoints]])", field="endpoints",
@@ -234,11 +235,11 @@ def read_endpoint_limits(path: Path, doc: Mapping[str, Any], used: Mapping[str, 
             raise error("base_url", str(exc).partition(": ")[2]) from None
         if url in out:
             raise error("base_url", f"{url} has a table already ({out[url].source})")
-        if url not in used and ungated and url in ungated:
-            raise error("base_url", f"agent {ungated[url]} reaches {url} with requests reliabench "
-                        "does not see; endpoint limits bound openai agents only (limit the "
-                        "program's own concurrency, or drop this table)")
         if url not in used:
+            if url in ungated_by_url:
+                raise error("base_url", f"agent {ungated_by_url[url]} reaches {url} with requests "
+                            "reliabench does not see; endpoint limits bound openai agents only "
+                            "(limit the program's own concurrency, or drop this table)")
             known = ", ".join(sorted(used)) or "none"
             raise error("base_url", f"no agent of this file uses {url} (their endpoints: {known})")
         n = table.get("max_in_flight")
