@@ -58,14 +58,19 @@ MACHINE_TEST = textwrap.dedent("""
         assert os.path.exists("/tmp/set-up-by-the-agent")
 """)
 AGENT = textwrap.dedent("""
-    import os, time
+    import os, sys, time
     rollout = int(os.environ["RELIABENCH_ROLLOUT"])
     open("/tmp/set-up-by-the-agent", "w").write("yes")
     time.sleep(float(os.environ.get("AGENT_SLEEP", "2")))
+    hold = os.path.join(os.path.dirname(sys.argv[0]), "holds", f"{os.environ['RELIABENCH_TASK_ID']}-{rollout}")
+    deadline = time.monotonic() + 120
+    while os.path.exists(hold) and time.monotonic() < deadline:  # held by the test until it kills the run
+        time.sleep(0.05)
     wrong = " + (a == 0)" if rollout % 2 else ""
     open("adder.py", "w").write(f"def add(a, b):\\n    return a + b{wrong}\\n")
 """)
-"""A command agent in the container: right on even rollouts, wrong on odd ones, after a pause."""
+"""A command agent in the container: right on even rollouts, wrong on odd ones, after a pause; held while
+the file ``holds/TASK-ROLLOUT`` next to it exists (a read-only mount: the host's changes are seen)."""
 N = 2
 AGENT_NAME = "boxer"
 HANDOVERS = ("fresh", "same")
@@ -94,9 +99,12 @@ def _suite(base: Path, environment: str | None = None) -> Path:
 def _agents(base: Path, sleep: float = 1.0) -> Path:
     (base / "agent.py").write_text(AGENT)
     os.chmod(base / "agent.py", 0o644)
+    (base / "holds").mkdir(exist_ok=True)
+    os.chmod(base / "holds", 0o755)
     (base / "agents.toml").write_text(
         f'[[agents]]\nname = "{AGENT_NAME}"\nkind = "command"\n'
-        'command = ["/usr/bin/python3", "{agents_dir}/agent.py"]\nreadonly = ["{agents_dir}/agent.py"]\n'
+        'command = ["/usr/bin/python3", "{agents_dir}/agent.py"]\n'
+        'readonly = ["{agents_dir}/agent.py", "{agents_dir}/holds"]\n'
         f'env = {{ AGENT_SLEEP = "{sleep}" }}\n')
     return base / "agents.toml"
 
@@ -213,8 +221,16 @@ class Killed:
 
 
 def _kill_during_agent(args: list[str], log: Path, backend: ContainerBackend, out: Path, task: str,
-                       after: int) -> Killed:
-    """Run ``args`` and ``kill -9`` it while the agent of ``task`` runs, once ``after`` rollouts are recorded."""
+                       after: int, holds: tuple[int, ...]) -> Killed:
+    """Run ``args`` and ``kill -9`` it while the agent of ``task`` runs, once ``after`` rollouts are recorded.
+
+    The agents of ``task``'s rollouts ``holds`` wait until the kill (their hold files are removed after it),
+    so what is recorded when it lands does not depend on how fast the machine is.
+    """
+    hold_files = [out.parent / "holds" / f"{task}-{i}" for i in holds]
+    for hold in hold_files:
+        hold.touch()
+        os.chmod(hold, 0o644)
     proc = _start(args, log)
     try:
         _wait_for("a pid", lambda: os.path.exists(f"/proc/{proc.pid}/stat"), proc, log)
@@ -233,6 +249,8 @@ def _kill_during_agent(args: list[str], log: Path, backend: ContainerBackend, ou
     finally:
         proc.kill()
         proc.wait()
+        for hold in hold_files:
+            hold.unlink()
     left = _owned(backend, token)
     assert left, "the kill left no container: nothing for the resume to sweep"
     channels = [Path(_labels(backend, c)["org.reliabench.channel"]) for c in left]
@@ -250,13 +268,14 @@ def test_kill_9_mid_rollout_then_resume_loses_duplicates_and_leaves_nothing(base
     os.chmod(base, 0o755)
     out, log = base / "run", base / "run.log"
     args = _run_args(_suite(base), _agents(base), out, runtime)
-    first = _kill_during_agent(args, log, backend, out, "fresh", after=1)  # rollout fresh/1
-    assert len(first.records) == 1  # one rollout recorded, then killed in an agent of task fresh
-    second = _kill_during_agent(args, log, backend, out, "same", after=2)  # the resume, in rollout same/0
+    first = _kill_during_agent(args, log, backend, out, "fresh", after=1, holds=(1,))  # in rollout fresh/1
+    assert list(first.records) == [("fresh", AGENT_NAME, 0)]  # one rollout recorded, killed in the next
+    second = _kill_during_agent(args, log, backend, out, "same", after=2, holds=(0, 1))  # the resume, in same/*
     first.gone(backend)  # the second run's sweep removed what the first left
-    # what the resume recorded before the kill (its order is the slots' to choose: an agent slot and a test
-    # slot, two threads), the first run's records among them, unchanged
-    assert len(second.records) >= 2 and {k: second.records[k] for k in first.records} == first.records
+    # what the resume recorded before the kill: the rollout the first run was killed in, the first run's
+    # record unchanged
+    assert sorted(second.records) == [("fresh", AGENT_NAME, 0), ("fresh", AGENT_NAME, 1)]
+    assert {k: second.records[k] for k in first.records} == first.records
     resume = _start(args, log)
     _wait_for("a pid", lambda: os.path.exists(f"/proc/{resume.pid}/stat"), None, log)
     resumed = owner_token(resume.pid)
