@@ -270,11 +270,13 @@ def test_kill_9_mid_rollout_then_resume_loses_duplicates_and_leaves_nothing(base
     args = _run_args(_suite(base), _agents(base), out, runtime)
     first = _kill_during_agent(args, log, backend, out, "fresh", after=1, holds=(1,))  # in rollout fresh/1
     assert list(first.records) == [("fresh", AGENT_NAME, 0)]  # one rollout recorded, killed in the next
-    second = _kill_during_agent(args, log, backend, out, "same", after=2, holds=(0, 1))  # the resume, in same/*
+    # the resume, killed in same/*: the resume may start same/0 before or after the re-run of fresh/1 (both
+    # wait for the one agent place), so the kill waits for a same agent only, not for fresh/1's record
+    second = _kill_during_agent(args, log, backend, out, "same", after=1, holds=(0, 1))
     first.gone(backend)  # the second run's sweep removed what the first left
-    # what the resume recorded before the kill: the rollout the first run was killed in, the first run's
-    # record unchanged
-    assert sorted(second.records) == [("fresh", AGENT_NAME, 0), ("fresh", AGENT_NAME, 1)]
+    # what the resume recorded before the kill: at most the rollout the first run was killed in (no held
+    # same rollout), the first run's record unchanged
+    assert set(second.records) - set(first.records) <= {("fresh", AGENT_NAME, 1)}, sorted(second.records)
     assert {k: second.records[k] for k in first.records} == first.records
     resume = _start(args, log)
     _wait_for("a pid", lambda: os.path.exists(f"/proc/{resume.pid}/stat"), None, log)
