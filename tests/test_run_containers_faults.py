@@ -16,6 +16,7 @@ swept by the next one) on image tasks, on the real podman and docker backends:
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -61,6 +62,7 @@ AGENT = textwrap.dedent("""
     import os, sys, time
     rollout = int(os.environ["RELIABENCH_ROLLOUT"])
     open("/tmp/set-up-by-the-agent", "w").write("yes")
+    open("rollout-of-the-agent", "w").write(str(rollout))  # which rollout it is, for the host to read
     time.sleep(float(os.environ.get("AGENT_SLEEP", "2")))
     hold = os.path.join(os.path.dirname(sys.argv[0]), "holds", f"{os.environ['RELIABENCH_TASK_ID']}-{rollout}")
     deadline = time.monotonic() + 120
@@ -70,7 +72,8 @@ AGENT = textwrap.dedent("""
     open("adder.py", "w").write(f"def add(a, b):\\n    return a + b{wrong}\\n")
 """)
 """A command agent in the container: right on even rollouts, wrong on odd ones, after a pause; held while
-the file ``holds/TASK-ROLLOUT`` next to it exists (a read-only mount: the host's changes are seen)."""
+the file ``holds/TASK-ROLLOUT`` next to it exists (a read-only mount: the host's changes are seen). It
+writes its rollout's number to ``rollout-of-the-agent`` in its workspace first."""
 N = 2
 AGENT_NAME = "boxer"
 HANDOVERS = ("fresh", "same")
@@ -175,6 +178,15 @@ def _agent_of_task(backend: ContainerBackend, cid: str) -> str | None:
     return None
 
 
+def _rollout_of_agent(backend: ContainerBackend, cid: str) -> int | None:
+    """The rollout whose agent runs in the container (it writes it to its workspace), None before it has."""
+    result = backend._call(["inspect", "--format", "{{range .Mounts}}{{.Source}}\n{{end}}", cid])
+    for source in result.stdout.splitlines():
+        with contextlib.suppress(OSError, ValueError):
+            return int((Path(source) / "rollout-of-the-agent").read_text())
+    return None
+
+
 def _wait_for(what: str, cond: Callable[[], bool], proc: subprocess.Popen[bytes] | None, log: Path,
               timeout: float = 240) -> None:
     deadline = time.monotonic() + timeout
@@ -201,16 +213,23 @@ def _assert_complete(out: Path, tasks: tuple[str, ...] = HANDOVERS, n: int = N) 
 # --------------------------------------------------------------------------------------------
 
 
+Place = tuple[str, int]
+"""A rollout of the one agent: (task, rollout)."""
+
+
 @dataclass
 class Killed:
     """What a ``kill -9``'d run left: its owner token, its containers, their channel folders, the folders
-    named after it (its private folder, channel folders)."""
+    named after it (its private folder, channel folders); the rollout it let finish (if it was told to)
+    and the one whose agent it was killed in."""
 
     token: str
     records: dict[tuple[str, str, int], str]
     containers: list[str]
     channels: list[Path]
     private: list[Path]
+    let_finish: Place | None
+    killed_in: Place
 
     def gone(self, backend: ContainerBackend) -> None:
         """Assert that nothing of it is left (on the runtime and on the host)."""
@@ -220,44 +239,60 @@ class Killed:
         assert not any(p.exists() for p in self.private), self.private
 
 
-def _kill_during_agent(args: list[str], log: Path, backend: ContainerBackend, out: Path, task: str,
-                       after: int, holds: tuple[int, ...]) -> Killed:
-    """Run ``args`` and ``kill -9`` it while the agent of ``task`` runs, once ``after`` rollouts are recorded.
+def _kill_during_agent(args: list[str], log: Path, backend: ContainerBackend, out: Path, holds: set[Place],
+                       after: int, let_first_finish: bool = False) -> Killed:
+    """Run ``args`` and ``kill -9`` it while a held agent runs, once ``after`` rollouts are recorded.
 
-    The agents of ``task``'s rollouts ``holds`` wait until the kill (their hold files are removed after it),
-    so what is recorded when it lands does not depend on how fast the machine is.
+    The agents of the rollouts ``holds`` wait until the kill (their hold files are removed after it), so
+    what is recorded when it lands does not depend on how fast the machine is. ``let_first_finish``: the
+    first held agent to start (whichever rollout the run started first: rollouts wait for the agent place
+    at once) is let go, and the kill lands in another held one.
     """
-    hold_files = [out.parent / "holds" / f"{task}-{i}" for i in holds]
-    for hold in hold_files:
+    hold_files = {h: out.parent / "holds" / f"{h[0]}-{h[1]}" for h in holds}
+    for hold in hold_files.values():
         hold.touch()
         os.chmod(hold, 0o644)
     proc = _start(args, log)
+    let_finish: list[Place] = []
+    held: list[Place] = []
     try:
         _wait_for("a pid", lambda: os.path.exists(f"/proc/{proc.pid}/stat"), proc, log)
         token = owner_token(proc.pid)
         seen: set[str] = set()
+        agents: dict[str, tuple[str, int | None]] = {}  # agents' containers -> (task, rollout once known)
 
-        def agent_of_task_running() -> bool:
-            if len(_recorded(out)) < after:
-                return False
-            new = [c for c in _owned(backend, token) if c not in seen]
-            seen.update(new)
-            return any(_agent_of_task(backend, c) == task for c in new)  # it sleeps: alive when killed
+        def held_agent_running() -> bool:
+            for c in _owned(backend, token):
+                if c not in seen:
+                    seen.add(c)
+                    task = _agent_of_task(backend, c)
+                    if task is not None:
+                        agents[c] = (task, None)
+            for c, (task, rollout) in agents.items():
+                if rollout is None:
+                    agents[c] = (task, _rollout_of_agent(backend, c))
+            known = [(t, r) for t, r in agents.values() if r is not None and (t, r) in holds]
+            if let_first_finish and not let_finish and known:
+                let_finish.append(known[0])
+                hold_files[known[0]].unlink()
+            held[:] = [k for k in known if k not in let_finish]  # it sleeps: alive when killed
+            return bool(held) and len(_recorded(out)) >= after
 
-        _wait_for(f"the agent's container of task {task}", agent_of_task_running, proc, log)
+        _wait_for("a held agent", held_agent_running, proc, log)
         proc.send_signal(signal.SIGKILL)
     finally:
         proc.kill()
         proc.wait()
-        for hold in hold_files:
-            hold.unlink()
+        for hold in hold_files.values():
+            hold.unlink(missing_ok=True)
     left = _owned(backend, token)
     assert left, "the kill left no container: nothing for the resume to sweep"
     channels = [Path(_labels(backend, c)["org.reliabench.channel"]) for c in left]
     assert all(c.is_dir() for c in channels), channels
     private = [p for kind in (backend.runtime, "chan") for p in Path("/tmp").glob(f"rb-{kind}-{proc.pid}-*")]
     assert private, "no folder named after the killed run"
-    return Killed(token, _recorded(out), left, channels, private)
+    assert len(held) == 1, held  # one agent place: one agent at a time
+    return Killed(token, _recorded(out), left, channels, private, let_finish[0] if let_finish else None, held[0])
 
 
 @pytest.mark.slow
@@ -268,15 +303,21 @@ def test_kill_9_mid_rollout_then_resume_loses_duplicates_and_leaves_nothing(base
     os.chmod(base, 0o755)
     out, log = base / "run", base / "run.log"
     args = _run_args(_suite(base), _agents(base), out, runtime)
-    first = _kill_during_agent(args, log, backend, out, "fresh", after=1, holds=(1,))  # in rollout fresh/1
-    assert list(first.records) == [("fresh", AGENT_NAME, 0)]  # one rollout recorded, killed in the next
-    # the resume, killed in same/*: the resume may start same/0 before or after the re-run of fresh/1 (both
-    # wait for the one agent place), so the kill waits for a same agent only, not for fresh/1's record
-    second = _kill_during_agent(args, log, backend, out, "same", after=1, holds=(0, 1))
+    every = {(t, i) for t in HANDOVERS for i in range(N)}
+    # every agent held but the first to start (fresh/0 or fresh/1: both wait for the one agent place at once),
+    # killed in the next, once the first is recorded: the other fresh rollout (or, when a thread that took a
+    # job after the first rollout finished won the agent place, a same one)
+    first = _kill_during_agent(args, log, backend, out, every, after=1, let_first_finish=True)
+    assert first.let_finish is not None and first.let_finish[0] == "fresh", first.let_finish
+    assert list(first.records) == [("fresh", AGENT_NAME, first.let_finish[1])]  # one recorded, killed in the next
+    # the resume, killed in a same rollout: it may start one before or after the re-run of the rollout the
+    # first run was killed in (they wait for the one agent place at once); only same rollouts are held
+    second = _kill_during_agent(args, log, backend, out, {(t, i) for t, i in every if t == "same"}, after=1)
     first.gone(backend)  # the second run's sweep removed what the first left
-    # what the resume recorded before the kill: at most the rollout the first run was killed in (no held
-    # same rollout), the first run's record unchanged
-    assert set(second.records) - set(first.records) <= {("fresh", AGENT_NAME, 1)}, sorted(second.records)
+    assert second.killed_in[0] == "same"
+    # what the resume recorded before the kill: no held rollout, the first run's record unchanged
+    unheld = {("fresh", AGENT_NAME, i) for i in range(N)}
+    assert set(second.records) - set(first.records) <= unheld, sorted(second.records)
     assert {k: second.records[k] for k in first.records} == first.records
     resume = _start(args, log)
     _wait_for("a pid", lambda: os.path.exists(f"/proc/{resume.pid}/stat"), None, log)
